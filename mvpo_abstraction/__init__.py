@@ -1,0 +1,26 @@
+"""mvpo_abstraction: histories -> prefix signatures and milestones; viability regions; potentials.
+
+Swappable without touching the optimizer (ARCHITECTURE.md). See :mod:`mvpo_abstraction.base`.
+"""
+
+from mvpo_abstraction.base import Abstraction, AbstractionTracker, depth_bin
+from mvpo_abstraction.registry import (
+    available_abstractions,
+    available_milestones,
+    get_milestone,
+    make_abstraction,
+    register_abstraction,
+    register_milestone,
+)
+
+__all__ = [
+    "Abstraction",
+    "AbstractionTracker",
+    "available_abstractions",
+    "available_milestones",
+    "depth_bin",
+    "get_milestone",
+    "make_abstraction",
+    "register_abstraction",
+    "register_milestone",
+]

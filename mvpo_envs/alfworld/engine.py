@@ -1,0 +1,246 @@
+"""ALFWorld's own TextWorld PDDL engine, with the two caches that make it fast.
+
+ENVIRONMENTS.md, "mvpo/ALFWorld-v0": the engine is ``textworld.envs.PddlEnv`` wrapped in
+ALFWorld's ``AlfredDemangler`` and ``AlfredInfos``, with the domain and grammar of the game file.
+We subclass ``PddlEnv`` and change *how* two things are computed, never *what*:
+
+1. **PDDL translation cache.** ``PddlEnv.reset`` rebuilds its ``PddlState``, which translates
+   the PDDL problem to SAS twice (``fast_downward.pddl2sas``), the bulk of a reset. The
+   translation is a pure function of (domain, problem), so we keep it per game and hand it to
+   ``PddlState`` instead of recomputing it. The planner's habit of rewriting ``sys.argv`` is
+   undone too.
+2. **Command-text cache.** After every step ``PddlEnv`` derives the text of every applicable
+   action through the grammar (a TatSu parse per action). The text of an action depends only
+   on the action's template and its arguments (ALFWorld's templates read only constant facts
+   such as ``receptacleAtLocation``), so we derive each grounded action once per game.
+
+``benchmarks/alfworld_env.py`` checks that observations and admissible lists are identical
+to the uncached engine on the same games, and measures the speed-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import textworld
+import textworld.envs.pddl.logic as pddl_logic
+from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+from textworld.envs import PddlEnv
+
+REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
+
+
+class GameFileError(ValueError):
+    """A game file is missing, unreadable or lacks what the engine needs."""
+
+
+def read_game_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and check a ``game.tw-pddl`` file; errors name the file and what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise GameFileError(f"{path}: game file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise GameFileError(f"{path}: not a valid JSON game file ({err})") from err
+    if not isinstance(data, dict):
+        raise GameFileError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
+    if missing:
+        raise GameFileError(f"{path}: missing or empty key(s) {missing}")
+    if "(:goal" not in data["pddl_problem"] or "(:init" not in data["pddl_problem"]:
+        raise GameFileError(f"{path}: pddl_problem has no (:init ...) or (:goal ...) section")
+    return data
+
+
+@contextlib.contextmanager
+def _restored_argv():
+    """fast_downward's translator overwrites ``sys.argv``; put it back."""
+    saved = list(sys.argv)
+    try:
+        yield
+    finally:
+        sys.argv[:] = saved
+
+
+class _TranslationCache:
+    """Memoises ``fast_downward.pddl2sas`` per (domain, problem, optimize).
+
+    Installed as the ``fast_downward`` name of ``textworld.envs.pddl.logic`` only while one of
+    our engines builds its ``PddlState`` (see :meth:`CachedPddlEnv._new_pddl_state`), so other
+    users of TextWorld in the same process see the original module.
+    """
+
+    def __init__(self, module: Any, max_games: int):
+        self._module = module
+        self._memo: OrderedDict[tuple[int, int, bool], Any] = OrderedDict()
+        self.max_games = max_games
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def pddl2sas(self, domain: str, problem: str, verbose: bool = False, optimize: bool = False):
+        key = (hash(domain), hash(problem), bool(optimize))
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        with _restored_argv():
+            result = self._module.pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
+        self._memo[key] = result
+        while len(self._memo) > 2 * self.max_games:
+            self._memo.popitem(last=False)
+        return result
+
+
+class CachedPddlEnv(PddlEnv):
+    """``PddlEnv`` with a per-game translation cache and a command-text cache."""
+
+    def __init__(self, infos: textworld.EnvInfos | None = None, max_cached_games: int = 64):
+        super().__init__(infos)
+        self._translations = _TranslationCache(pddl_logic.fast_downward, max_cached_games)
+        self._command_text: dict[str, str] = {}
+        self._logic_cache: OrderedDict[tuple[int, int], Any] = OrderedDict()
+        self._max_cached_games = max_cached_games
+
+    @contextlib.contextmanager
+    def _cached_translation(self):
+        original = pddl_logic.fast_downward
+        pddl_logic.fast_downward = self._translations
+        try:
+            yield
+        finally:
+            pddl_logic.fast_downward = original
+
+    def _new_pddl_state(self):
+        with self._cached_translation():
+            return pddl_logic.PddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
+
+    def load(self, filename_or_data) -> None:
+        data = filename_or_data
+        if not isinstance(filename_or_data, dict):
+            data = read_game_file(filename_or_data)
+            self._game_file = str(filename_or_data)
+        else:
+            self._game_file = None
+        self._game_data = data
+        self.walkthrough = data.get("walkthrough")
+        key = (hash(data["pddl_domain"]), hash(data["grammar"]))
+        logic = self._logic_cache.get(key)
+        if logic is None:
+            logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
+            self._logic_cache[key] = logic
+            while len(self._logic_cache) > self._max_cached_games:
+                self._logic_cache.popitem(last=False)
+        self._logic = logic
+        self._command_text = {}
+        self._pddl_state = self._new_pddl_state()
+        self._entity_infos = self._get_entity_infos()
+
+    def reset(self):
+        # PddlEnv.reset rebuilds its PddlState from the problem text; with the cache installed
+        # that reuses the translation. Everything else is PddlEnv's own code path.
+        with self._cached_translation():
+            return super().reset()
+
+    def _gather_infos(self):
+        """Same infos as ``PddlEnv._gather_infos``; grounded command texts come from a cache."""
+        self.state["command_templates"] = sorted({a.template for a in self._logic.actions.values()})
+        self.state["won"] = self._pddl_state.check_goal()
+        self.state["lost"] = False
+        self.state["_entity_infos"] = dict(self._entity_infos)
+        self.state["_facts"] = list(self._pddl_state.facts)
+        if self.request_infos.facts:
+            self.state["facts"] = [self._get_human_readable_fact(f) for f in self.state["_facts"]]
+        self.state["last_action"] = None
+        self.state["_last_action"] = self._last_action
+        actions = list(self._pddl_state.all_applicable_actions())
+        self.state["_valid_actions"] = actions
+        mapping = {k: info.name for k, info in self._entity_infos.items()}
+        commands = []
+        for action in actions:
+            key = action.name + "(" + ",".join(v.name for v in action.mapping.values()) + ")"
+            text = self._command_text.get(key)
+            if text is None:
+                context = {
+                    "state": self._pddl_state,
+                    "facts": list(self._pddl_state.facts),
+                    "variables": {
+                        ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()
+                    },
+                    "mapping": action.mapping,
+                    "entity_infos": self._entity_infos,
+                }
+                action.command_template = self._logic.grammar.derive(action.command_template, context)
+                text = action.format_command(mapping)
+                self._command_text[key] = text
+            commands.append(text)
+        self.state["_valid_commands"] = commands
+        self.state["admissible_commands"] = sorted(set(commands))
+        if self.request_infos.moves:
+            self.state["moves"] = self._moves
+        if self.request_infos.policy_commands:
+            self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
+
+
+@dataclass
+class EngineStep:
+    """What one engine call returns to the environment."""
+
+    feedback: str
+    won: bool
+    admissible: list[str]
+    facts: list[Any]
+    entity_names: dict[str, str]
+
+
+class AlfworldEngine:
+    """One ALFWorld game engine: ``CachedPddlEnv`` + ``AlfredDemangler`` + ``AlfredInfos``.
+
+    ``cached=False`` builds ALFWorld's plain ``PddlEnv`` instead (used by the benchmark and
+    the equivalence tests).
+    """
+
+    def __init__(self, cached: bool = True, max_cached_games: int = 64):
+        infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        with _restored_argv():
+            base = CachedPddlEnv(infos, max_cached_games) if cached else PddlEnv(infos)
+        self._env = AlfredInfos(AlfredDemangler(base, shuffle=False))
+        self._loaded: str | None = None
+
+    def load(self, game_file: str | os.PathLike) -> None:
+        game_file = str(game_file)
+        if game_file != self._loaded:
+            if not isinstance(self._env.unwrapped, CachedPddlEnv):
+                read_game_file(game_file)  # the same clear errors for the uncached engine
+            with _restored_argv():
+                self._env.load(game_file)
+            self._loaded = game_file
+
+    def reset(self) -> EngineStep:
+        with _restored_argv():
+            return self._pack(self._env.reset())
+
+    def step(self, command: str) -> EngineStep:
+        game_state, _, _ = self._env.step(command)
+        return self._pack(game_state)
+
+    def _pack(self, gs) -> EngineStep:
+        infos = gs["_entity_infos"]
+        return EngineStep(
+            feedback=gs["feedback"],
+            won=bool(gs["won"]),
+            admissible=list(gs["admissible_commands"]),
+            facts=gs["_facts"],
+            entity_names={k: v.name for k, v in infos.items()},
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._env.close()

@@ -1,0 +1,224 @@
+"""The base class of every mvpo text environment: the common info contract.
+
+Implements the "Common contract" of ``shared/design/ENVIRONMENTS.md``:
+
+* ``reset(seed=None, options=None)`` / ``step(action: str)`` follow Gymnasium exactly;
+* task selection is a pure function of ``(task list, seed / options)`` — see
+  :func:`select_task_index` — so all G rollouts of a group play the same game on any machine
+  and with any worker count;
+* ``info`` always carries ``task, task_id, admissible_actions, anchor, signature, milestones,
+  progress, won, invalid_action, state`` (plus env-specific extras such as ``task_type``);
+* an inadmissible or malformed action returns the benchmark's no-op text, reward 0 and
+  ``invalid_action=True``; a non-string action raises ``TypeError``;
+* the abstraction (signature / milestones / progress) is attached with ``abstraction=`` and
+  computed by :class:`mvpo_abstraction.base.AbstractionTracker` from ``info["state"]``.
+
+Episode length limits are Gymnasium's ``TimeLimit`` wrapper (``max_episode_steps`` in the
+registration, overridable in ``gym.make``), so ``truncated`` means exactly "time limit".
+Subclasses implement :meth:`_start` and :meth:`_act`.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from mvpo_abstraction.base import Abstraction, AbstractionTracker
+from mvpo_abstraction.registry import make_abstraction
+from mvpo_envs.spaces import AnyText
+
+_WS = re.compile(r"\s+")
+
+
+def canonical_command(text: str) -> str:
+    """Lower-case, strip and collapse whitespace: how actions are compared to admissible ones."""
+    return _WS.sub(" ", text.strip()).lower()
+
+
+def select_task_index(
+    num_tasks: int,
+    task_ids: Sequence[str],
+    seed: int | None,
+    options: dict[str, Any] | None,
+    rng: Any,
+) -> int:
+    """Which task a reset plays (ENVIRONMENTS.md: a pure function of split and seed/index).
+
+    Priority: ``options["task_id"]`` (a stable id string), then ``options["task_index"]``
+    (``0 <= i < num_tasks``), then ``seed`` (task ``seed % num_tasks``), else the env's own
+    seeded ``np_random``. Task lists are sorted by id, so the answer does not depend on
+    directory order or on how many workers run.
+    """
+    if num_tasks <= 0:
+        raise ValueError("the task list is empty")
+    options = options or {}
+    if options.get("task_id") is not None:
+        task_id = options["task_id"]
+        try:
+            return list(task_ids).index(task_id)
+        except ValueError:
+            raise KeyError(f"unknown task_id {task_id!r} ({num_tasks} tasks in this split)") from None
+    if options.get("task_index") is not None:
+        index = options["task_index"]
+        if not isinstance(index, int) or not 0 <= index < num_tasks:
+            raise IndexError(f"task_index must be an int in [0, {num_tasks}), got {index!r}")
+        return index
+    if seed is not None:
+        return int(seed) % num_tasks
+    return int(rng.integers(num_tasks))
+
+
+@dataclass
+class Transition:
+    """What a subclass returns from :meth:`TextEnv._start` and :meth:`TextEnv._act`."""
+
+    observation: str
+    admissible: list[str]
+    state: dict[str, Any]
+    reward: float = 0.0
+    terminated: bool = False
+    won: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class: text observations and actions, the info contract, task selection."""
+
+    metadata = {"render_modes": ["human", "ansi"], "render_fps": 4}
+    #: the benchmark's documented no-op feedback for an inadmissible action
+    invalid_feedback: str = "Nothing happens."
+    #: registry name of the environment's paper abstraction
+    default_abstraction: str = ""
+    max_text_length: int = 16_384
+
+    def __init__(
+        self,
+        task_ids: Sequence[str],
+        abstraction: str | Abstraction | None = None,
+        render_mode: str | None = None,
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.task_ids: list[str] = list(task_ids)
+        if not self.task_ids:
+            raise ValueError(f"{type(self).__name__}: no tasks to play")
+        self.observation_space = AnyText(self.max_text_length)
+        self.action_space = AnyText(self.max_text_length)
+        self.abstraction = make_abstraction(abstraction or self.default_abstraction)
+        self._tracker = AbstractionTracker(self.abstraction)
+        self._task_index: int | None = None
+        self._admissible: list[str] = []
+        self._last: Transition | None = None
+        self._last_info: dict[str, Any] = {}
+        self._done = False
+
+    # -- subclass hooks -------------------------------------------------------------------------
+    def _start(self, task_index: int) -> Transition:
+        """Start task ``task_index``; return the first observation and state."""
+        raise NotImplementedError
+
+    def _act(self, command: str) -> Transition:
+        """Apply an admissible ``command`` (already canonical) to the engine."""
+        raise NotImplementedError
+
+    def _is_admissible(self, command: str) -> bool:
+        """Whether a canonical command is valid now (default: in the admissible list)."""
+        return command in self._admissible_set
+
+    def _invalid(self, command: str) -> Transition:
+        """The no-op transition for an inadmissible command: same state, no-op feedback."""
+        assert self._last is not None
+        return Transition(
+            observation=self.invalid_feedback,
+            admissible=self._last.admissible,
+            state={**self._last.state, "observation": self.invalid_feedback},
+            reward=0.0,
+            terminated=False,
+            won=self._last.won,
+            extras=dict(self._last.extras),
+        )
+
+    def task_text(self) -> str:
+        """The instruction shown to the agent for the current task."""
+        raise NotImplementedError
+
+    # -- Gymnasium API --------------------------------------------------------------------------
+    @property
+    def task_id(self) -> str:
+        if self._task_index is None:
+            raise RuntimeError("call reset() first")
+        return self.task_ids[self._task_index]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._task_index = select_task_index(
+            len(self.task_ids), self.task_ids, seed, options, self.np_random
+        )
+        transition = self._start(self._task_index)
+        self._done = False
+        info = self._record(transition, invalid=False)
+        info.update(self._tracker.reset(transition.state))
+        self._last_info = info
+        if self.render_mode == "human":
+            self.render()
+        return transition.observation, info
+
+    def step(self, action: str):
+        if not isinstance(action, str):
+            raise TypeError(
+                f"{type(self).__name__}.step expects a text action (str), got "
+                f"{type(action).__name__}: {action!r}"
+            )
+        if self._last is None:
+            raise RuntimeError("call reset() before step()")
+        command = canonical_command(action)
+        valid = not self._done and self._is_admissible(command)
+        transition = self._act(command) if valid else self._invalid(command)
+        info = self._record(transition, invalid=not valid)
+        info.update(self._tracker.step(transition.state, command))
+        self._done = self._done or transition.terminated
+        self._last_info = info
+        if self.render_mode == "human":
+            self.render()
+        return transition.observation, float(transition.reward), bool(transition.terminated), False, info
+
+    def _record(self, transition: Transition, invalid: bool) -> dict[str, Any]:
+        self._last = transition
+        self._admissible = list(transition.admissible)
+        self._admissible_set = set(self._admissible)
+        transition.state.setdefault("observation", transition.observation)
+        return {
+            "task": self.task_text(),
+            "task_id": self.task_id,
+            "admissible_actions": list(transition.admissible),
+            "anchor": transition.observation,
+            "won": bool(transition.won),
+            "invalid_action": bool(invalid),
+            # fresh objects every call: users keep infos (Gymnasium's env checker demands it)
+            "state": copy.deepcopy(transition.state),
+            **copy.deepcopy(transition.extras),
+        }
+
+    def render(self) -> str | None:
+        if self._last is None:
+            return None
+        info = self._last_info
+        lines = [
+            self._last.observation,
+            "",
+            f"[task] {info.get('task', '')}",
+            f"[signature] {info.get('signature', '')}",
+            f"[milestones] {', '.join(k for k, v in info.get('progress', {}).items() if v) or '-'}",
+            f"[admissible] {' | '.join(self._admissible)}",
+        ]
+        text = "\n".join(lines)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
