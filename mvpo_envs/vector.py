@@ -22,6 +22,16 @@ import gymnasium as gym
 import numpy as np
 
 
+class WorkerCrashedError(RuntimeError):
+    """An async vector-env worker process died; names the workers and their exit codes."""
+
+    def __init__(self, dead: list[tuple[int, int | None]], cause: BaseException):
+        self.dead = dead
+        desc = ", ".join(f"worker {i} (exit code {code})" for i, code in dead) or "a worker"
+        super().__init__(f"{desc} died during step ({type(cause).__name__}: {cause}); "
+                         "close this vector env and make a new one")
+
+
 class GroupedVectorEnv:
     """A Gymnasium vector env of ``num_groups * group_size`` copies of one env id.
 
@@ -69,12 +79,23 @@ class GroupedVectorEnv:
 
     def reset_groups(self, task_indices: Sequence[int]) -> tuple[list[str], dict[str, Any]]:
         """Reset every env; group ``b`` plays task ``task_indices[b]``."""
-        obs, infos = self.env.reset(seed=self.group_seeds(task_indices))
+        try:
+            obs, infos = self.env.reset(seed=self.group_seeds(task_indices))
+        except (EOFError, ConnectionError, BrokenPipeError) as err:
+            raise WorkerCrashedError(self._dead_workers(), err) from err
         return list(obs), infos
 
     def step(self, actions: Sequence[str]):
-        obs, rewards, terminated, truncated, infos = self.env.step(tuple(actions))
+        """Step every env. A dead async worker raises :class:`WorkerCrashedError` at once."""
+        try:
+            obs, rewards, terminated, truncated, infos = self.env.step(tuple(actions))
+        except (EOFError, ConnectionError, BrokenPipeError) as err:
+            raise WorkerCrashedError(self._dead_workers(), err) from err
         return list(obs), rewards, terminated, truncated, infos
+
+    def _dead_workers(self) -> list[tuple[int, int | None]]:
+        processes = getattr(self.env, "processes", [])
+        return [(i, p.exitcode) for i, p in enumerate(processes) if not p.is_alive()]
 
     def close(self) -> None:
         self.env.close()

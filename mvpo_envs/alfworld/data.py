@@ -69,6 +69,18 @@ def project_data_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "data"
 
 
+def user_real_data_dir() -> Path | None:
+    """``$ALFWORLD_DATA`` when it holds ALFWorld's ``json_2.1.1/`` folder, else ``None``.
+
+    Importing ``alfworld`` sets ``$ALFWORLD_DATA`` to an empty ``~/.cache/alfworld`` when the
+    user has not set it; such a folder without games is ignored, so the bundled games play.
+    """
+    value = os.environ.get("ALFWORLD_DATA")
+    if value and (Path(value).expanduser() / "json_2.1.1").is_dir():
+        return Path(value).expanduser()
+    return None
+
+
 def bundled_split_dir(split: str, preset: str = "mini") -> Path:
     return project_data_dir() / "alfworld" / preset / split
 

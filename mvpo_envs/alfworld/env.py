@@ -24,6 +24,7 @@ from mvpo_envs.alfworld.data import (
     bundled_split_dir,
     collect_games,
     real_split_dir,
+    user_real_data_dir,
 )
 from mvpo_envs.alfworld.engine import AlfworldEngine, EngineStep
 from mvpo_envs.alfworld.state import state_from_facts
@@ -50,7 +51,7 @@ class AlfworldEnv(TextEnv):
         render_mode: str | None = None,
         max_cached_games: int = 64,
     ):
-        data_dir = data_dir if data_dir is not None else os.environ.get("ALFWORLD_DATA")
+        data_dir = data_dir if data_dir is not None else user_real_data_dir()
         if data_dir:
             split_dir = real_split_dir(data_dir, split)
         else:
