@@ -21,6 +21,7 @@ to the uncached engine on the same games, and measures the speed-up.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import sys
@@ -31,6 +32,8 @@ from typing import Any
 
 import textworld
 import textworld.envs.pddl.logic as pddl_logic
+import textworld.envs.pddl.textgen as pddl_textgen
+import textworld.logic as tw_logic
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 from textworld.envs import PddlEnv
 
@@ -99,6 +102,58 @@ class _TranslationCache:
         return result
 
 
+class _ParseMemo:
+    """Memoises TextWorld's TatSu parse of grammar snippets and logic queries.
+
+    ``PddlEnv`` re-parses the same few template strings (``take {o} from {r}``, the feedback
+    rules, the conditions of the grammar) at every derivation. A parse is a pure function of
+    the string; we keep each result and hand out a deep copy, as the grammar itself does with
+    its pre-parsed rules (``ContextSensitiveGrammar.replace`` deep-copies ``rule.rhs``).
+    """
+
+    def __init__(self, parse):
+        self._parse = parse
+        self._memo: dict[tuple, Any] = {}
+
+    def __call__(self, *args, **kwargs):
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in self._memo:
+            self._memo[key] = self._parse(*args, **kwargs)
+        return copy.deepcopy(self._memo[key])
+
+
+_TEXTGEN_PARSE = _ParseMemo(pddl_textgen._parse_and_convert)
+_LOGIC_PARSE = _ParseMemo(tw_logic._parse_and_convert)
+
+
+def _copy_context(context: dict) -> dict:
+    """``textgen.copy_context`` without deep-copying entity infos.
+
+    The original deep-copies the ``variables`` and ``mapping`` dicts, entity infos included;
+    derivations only ever add keys to these dicts (``query`` updates them) and never mutate the
+    entity infos or variables, so copying the dicts is enough. Equality of every observation
+    with the original engine is checked by ``benchmarks/alfworld_env.py`` and the tests.
+    """
+    return {
+        "state": context["state"],
+        "facts": context["facts"],
+        "variables": dict(context["variables"]),
+        "mapping": dict(context["mapping"]),
+        "entity_infos": context["entity_infos"],
+    }
+
+
+@contextlib.contextmanager
+def _memoised_parsing():
+    originals = (pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context)
+    pddl_textgen._parse_and_convert, tw_logic._parse_and_convert = _TEXTGEN_PARSE, _LOGIC_PARSE
+    pddl_textgen.copy_context = _copy_context
+    try:
+        yield
+    finally:
+        pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context = originals
+
+
 class CachedPddlEnv(PddlEnv):
     """``PddlEnv`` with a per-game translation cache and a command-text cache."""
 
@@ -146,8 +201,12 @@ class CachedPddlEnv(PddlEnv):
     def reset(self):
         # PddlEnv.reset rebuilds its PddlState from the problem text; with the cache installed
         # that reuses the translation. Everything else is PddlEnv's own code path.
-        with self._cached_translation():
+        with self._cached_translation(), _memoised_parsing():
             return super().reset()
+
+    def step(self, command: str):
+        with _memoised_parsing():
+            return super().step(command)
 
     def _gather_infos(self):
         """Same infos as ``PddlEnv._gather_infos``; grounded command texts come from a cache."""

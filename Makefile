@@ -1,0 +1,36 @@
+# The README's two commands: `make run` (set up + main job) and `make test` (set up + tests).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.mvpo-installed
+
+.PHONY: install run demo test lint bench clean
+
+# torch==2.13.0 first: a plain torch requirement would pull a multi-GB CUDA build on this
+# machine class (see DEVELOPERS notes); pyproject keeps torch>=2.4 unpinned.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/mvpo-demo
+
+demo: install
+	$(BIN)/mvpo-demo
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python benchmarks/alfworld_env.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

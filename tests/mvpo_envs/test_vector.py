@@ -1,0 +1,57 @@
+"""Grouped vector envs: groups share a task, any worker count, crashes reported (issue #2.5)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import mvpo_envs  # noqa: F401
+from mvpo_envs.vector import GroupedVectorEnv, WorkerCrashedError, unbatch_infos
+
+
+def _task_ids(venv, task_indices):
+    _, infos = venv.reset_groups(task_indices)
+    return [i["task_id"] for i in unbatch_infos(infos, venv.num_envs)]
+
+
+def test_groups_share_one_task_sync():
+    venv = GroupedVectorEnv("mvpo/ALFWorld-v0", num_groups=3, group_size=2, split="train")
+    ids = _task_ids(venv, [4, 0, 7])
+    assert ids[0] == ids[1] and ids[2] == ids[3] and ids[4] == ids[5]
+    assert len({ids[0], ids[2], ids[4]}) == 3
+    assert venv.group_of_env.tolist() == [0, 0, 1, 1, 2, 2]
+    venv.close()
+
+
+def test_same_seed_same_task_on_1_and_4_workers():
+    single = gym.make("mvpo/ALFWorld-v0", split="train")
+    expected = [single.reset(seed=s)[1]["task_id"] for s in (3, 3, 9, 9)]
+    venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 2, 2, vectorization_mode="async", split="train")
+    assert _task_ids(venv, [3, 9]) == expected
+    venv.close()
+
+
+def test_sample_tasks_is_seeded_and_distinct():
+    venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 4, 1, split="train")
+    a = venv.sample_tasks(np.random.default_rng(5))
+    assert a == venv.sample_tasks(np.random.default_rng(5)) and len(set(a)) == 4
+    venv.close()
+
+
+def test_async_worker_crash_is_reported_not_hung():
+    venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 1, 2, vectorization_mode="async", split="train")
+    venv.reset_groups([0])
+    venv.env.processes[1].kill()
+    venv.env.processes[1].join(timeout=10)
+    with pytest.raises(WorkerCrashedError, match="worker 1"):
+        venv.step(["look", "look"])
+
+
+def test_unbatch_infos_roundtrip_nested_dicts():
+    infos = {
+        "a": np.array([1, 2]), "_a": np.array([True, True]),
+        "s": {"x": np.array(["p", "q"], dtype=object), "_x": np.array([True, False])},
+        "_s": np.array([True, True]),
+    }
+    assert unbatch_infos(infos, 2) == [{"a": 1, "s": {"x": "p"}}, {"a": 2, "s": {}}]
