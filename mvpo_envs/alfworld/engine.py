@@ -64,7 +64,7 @@ def read_game_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _restored_argv():
+def restored_argv():
     """fast_downward's translator overwrites ``sys.argv``; put it back."""
     saved = list(sys.argv)
     try:
@@ -94,7 +94,7 @@ class _TranslationCache:
         if key in self._memo:
             self._memo.move_to_end(key)
             return self._memo[key]
-        with _restored_argv():
+        with restored_argv():
             result = self._module.pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
         self._memo[key] = result
         while len(self._memo) > 2 * self.max_games:
@@ -268,7 +268,7 @@ class AlfworldEngine:
 
     def __init__(self, cached: bool = True, max_cached_games: int = 64):
         infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
-        with _restored_argv():
+        with restored_argv():
             base = CachedPddlEnv(infos, max_cached_games) if cached else PddlEnv(infos)
         self._env = AlfredInfos(AlfredDemangler(base, shuffle=False))
         self._loaded: str | None = None
@@ -278,12 +278,12 @@ class AlfworldEngine:
         if game_file != self._loaded:
             if not isinstance(self._env.unwrapped, CachedPddlEnv):
                 read_game_file(game_file)  # the same clear errors for the uncached engine
-            with _restored_argv():
+            with restored_argv():
                 self._env.load(game_file)
             self._loaded = game_file
 
     def reset(self) -> EngineStep:
-        with _restored_argv():
+        with restored_argv():
             return self._pack(self._env.reset())
 
     def step(self, command: str) -> EngineStep:
