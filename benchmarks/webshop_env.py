@@ -1,0 +1,181 @@
+"""Speed of mvpo/WebShop-v0: start-up, steps per second, search latency, expert/random scores.
+
+Issue #6. Measures, in one run:
+
+* start-up: ``gym.make("mvpo/WebShop-v0")`` in a fresh process-level cache, with the BM25
+  index built from scratch (empty cache folder) and loaded from the on-disk cache;
+* the first reward (it loads the noun extractor: spaCy when installed);
+* steps/s of random play and of the scripted expert (one env, one process);
+* search latency of uncached queries (bm25s), on the bundled catalog and, when present, on the
+  1000 real WebShop products in ``../shared/realdata/webshop``;
+* mean scores: expert and random play on the bundled test split.
+
+Run from the repository root: ``python benchmarks/webshop_env.py`` (writes
+``benchmarks/results/webshop_env.md``); ``--quick`` plays fewer episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "webshop_env.md"
+REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "webshop"
+
+
+def _startup(cache_dir: str) -> dict[str, float]:
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401
+    from mvpo_envs.webshop import env as webshop_env
+
+    out = {}
+    for label in ("cold index", "cached index"):
+        webshop_env._DATA_CACHE.clear()
+        webshop_env._ENGINE_CACHE.clear()
+        t = time.perf_counter()
+        env = gym.make("mvpo/WebShop-v0", split="test", cache_dir=cache_dir)
+        env.reset(seed=0)
+        out[label] = time.perf_counter() - t
+        env.close()
+    return out
+
+
+def _fresh_process(cache_dir: str) -> float:
+    """Wall time of a new Python process that imports, makes and resets the env."""
+    code = ("import gymnasium as gym, mvpo_envs; "
+            f"gym.make('mvpo/WebShop-v0', split='test', cache_dir={cache_dir!r}).reset(seed=0)")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - t
+
+
+def _first_reward(env) -> float:
+    from mvpo_envs.webshop.expert import expert_episode
+
+    t = time.perf_counter()
+    expert_episode(env, 0)
+    return time.perf_counter() - t
+
+
+def _play(env, episodes: int, expert: bool) -> tuple[float, float, int]:
+    """(env steps per second, mean score, steps) over ``episodes`` episodes (resets included)."""
+    from mvpo_envs.webshop.expert import expert_episode, random_episode
+
+    calls = [0]
+    step, reset = env.step, env.reset
+
+    def counted_step(action):
+        calls[0] += 1
+        return step(action)
+
+    def counted_reset(**kw):
+        calls[0] += 1
+        return reset(**kw)
+
+    env.step, env.reset = counted_step, counted_reset
+    scores = []
+    t = time.perf_counter()
+    try:
+        for i in range(episodes):
+            if expert:
+                scores.append(expert_episode(env, i % len(env.task_ids))[0])
+            else:
+                scores.append(random_episode(env, i))
+    finally:
+        env.step, env.reset = step, reset
+    return calls[0] / (time.perf_counter() - t), statistics.mean(scores), calls[0]
+
+
+def _search_latency(products, queries: list[str]) -> dict[str, float]:
+    from mvpo_envs.webshop.search import make_retriever
+
+    t = time.perf_counter()
+    retriever = make_retriever(products, cache_dir=False)
+    build = time.perf_counter() - t
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        retriever.search(q)
+        times.append(time.perf_counter() - t)
+    ms = np.array(times) * 1000
+    return {"docs": len(products), "build_s": build, "p50_ms": float(np.median(ms)),
+            "p95_ms": float(np.percentile(ms, 95))}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    episodes = 100 if args.quick else 500
+
+    from mvpo_envs.webshop.data import load_bundled, load_data_dir
+    from mvpo_envs.webshop.env import WebShopEnv
+    from mvpo_envs.webshop.nouns import extractor_name
+
+    with tempfile.TemporaryDirectory() as cache:
+        startup = _startup(cache)
+        fresh = _fresh_process(cache)
+        env = WebShopEnv(split="test", cache_dir=cache)
+        first = _first_reward(env)
+        nouns = extractor_name(env.nouns)
+        random_sps, random_mean, _ = _play(env, episodes, expert=False)
+        expert_sps, expert_mean, _ = _play(env, episodes, expert=True)
+        human = WebShopEnv(split="test", goal_source="human", cache_dir=cache)
+        _, human_expert, _ = _play(human, len(human.task_ids), expert=True)
+        _, human_random, _ = _play(human, episodes, expert=False)
+    bundled = load_bundled()
+    searches = {"bundled": _search_latency(bundled.products, [g["instruction_text"] for g in bundled.goals[:300]])}
+    if (REALDATA / "items_processed_1000.json").exists():
+        real = load_data_dir(REALDATA)
+        searches["real (1000 products)"] = _search_latency(real.products, [g["instruction_text"] for g in real.goals[:300]])
+
+    lines = [
+        "# mvpo/WebShop-v0 speed and scores",
+        "",
+        f"`python benchmarks/webshop_env.py{' --quick' if args.quick else ''}` on "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; nouns: `{nouns}`; bundled catalog, test split.",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| new process: Python + imports + `gym.make` + reset (cached index) | {fresh:.2f} s |",
+        f"| start-up, `gym.make` + reset, BM25 index built | {startup['cold index']:.2f} s |",
+        f"| start-up, `gym.make` + reset, index from disk cache | {startup['cached index']:.2f} s |",
+        f"| first episode (loads the noun extractor) | {first:.2f} s |",
+        f"| random play (resets counted as steps) | {random_sps:,.0f} steps/s |",
+        f"| scripted expert (resets counted as steps) | {expert_sps:,.0f} steps/s |",
+        "",
+        "| search (bm25s, uncached query) | documents | index build | p50 | p95 |",
+        "|---|---|---|---|---|",
+    ]
+    for name, s in searches.items():
+        lines.append(f"| {name} | {s['docs']} | {s['build_s']:.2f} s | {s['p50_ms']:.2f} ms | {s['p95_ms']:.2f} ms |")
+    lines += [
+        "",
+        "| player (bundled test split) | synthetic goals: mean score | human goals: mean score |",
+        "|---|---|---|",
+        f"| scripted expert | {expert_mean:.3f} | {human_expert:.3f} |",
+        f"| random clicks after searching the instruction | {random_mean:.3f} | {human_random:.3f} |",
+        "",
+        f"Episodes: {episodes} per row (expert on human goals: all {len(human.task_ids)}). A step "
+        "includes rendering, the info contract (deep-copied state) and the abstraction.",
+        "",
+    ]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

