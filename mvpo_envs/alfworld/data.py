@@ -115,7 +115,7 @@ def collect_games(split_dir: str | os.PathLike, task_types: tuple[str, ...] = TA
         game_file = root / "game.tw-pddl"
         if not game_file.is_file():
             continue
-        traj = _read_json(traj_file)
+        traj = read_json_object(traj_file)
         if traj.get("task_type") not in task_types:
             continue
         if not _is_solvable(game_file):
@@ -134,16 +134,17 @@ def collect_games(split_dir: str | os.PathLike, task_types: tuple[str, ...] = TA
     return games
 
 
-def _read_json(path: Path) -> dict:
+def read_json_object(path: Path, error: type[ValueError] = ValueError) -> dict:
+    """A JSON object from ``path``; ``error`` (naming the file) if it is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from err
+        raise error(f"{path}: not valid JSON ({err})") from err
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
+        raise error(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
 
 
 def _is_solvable(game_file: Path) -> bool:
     """ALFWorld keeps a game only if its file has ``"solvable": true``."""
-    return _read_json(game_file).get("solvable") is True
+    return read_json_object(game_file).get("solvable") is True

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 import sys
 from collections import OrderedDict
@@ -37,6 +36,8 @@ import textworld.logic as tw_logic
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 from textworld.envs import PddlEnv
 
+from mvpo_envs.alfworld.data import read_json_object
+
 REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
 
 
@@ -49,12 +50,7 @@ def read_game_file(path: str | os.PathLike) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise GameFileError(f"{path}: game file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise GameFileError(f"{path}: not a valid JSON game file ({err})") from err
-    if not isinstance(data, dict):
-        raise GameFileError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    data = read_json_object(path, GameFileError)
     missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
     if missing:
         raise GameFileError(f"{path}: missing or empty key(s) {missing}")

@@ -92,6 +92,23 @@ class Retriever(ABC):
         return self
 
 
+def hits_from_rows(corpus: Any, indices: Any, scores: Any, keep: Callable[[int, float], bool]) -> list[list[Hit]]:
+    """Turn per-query rows of corpus indices and scores into ``Hit`` lists.
+
+    ``keep(index, score)`` drops padding or non-matching rows (bm25: score <= 0, as Lucene
+    returns matching passages only; faiss: index -1 when k exceeds the corpus).
+    """
+    results = []
+    for row_idx, row_scores in zip(indices, scores, strict=True):
+        hits = []
+        for index, score in zip(row_idx, row_scores, strict=True):
+            if keep(int(index), float(score)):
+                doc = corpus[int(index)]
+                hits.append(Hit(id=doc.id, contents=doc.contents, score=float(score)))
+        results.append(hits)
+    return results
+
+
 def default_cache_dir() -> Path:
     """``$MVPO_CACHE_DIR/searchqa``, else ``$XDG_CACHE_HOME/mvpo/searchqa`` (``~/.cache``)."""
     root = os.environ.get("MVPO_CACHE_DIR")

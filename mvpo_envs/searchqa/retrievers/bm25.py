@@ -22,6 +22,7 @@ from mvpo_envs.searchqa.retrievers.base import (
     Retriever,
     cached_build,
     default_cache_dir,
+    hits_from_rows,
     index_key,
 )
 
@@ -95,16 +96,10 @@ class BM25Retriever(Retriever):
         )
         k = min(topk, len(self.corpus))
         docs, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=1)
-        results = []
-        for row_docs, row_scores in zip(np.asarray(docs), np.asarray(scores), strict=True):
-            hits = []
-            for index, score in zip(row_docs.tolist(), row_scores.tolist(), strict=True):
-                if score <= 0.0:  # Lucene returns matching passages only
-                    continue
-                doc = self.corpus[int(index)]
-                hits.append(Hit(id=doc.id, contents=doc.contents, score=float(score)))
-            results.append(hits)
-        return results
+        # Lucene returns matching passages only: drop zero scores
+        return hits_from_rows(
+            self.corpus, np.asarray(docs).tolist(), np.asarray(scores).tolist(), lambda i, sc: sc > 0.0
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "num_docs": len(self.corpus), **self.params}

@@ -33,6 +33,7 @@ from mvpo_envs.searchqa.retrievers.base import (
     Retriever,
     cached_build,
     default_cache_dir,
+    hits_from_rows,
     index_key,
 )
 
@@ -162,16 +163,7 @@ class DenseRetriever(Retriever):
         else:
             emb = self.encode(texts)
         scores, idxs = self._index.search(emb, min(topk, self._index.ntotal))
-        results = []
-        for row_idx, row_scores in zip(idxs.tolist(), scores.tolist(), strict=True):
-            hits = []
-            for index, score in zip(row_idx, row_scores, strict=True):
-                if index < 0:
-                    continue
-                doc = self.corpus[int(index)]
-                hits.append(Hit(id=doc.id, contents=doc.contents, score=float(score)))
-            results.append(hits)
-        return results
+        return hits_from_rows(self.corpus, idxs.tolist(), scores.tolist(), lambda i, sc: i >= 0)
 
     def describe(self) -> dict[str, Any]:
         return {
