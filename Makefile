@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/mvpo-demo
+	$(BIN)/mvpo-train
 
 demo: install
 	$(BIN)/mvpo-demo

@@ -1,0 +1,456 @@
+"""The policy: a Hugging Face causal LM and its tokenizer, with two action modes.
+
+ARCHITECTURE.md, ``policy.py (HF / vLLM)``. One :class:`Policy` wraps
+``AutoModelForCausalLM`` + ``AutoTokenizer`` loaded from a local folder or a hub id (the tiny
+default model and ``Qwen/Qwen2.5-1.5B-Instruct`` go through the same path). Every log-prob is
+computed with logits divided by the sampling ``temperature``, so the rollout's "old" log-probs
+and the trainer's recomputed ones are the same function of the weights.
+
+Action modes (``TrainConfig.action_mode``):
+
+``score``
+    The admissible actions are candidates. Each is scored by the log-prob of its tokens
+    (``score_prefix + action + score_suffix`` of the prompt template) given the prompt, summed
+    (``score_norm="sum"``) or averaged over its tokens (``"mean"``); the action is sampled from
+    ``softmax(score)``. Scoring is batched across envs and candidates: one forward over the
+    right-padded prompts with the KV cache kept, then one forward over all candidates of the
+    chunk reusing each prompt's cache (``score_impl="kv"``, default), or prompt+candidate
+    sequences batched without a cache (``"concat"``; measured slower, see docs/training.md).
+``generate``
+    Free generation of ``<think>...</think><action>...</action>`` text (HF ``generate`` or vLLM,
+    :mod:`mvpo_train.backends`), parsed by :mod:`mvpo_train.projection`.
+
+Log-probs run the base model and apply the LM head only at the positions that predict an
+action token (a standard ``*ForCausalLM``: ``base_model_prefix`` + output embeddings), so a
+150k-token vocabulary costs memory only where it is used. Padding is on the right: no
+attention row is fully masked (such rows give NaN gradients in some CUDA attention kernels;
+seen on an H200 with bf16 SDPA). Transformers 4.x calls the cache ``past_key_values`` and 5.x
+``cache``; both are handled.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from mvpo_train.prompts import PromptTemplate
+
+__all__ = ["Policy", "ScoreResult", "resolve_device", "resolve_dtype"]
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` -> ``cuda`` when available, else ``cpu``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype:
+    """``auto`` -> bfloat16 on a GPU that supports it, else float32."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+
+
+@dataclass
+class ScoreResult:
+    """Per env: candidate scores (the sampling logits) and the candidates' token log-probs."""
+
+    scores: list[torch.Tensor]  # [n_candidates] per env
+    matrices: list[tuple[torch.Tensor, list[int]]]  # per env: [n_candidates, longest], lengths
+
+    def token_logprobs(self, env: int, candidate: int) -> torch.Tensor:
+        m, lens = self.matrices[env]
+        return m[candidate, : lens[candidate]]
+
+
+def _pad_rows(rows: Sequence[torch.Tensor]) -> torch.Tensor:
+    if not rows:
+        return torch.zeros(0, 0)
+    return torch.nn.utils.rnn.pad_sequence(list(rows), batch_first=True)
+
+
+class Policy:
+    """A causal LM + tokenizer; see the module docstring.
+
+    ``max_tokens_per_forward`` bounds the padded tokens of one forward pass (memory); it
+    changes nothing but speed and the last floating-point bits.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        temperature: float = 1.0,
+        use_chat_template: str | bool = "auto",
+        max_tokens_per_forward: int = 32_768,
+        score_impl: str = "kv",
+    ):
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if score_impl not in ("kv", "concat"):
+            raise ValueError(f"score_impl must be 'kv' or 'concat', got {score_impl!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.temperature = float(temperature)
+        self.use_chat_template = use_chat_template
+        self.max_tokens_per_forward = int(max_tokens_per_forward)
+        self.score_impl = score_impl
+        pad = tokenizer.pad_token_id
+        if pad is None:
+            pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
+        self.pad_id = int(pad)
+        # base model + LM head: logits are computed only where a log-prob is needed
+        self._base = getattr(model, model.base_model_prefix, None) or model.model
+        self._head = model.get_output_embeddings()
+        params = inspect.signature(self._base.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._cand_cache: dict[tuple[str, str], list[int]] = {}
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str,
+        *,
+        device: str = "auto",
+        dtype: str = "auto",
+        attn_implementation: str | None = None,
+        trust_remote_code: bool = False,
+        **kwargs: Any,
+    ) -> Policy:
+        """Load model + tokenizer from a local folder or a hub id (offline if local)."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        dev = resolve_device(device)
+        dt = resolve_dtype(dtype, dev)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        tokenizer.padding_side = "left"
+        model_kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        if attn_implementation:
+            model_kwargs["attn_implementation"] = attn_implementation
+        try:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dt, **model_kwargs)
+        except TypeError:  # transformers < 4.56 calls it torch_dtype
+            model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dt, **model_kwargs)
+        model.to(dev)
+        return cls(model, tokenizer, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # ------------------------------------------------------------------ text -> ids
+    def chat(self, template: PromptTemplate) -> bool:
+        """Whether prompts of ``template`` go through the tokenizer's chat template."""
+        if self.use_chat_template == "auto":
+            return bool(template.use_chat and getattr(self.tokenizer, "chat_template", None))
+        return bool(self.use_chat_template)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def prompt_ids(self, text: str, template: PromptTemplate, mode: str) -> list[int]:
+        """Token ids of a prompt; in ``score`` mode the template's ``score_prefix`` ends it."""
+        if self.chat(template):
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
+            )
+        if mode == "score":
+            text = text + template.score_prefix
+        return self.encode(text)
+
+    def candidate_ids(self, action: str, template: PromptTemplate) -> list[int]:
+        """Token ids of one candidate action (with the template's ``score_suffix``), cached."""
+        key = (action, template.score_suffix)
+        ids = self._cand_cache.get(key)
+        if ids is None:
+            ids = self.encode(action + template.score_suffix)
+            if not ids:
+                ids = [self.pad_id]
+            if len(self._cand_cache) > 200_000:
+                self._cand_cache.clear()
+            self._cand_cache[key] = ids
+        return ids
+
+    # ------------------------------------------------------------------ forward helpers
+    def _hidden(self, input_ids, attention_mask, position_ids, cache=None, use_cache=False):
+        """Last hidden states (after the final norm) of the base model, and its cache."""
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "position_ids": position_ids,
+            "use_cache": use_cache or cache is not None,
+        }
+        if cache is not None:
+            kwargs[self._cache_arg] = cache
+        out = self._base(**kwargs)
+        new_cache = out["cache"] if "cache" in out else out.get("past_key_values")
+        return out["last_hidden_state"], new_cache
+
+    def _chunks(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Index chunks whose padded size (rows x longest) stays under the token budget."""
+        chunks: list[list[int]] = []
+        cur: list[int] = []
+        longest = 0
+        for i, n in enumerate(lengths):
+            m = max(longest, n)
+            if cur and m * (len(cur) + 1) > self.max_tokens_per_forward:
+                chunks.append(cur)
+                cur, m = [], n
+            cur.append(i)
+            longest = m
+        if cur:
+            chunks.append(cur)
+        return chunks
+
+    def _logp_and_entropy(self, logits: torch.Tensor, targets: torch.Tensor, entropy: bool):
+        logits = logits.float() / self.temperature
+        logz = torch.logsumexp(logits, dim=-1)
+        logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
+        ent = None
+        if entropy:
+            p = torch.softmax(logits, dim=-1)
+            ent = logz - (p * logits).sum(-1)
+        return logp, ent
+
+    # ------------------------------------------------------------------ log-probs
+    def token_logprobs(
+        self,
+        prompts: Sequence[Sequence[int]],
+        responses: Sequence[Sequence[int]],
+        *,
+        entropy: bool = False,
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        """Log-prob (and entropy) of every response token given its prompt.
+
+        Layout: ``prompt + response`` right-padded (a padded query always has real keys to
+        attend to: no fully masked attention row, whose backward is NaN in some CUDA kernels);
+        the LM head runs only on the hidden states before response tokens. Gradients flow when
+        enabled.
+        """
+        n = len(prompts)
+        out: list[torch.Tensor] = [torch.empty(0)] * n
+        ents: list[torch.Tensor] = [torch.empty(0)] * n
+        dev = self.device
+        lengths = [len(p) + len(r) for p, r in zip(prompts, responses, strict=True)]
+        for chunk in self._chunks(lengths):
+            L = max(lengths[i] for i in chunk)
+            R = max(len(responses[i]) for i in chunk)
+            seqs = [list(prompts[i]) + list(responses[i]) for i in chunk]
+            ids = torch.tensor([x + [self.pad_id] * (L - len(x)) for x in seqs], device=dev)
+            mask = torch.tensor([[1] * len(x) + [0] * (L - len(x)) for x in seqs], device=dev)
+            pos = torch.arange(L, device=dev).unsqueeze(0).expand(len(chunk), -1)
+            hidden, _ = self._hidden(ids, mask, pos)
+            # the hidden state before each response token (clamped inside the row: padding)
+            start = torch.tensor([len(prompts[i]) - 1 for i in chunk], device=dev)
+            idx = (start.unsqueeze(1) + torch.arange(R, device=dev).unsqueeze(0)).clamp(max=L - 1)
+            h = hidden.gather(1, idx.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
+            targets = torch.tensor(
+                [list(responses[i]) + [self.pad_id] * (R - len(responses[i])) for i in chunk],
+                device=dev,
+            )
+            logp, ent = self._logp_and_entropy(self._head(h), targets, entropy)
+            for k, i in enumerate(chunk):
+                r = len(responses[i])
+                out[i] = logp[k, :r]
+                if entropy:
+                    ents[i] = ent[k, :r]
+        return out, (ents if entropy else None)
+
+    def candidate_logprobs(
+        self,
+        prompts: Sequence[Sequence[int]],
+        candidates: Sequence[Sequence[Sequence[int]]],
+    ) -> list[list[torch.Tensor]]:
+        """Token log-probs of every candidate continuation of every prompt."""
+        mats = self._candidate_matrices(prompts, candidates)
+        return [[m[j, :n] for j, n in enumerate(lens)] for m, lens in mats]
+
+    def score_candidates(
+        self,
+        prompts: Sequence[Sequence[int]],
+        candidates: Sequence[Sequence[Sequence[int]]],
+        norm: str = "mean",
+    ) -> ScoreResult:
+        """Scores (sampling logits) of the candidates: summed or mean token log-prob."""
+        mats = self._candidate_matrices(prompts, candidates)
+        scores = []
+        for m, lens in mats:
+            total = m.sum(dim=1)  # padding holds zeros
+            if norm == "mean":
+                total = total / torch.tensor(lens, dtype=total.dtype, device=total.device)
+            scores.append(total)
+        return ScoreResult(scores, mats)
+
+    def _candidate_matrices(self, prompts, candidates) -> list[tuple[torch.Tensor, list[int]]]:
+        """Per prompt: a ``[n_candidates, longest]`` matrix of token log-probs (0-padded) and
+        the candidate lengths."""
+        lens = [[len(c) for c in cands] for cands in candidates]
+        if self.score_impl == "concat":
+            flat_p = [prompts[b] for b, cands in enumerate(candidates) for _ in cands]
+            flat_c = [c for cands in candidates for c in cands]
+            lp, _ = self.token_logprobs(flat_p, flat_c)
+            out, k = [], 0
+            for b in range(len(candidates)):
+                n = len(candidates[b])
+                out.append((_pad_rows(lp[k : k + n]), lens[b]))
+                k += n
+            return out
+        return self._candidate_matrices_kv(prompts, candidates, lens)
+
+    def _candidate_matrices_kv(
+        self, prompts, candidates, lens
+    ) -> list[tuple[torch.Tensor, list[int]]]:
+        dev = self.device
+        out: list[tuple[torch.Tensor, list[int]]] = [(torch.zeros(0, 0), [])] * len(prompts)
+        # prompt chunks sized by the candidate pass, the larger of the two
+        cost = [
+            sum(len(prompts[b]) + len(c) for c in candidates[b]) or 1 for b in range(len(prompts))
+        ]
+        groups: list[list[int]] = []
+        cur: list[int] = []
+        acc = 0
+        for b, c in enumerate(cost):
+            if cur and acc + c > self.max_tokens_per_forward:
+                groups.append(cur)
+                cur, acc = [], 0
+            cur.append(b)
+            acc += c
+        if cur:
+            groups.append(cur)
+        for group in groups:
+            P = max(len(prompts[b]) for b in group)
+            ids = torch.tensor(
+                [list(prompts[b]) + [self.pad_id] * (P - len(prompts[b])) for b in group]
+            )
+            mask = torch.tensor(
+                [[1] * len(prompts[b]) + [0] * (P - len(prompts[b])) for b in group]
+            )
+            plen = mask.sum(-1)
+            pos = torch.arange(P).unsqueeze(0).expand(len(group), -1)
+            ids, mask, pos, plen = ids.to(dev), mask.to(dev), pos.to(dev), plen.to(dev)
+            hidden, cache = self._hidden(ids, mask, pos, use_cache=True)
+            h_last = hidden[torch.arange(len(group), device=dev), plen - 1]  # [g, H]
+            first = torch.log_softmax(self._head(h_last).float() / self.temperature, dim=-1)
+            counts = [len(candidates[b]) for b in group]
+            if sum(counts) == 0:
+                for b in group:
+                    out[b] = (torch.zeros(0, 0, device=dev), [])
+                continue
+            kv = _cache_tensors(cache)
+            row_env = torch.repeat_interleave(torch.arange(len(group)), torch.tensor(counts)).to(
+                dev
+            )
+            flat = [list(c) for b in group for c in candidates[b]]
+            C = max(len(c) for c in flat)
+            cids = torch.tensor([c + [self.pad_id] * (C - len(c)) for c in flat], device=dev)
+            cmask = torch.tensor([[1] * len(c) + [0] * (C - len(c)) for c in flat], device=dev)
+            lp0 = first[row_env].gather(-1, cids[:, :1])  # first candidate token, [R, 1]
+            if C > 1:
+                cache_rows = _make_cache([(k_[row_env], v_[row_env]) for k_, v_ in kv])
+                am = torch.cat([mask[row_env], cmask], dim=1)
+                cpos = plen[row_env].unsqueeze(1) + torch.arange(C, device=dev).unsqueeze(0)
+                ch, _ = self._hidden(cids[:, :-1], am[:, :-1], cpos[:, :-1], cache=cache_rows)
+                rest, _ = self._logp_and_entropy(self._head(ch), cids[:, 1:], False)
+                lp = torch.cat([lp0, rest], dim=1)
+            else:
+                lp = lp0
+            lp = lp * cmask.to(lp.dtype)
+            for b, m in zip(group, torch.split(lp, counts), strict=True):
+                out[b] = (m, lens[b])
+        return out
+
+    # ------------------------------------------------------------------ generation
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: int = 256,
+        *,
+        greedy: bool = False,
+        top_p: float = 1.0,
+        top_k: int = 0,
+    ) -> list[list[int]]:
+        """Sample a response per prompt with HF ``generate`` (global torch RNG).
+
+        Returns the new tokens up to and including the first end-of-sequence token.
+        """
+        dev = self.device
+        eos = _eos_ids(self.model, self.tokenizer)
+        out: list[list[int]] = [[] for _ in prompts]
+        lengths = [len(p) + max_new_tokens for p in prompts]
+        for chunk in self._chunks(lengths):
+            P = max(len(prompts[i]) for i in chunk)
+            ids = torch.full((len(chunk), P), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(chunk), P), dtype=torch.long)
+            for k, i in enumerate(chunk):
+                p = list(prompts[i])
+                ids[k, P - len(p) :] = torch.tensor(p, dtype=torch.long)
+                mask[k, P - len(p) :] = 1
+            gen = self.model.generate(
+                input_ids=ids.to(dev),
+                attention_mask=mask.to(dev),
+                max_new_tokens=max_new_tokens,
+                do_sample=not greedy,
+                temperature=self.temperature if not greedy else None,
+                top_p=top_p if not greedy else None,
+                top_k=top_k if not greedy else None,
+                eos_token_id=eos,
+                pad_token_id=self.pad_id,
+            )
+            for k, i in enumerate(chunk):
+                out[i] = cut_at_eos(gen[k, P:].tolist(), eos)
+        return out
+
+
+def cut_at_eos(tokens: list[int], eos: Sequence[int]) -> list[int]:
+    """Tokens up to and including the first end-of-sequence id."""
+    eos_set = set(eos)
+    for k, t in enumerate(tokens):
+        if t in eos_set:
+            return tokens[: k + 1]
+    return tokens
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> list[int]:
+    ids: list[int] = []
+    gen_cfg = getattr(model, "generation_config", None)
+    val = getattr(gen_cfg, "eos_token_id", None) if gen_cfg is not None else None
+    for v in (val, tokenizer.eos_token_id):
+        if v is None:
+            continue
+        for x in v if isinstance(v, list | tuple) else [v]:
+            if int(x) not in ids:
+                ids.append(int(x))
+    return ids
+
+
+def _cache_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(key, value) per layer from a transformers cache (5.x layers, 4.x lists, or tuples)."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    if hasattr(cache, "key_cache"):
+        return list(zip(cache.key_cache, cache.value_cache, strict=True))
+    return [(k, v) for k, v in cache]
+
+
+def _make_cache(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(ddp_cache_data=pairs)
+    except TypeError:  # transformers 4.x
+        return DynamicCache.from_legacy_cache(tuple(pairs))

@@ -1,0 +1,334 @@
+"""Build the tiny default policy: a byte-level BPE tokenizer + a small ``Qwen2ForCausalLM``.
+
+``mvpo-build-tiny-model`` (:func:`mvpo_train.cli.build_model_main`) runs :func:`build_tiny_model`:
+
+1. a text corpus, offline: every bundled ALFWorld game of the chosen splits is played (its
+   walkthrough, then a few seeded random episodes) and its task, observations and admissible
+   actions are kept; the prompt templates of :mod:`mvpo_train.prompts` are rendered on them;
+   ALFRED's object and receptacle names are added;
+2. a ``tokenizers`` ByteLevel BPE (any byte sequence still encodes) with the special tokens
+   ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>`` and a ChatML chat template, wrapped as a
+   ``PreTrainedTokenizerFast``;
+3. a ``Qwen2ForCausalLM`` built from a ``Qwen2Config`` with seeded random weights;
+4. both saved with ``save_pretrained`` (safetensors), so the tiny model loads through
+   ``AutoModelForCausalLM.from_pretrained(path)`` / ``AutoTokenizer.from_pretrained(path)``,
+   the same path that serves ``Qwen/Qwen2.5-1.5B-Instruct`` on a GPU.
+
+Same arguments, same files (the BPE trainer and the seeded init are deterministic).
+ARCHITECTURE.md: ``policy.py (HF / vLLM)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mvpo_train.prompts import available_templates, get_template
+
+__all__ = [
+    "DEFAULT_TINY_MODEL",
+    "MICRO_SPEC",
+    "TinyModelSpec",
+    "alfworld_corpus",
+    "build_tiny_model",
+    "default_model_path",
+    "resolve_model_path",
+]
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def default_model_path() -> Path:
+    """``data/models/tiny-qwen2`` of the project (``$MVPO_DATA`` moves ``data/``)."""
+    env = os.environ.get("MVPO_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[1] / "data"
+    return root / "models" / "tiny-qwen2"
+
+
+#: the path string presets use; resolved by :func:`resolve_model_path`
+DEFAULT_TINY_MODEL = "tiny-qwen2"
+
+
+def resolve_model_path(name: str) -> str:
+    """``tiny-qwen2`` -> the bundled folder; anything else (a path or a hub id) unchanged."""
+    if name == DEFAULT_TINY_MODEL:
+        path = default_model_path()
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"the tiny model is not built at {path}; run `mvpo-build-tiny-model` first"
+            )
+        return str(path)
+    return name
+
+
+@dataclass(frozen=True)
+class TinyModelSpec:
+    """Size of the tiny model and its tokenizer."""
+
+    vocab_size: int = 2048
+    hidden_size: int = 64
+    intermediate_size: int = 192
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2  # head size 32: a size every vLLM attention backend takes
+    num_key_value_heads: int = 2
+    max_position_embeddings: int = 4096
+    rope_theta: float = 10000.0
+    #: std of the random init; small values start the policy near uniform over candidates
+    initializer_range: float = 0.02
+    seed: int = 0
+
+
+#: a much smaller model for unit tests (built in a second from the template corpus alone)
+MICRO_SPEC = TinyModelSpec(
+    vocab_size=600,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    max_position_embeddings=2048,
+)
+
+
+# ------------------------------------------------------------------ corpus
+
+
+def _alfred_names() -> list[str]:
+    try:
+        from alfworld.gen import constants
+    except Exception:  # pragma: no cover - alfworld is a dependency
+        return []
+    names = set()
+    for attr in ("OBJECTS", "RECEPTACLES", "MOVABLE_RECEPTACLES"):
+        for n in getattr(constants, attr, []):
+            names.add(str(n).lower())
+    return sorted(names)
+
+
+def alfworld_corpus(
+    splits: Sequence[str] = ("train",),
+    preset: str = "mini",
+    data_dir: str | None = None,
+    random_episodes: int = 2,
+    random_steps: int = 15,
+    max_games: int | None = None,
+    seed: int = 0,
+) -> list[str]:
+    """Texts seen while playing bundled ALFWorld games (walkthrough + seeded random play).
+
+    Each text is a rendered prompt (``seed`` and ``compact`` styles) plus the admissible
+    actions, so the BPE learns the words and the template glue the policy will read.
+    """
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the env ids)
+
+    texts: list[str] = []
+    rng = np.random.default_rng(seed)
+    for split in splits:
+        kwargs: dict[str, Any] = {"split": split}
+        if data_dir:
+            kwargs["data_dir"] = data_dir
+        else:
+            kwargs["preset"] = preset
+        env = gym.make("mvpo/ALFWorld-v0", max_episode_steps=random_steps, **kwargs)
+        try:
+            games = env.unwrapped.games
+            n = len(games) if max_games is None else min(max_games, len(games))
+            for index in range(n):
+                walkthrough = json.loads(Path(games[index].game_file).read_text()).get(
+                    "walkthrough", []
+                )
+                plans: list[list[str] | None] = [list(walkthrough)] + [None] * random_episodes
+                for plan in plans:
+                    texts.extend(_play(env, index, plan, rng, random_steps))
+        finally:
+            env.close()
+    return texts
+
+
+def _play(
+    env: Any, index: int, plan: list[str] | None, rng: np.random.Generator, steps: int
+) -> list[str]:
+    seed_tpl = get_template("mvpo/ALFWorld-v0", "seed")
+    compact = get_template("mvpo/ALFWorld-v0", "compact")
+    obs, info = env.reset(options={"task_index": index})
+    history: list[tuple[str, str]] = []
+    out: list[str] = []
+    for t in range(steps):
+        adm = list(info["admissible_actions"])
+        out.append(seed_tpl.render(info["task"], obs, adm, history[-2:], t))
+        out.append(compact.render(info["task"], obs, adm, history[-3:], t))
+        if plan is not None:
+            if t >= len(plan):
+                break
+            action = plan[t]
+        else:
+            action = str(adm[int(rng.integers(len(adm)))])
+        out.append("\n".join(f"> {a}" for a in adm))
+        out.append(f"<think>I should {action} now.</think><action>{action}</action>")
+        history.append((obs, action))
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            out.append(obs)
+            break
+    return out
+
+
+def template_corpus() -> list[str]:
+    """Every registered template rendered on placeholder text (the fixed prompt glue)."""
+    out = []
+    for family, style in available_templates():
+        tpl = get_template(family, style)
+        hist = [("You arrive at a place.", "look"), ("Nothing happens.", "inventory")]
+        out.append(tpl.render("do the task.", "You see nothing.", ["look", "inventory"], [], 0))
+        out.append(tpl.render("do the task.", "You see nothing.", ["look", "inventory"], hist, 2))
+    return out
+
+
+# ------------------------------------------------------------------ build
+
+
+#: Qwen2's pre-tokenizer regex: the tiny tokenizer splits text exactly as Qwen's does, so it
+#: tokenizes the same whichever class ``AutoTokenizer`` picks for it
+QWEN2_PRETOKENIZE_REGEX = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
+    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int) -> Any:
+    """A ByteLevel BPE trained on ``texts``, with Qwen2's normaliser and pre-tokenizer."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+        min_frequency=2,
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    return tok
+
+
+def save_tokenizer(tok: Any, out: Path) -> None:
+    """``tokenizer.json`` + a ``tokenizer_config.json`` shaped like Qwen2.5's (portable to
+    transformers 4.x and 5.x) + ``chat_template.jinja``."""
+    tok.save(str(out / "tokenizer.json"))
+    added = {
+        str(tok.token_to_id(t)): {
+            "content": t, "lstrip": False, "normalized": False, "rstrip": False,
+            "single_word": False, "special": True,
+        }
+        for t in SPECIAL_TOKENS
+    }  # fmt: skip
+    config = {
+        "tokenizer_class": "Qwen2Tokenizer",
+        "added_tokens_decoder": added,
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": None,
+        "errors": "replace",
+        "split_special_tokens": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 4096,
+        "padding_side": "left",
+        "chat_template": CHAT_TEMPLATE,
+    }
+    (out / "tokenizer_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    (out / "chat_template.jinja").write_text(CHAT_TEMPLATE)
+
+
+def build_model(spec: TinyModelSpec, tokenizer: Any) -> Any:
+    """A seeded ``Qwen2ForCausalLM`` of the given size."""
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=tokenizer.get_vocab_size(),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        max_position_embeddings=spec.max_position_embeddings,
+        rope_theta=spec.rope_theta,
+        initializer_range=spec.initializer_range,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.token_to_id("<|im_end|>"),
+        pad_token_id=tokenizer.token_to_id("<|endoftext|>"),
+        attention_dropout=0.0,
+        use_cache=True,
+    )
+    torch.manual_seed(spec.seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        eos_token_id=[config.eos_token_id, config.pad_token_id],
+        pad_token_id=config.pad_token_id,
+        do_sample=True,
+    )
+    return model.to(torch.float32)
+
+
+def build_tiny_model(
+    out_dir: str | os.PathLike,
+    spec: TinyModelSpec | None = None,
+    texts: Sequence[str] | None = None,
+    *,
+    splits: Sequence[str] = ("train",),
+    preset: str = "mini",
+    data_dir: str | None = None,
+    max_games: int | None = None,
+) -> Path:
+    """Build and save the tokenizer + model under ``out_dir``; returns the folder.
+
+    ``texts`` replaces the ALFWorld corpus (tests use a short list).
+    """
+    spec = spec or TinyModelSpec()
+    out = Path(out_dir)
+    if texts is None:
+        texts = alfworld_corpus(
+            splits, preset=preset, data_dir=data_dir, max_games=max_games, seed=spec.seed
+        )
+    corpus = list(texts) + template_corpus() + _alfred_names()
+    tokenizer = train_tokenizer(corpus, spec.vocab_size)
+    out.mkdir(parents=True, exist_ok=True)
+    save_tokenizer(tokenizer, out)
+    model = build_model(spec, tokenizer)
+    model.save_pretrained(out, safe_serialization=True)
+    meta = {
+        "builder": "mvpo-build-tiny-model",
+        "spec": asdict(spec),
+        "corpus_texts": len(corpus),
+        "splits": list(splits),
+        "preset": preset,
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "vocab": int(tokenizer.get_vocab_size()),
+    }
+    (out / "mvpo_tiny_model.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return out

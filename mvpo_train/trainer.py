@@ -1,0 +1,547 @@
+"""The training loop: rollout -> log-probs -> advantages -> clipped PPO update.
+
+ARCHITECTURE.md (the data flow) and ALGORITHMS.md §0 (the batch). One iteration, in the order
+and with the phase names of the seeds' Table 3:
+
+1. ``rollout``   (Gen.): B groups x G episodes -> :class:`~mvpo_train.batch.StepBatch`;
+2. ``logp_ref``  (Logp+Ref): old log-probs (generate mode; score mode gets them from the
+   rollout) and the frozen reference's log-probs when ``kl_coef > 0``;
+3. ``advantage`` (Adv.): ``estimator(batch) -> advantages, diagnostics`` (any registered name);
+4. ``update``    (Actor): ``ppo_epochs`` x mini-batches of clipped PPO (:mod:`mvpo_train.loss`)
+   with gradient accumulation over micro-batches, grad clipping, then the generation backend
+   picks up the new weights.
+
+Then metrics go to ``metrics.jsonl`` and a checkpoint is written (atomically); ``--resume``
+continues from it bit for bit. The loop is written out in :func:`train` in one piece, in the
+spirit of CleanRL; helpers below it do the per-row tensor bookkeeping.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.vector import GroupedVectorEnv
+from mvpo_train.backends import make_backend
+from mvpo_train.batch import StepBatch
+from mvpo_train.checkpoint import (
+    capture_rng,
+    latest_checkpoint,
+    load_checkpoint,
+    load_model_weights,
+    restore_rng,
+    save_checkpoint,
+)
+from mvpo_train.config import TrainConfig
+from mvpo_train.credit import get_estimator
+from mvpo_train.loss import LossConfig, ppo_loss
+from mvpo_train.metrics import MetricsLogger, PhaseTimer
+from mvpo_train.policy import Policy
+from mvpo_train.prompts import get_template
+from mvpo_train.rollout import RolloutCollector, RolloutConfig
+from mvpo_train.tiny_model import resolve_model_path
+
+__all__ = ["build_estimator", "evaluate", "load_policy", "train", "row_logprobs"]
+
+
+# ================================================================== the loop
+
+
+def train(cfg: TrainConfig) -> list[dict[str, Any]]:
+    """Run (or resume) training; returns the metrics rows written by this process."""
+    _quiet_transformers()
+    torch.set_num_threads(cfg.threads)
+    run_dir = Path(cfg.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+    _seed_everything(cfg.seed)
+
+    # -- setup: policy, reference, optimizer, estimator, envs, RNGs ---------------------------
+    policy = load_policy(cfg)
+    ref_policy = _frozen_copy(policy) if cfg.kl_coef > 0 else None
+    optimizer = torch.optim.AdamW(
+        policy.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps
+    )
+    estimator = build_estimator(cfg)
+    venv = make_venv(cfg, cfg.split, cfg.num_groups, cfg.group_size)
+    gens = {
+        "tasks": np.random.default_rng(cfg.seed),
+        "actions": torch.Generator().manual_seed(cfg.seed),
+        "minibatch": torch.Generator().manual_seed(cfg.seed + 1),
+    }
+    backend = _make_backend(cfg, policy)
+    collector = RolloutCollector(
+        venv,
+        policy,
+        get_template(cfg.env_id, cfg.prompt_style),
+        rollout_config(cfg),
+        backend,
+        gens["actions"],
+    )
+    loss_cfg = LossConfig(
+        clip_low=cfg.clip_ratio,
+        clip_high=cfg.clip_ratio_high or cfg.clip_ratio,
+        ratio_level=cfg.ratio_level,
+        loss_agg=cfg.loss_agg,
+        kl_coef=cfg.kl_coef,
+        entropy_coef=cfg.entropy_coef,
+    )
+
+    # -- resume --------------------------------------------------------------------------------
+    start, env_steps, metrics_rows = 0, 0, 0
+    ckpt = latest_checkpoint(run_dir) if cfg.resume else None
+    if ckpt is not None:
+        saved = load_checkpoint(ckpt)
+        load_model_weights(policy.model, ckpt)
+        optimizer.load_state_dict(saved["optimizer"])
+        estimator.load_state_dict(saved["state"]["estimator"])
+        restore_rng(saved["rng"], gens)
+        start = saved["state"]["iteration"]
+        env_steps = saved["state"]["env_steps"]
+        metrics_rows = saved["state"]["metrics_rows"]
+        if backend is not None:
+            backend.sync_weights(policy.model)
+    elif not cfg.resume and (run_dir / "metrics.jsonl").exists():
+        (run_dir / "metrics.jsonl").unlink()
+    logger = MetricsLogger(run_dir, tensorboard=cfg.tensorboard, keep_rows=metrics_rows)
+    eval_state: dict[str, Any] = {}
+
+    written: list[dict[str, Any]] = []
+    bar = _progress(cfg, start)
+    for iteration in range(start, cfg.iterations):
+        timer = PhaseTimer()
+        policy.model.eval()
+
+        # 1. rollout (Gen.)
+        with timer("rollout"):
+            tasks = sample_tasks(cfg, venv, gens["tasks"])
+            batch = collector.collect(tasks)
+
+        # 2. old and reference log-probs (Logp+Ref)
+        with timer("logp_ref"):
+            old_logp = batch.extras["old_logp"]
+            if any(x is None for x in old_logp):
+                old_logp = [x.cpu().numpy() for x in _no_grad_logprobs(policy, batch, cfg)]
+            ref_logp = None
+            if ref_policy is not None:
+                ref_logp = [x.cpu().numpy() for x in _no_grad_logprobs(ref_policy, batch, cfg)]
+
+        # 3. advantages (Adv.)
+        with timer("advantage"):
+            adv, diag = estimator(batch)
+
+        # 4. policy update (Actor)
+        with timer("update"):
+            policy.model.train()
+            stats = ppo_update(
+                policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg, gens["minibatch"]
+            )
+            policy.model.eval()
+            if backend is not None:
+                backend.sync_weights(policy.model)
+
+        # evaluation (not part of the timed iteration)
+        eval_metrics: dict[str, Any] = {}
+        if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+            with timer("eval"):
+                eval_metrics = evaluate(
+                    policy, cfg, backend=backend, seed=cfg.seed + iteration, cache=eval_state
+                )
+
+        # metrics
+        env_steps += len(batch)
+        row = batch_metrics(batch, adv)
+        row.update(iteration=iteration + 1, env_steps=env_steps)
+        row.update({f"adv/{k}": v for k, v in diag.items()})
+        row.update({f"loss/{k}": v for k, v in stats.items()})
+        row.update({f"eval/{k}": v for k, v in eval_metrics.items()})
+        row.update(timer.as_metrics())
+        row["time/total"] -= timer.seconds.get("eval", 0.0)  # the iteration's own time
+        logger.log(row, iteration + 1)
+        written.append(row)
+        metrics_rows += 1
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(
+                success=f"{row['success']:.2f}",
+                zero_credit=f"{diag.get('zero_credit_ratio', 0.0):.2f}",
+                sec=f"{row['time/total']:.0f}",
+            )
+
+        # checkpoint
+        last = iteration + 1 == cfg.iterations
+        if (cfg.save_every and (iteration + 1) % cfg.save_every == 0) or last:
+            save_checkpoint(
+                run_dir,
+                iteration + 1,
+                policy.model,
+                optimizer,
+                capture_rng(gens),
+                {
+                    "estimator": estimator.state_dict(),
+                    "env_steps": env_steps,
+                    "metrics_rows": metrics_rows,
+                    "config": cfg.to_dict(),
+                },
+                keep=cfg.keep_checkpoints,
+                tokenizer=policy.tokenizer,
+            )
+        if cfg.stop_after and iteration + 1 - start >= cfg.stop_after:
+            break
+
+    if bar is not None:
+        bar.close()
+    logger.close()
+    venv.close()
+    if backend is not None:
+        backend.close()
+    for ev in eval_state.values():
+        if hasattr(ev, "close"):
+            ev.close()
+    return written
+
+
+# ================================================================== setup helpers
+
+
+def _quiet_transformers() -> None:
+    """No per-call progress bars from transformers (loading / saving weights)."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except Exception:  # pragma: no cover
+        pass
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
+    """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder)."""
+    path = resolve_model_path(model or cfg.model)
+    policy = Policy.from_pretrained(
+        path,
+        device=cfg.device,
+        dtype=cfg.dtype,
+        temperature=cfg.temperature,
+        max_tokens_per_forward=cfg.max_tokens_per_forward,
+        score_impl=cfg.score_impl,
+        attn_implementation=None if cfg.attn_implementation == "auto" else cfg.attn_implementation,
+    )
+    if getattr(policy.model, "generation_config", None) is not None:
+        policy.model.generation_config.do_sample = True
+    return policy
+
+
+def _frozen_copy(policy: Policy) -> Policy:
+    model = copy.deepcopy(policy.model).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return Policy(
+        model,
+        policy.tokenizer,
+        temperature=policy.temperature,
+        max_tokens_per_forward=policy.max_tokens_per_forward,
+        score_impl=policy.score_impl,
+    )
+
+
+def _make_backend(cfg: TrainConfig, policy: Policy) -> Any:
+    if cfg.action_mode != "generate":
+        return None
+    kwargs: dict[str, Any] = {"top_p": cfg.top_p, "seed": cfg.seed}
+    if cfg.backend == "vllm":
+        kwargs["gpu_memory_utilization"] = cfg.vllm_gpu_memory_utilization
+    return make_backend(cfg.backend, policy, **kwargs)
+
+
+def build_estimator(cfg: TrainConfig) -> Any:
+    """``get_estimator(cfg.estimator, gamma=..., **estimator_kwargs)``; ``gamma`` is dropped
+    for estimators without a discount (GRPO, RLOO, REINFORCE)."""
+    kwargs = dict(cfg.estimator_kwargs)
+    try:
+        return get_estimator(cfg.estimator, **{"gamma": cfg.gamma, **kwargs})
+    except TypeError as err:
+        if "gamma" not in str(err) or "gamma" in kwargs:
+            raise
+        return get_estimator(cfg.estimator, **kwargs)
+
+
+def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
+    kwargs = dict(cfg.env_kwargs)
+    kwargs.setdefault("split", split)
+    if split != cfg.split:
+        kwargs["split"] = split
+    if cfg.max_steps:
+        kwargs["max_episode_steps"] = cfg.max_steps
+    return GroupedVectorEnv(
+        cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
+    )
+
+
+def rollout_config(cfg: TrainConfig) -> RolloutConfig:
+    return RolloutConfig(
+        action_mode=cfg.action_mode,
+        score_norm=cfg.score_norm,
+        score_logprob=cfg.score_logprob,
+        history_length=cfg.history_length,
+        max_new_tokens=cfg.max_new_tokens,
+        invalid_penalty=cfg.invalid_penalty,
+        require_think=cfg.require_think,
+    )
+
+
+def sample_tasks(cfg: TrainConfig, venv: GroupedVectorEnv, rng: np.random.Generator) -> list[int]:
+    """Task index per group: from ``cfg.tasks`` if given, else distinct tasks of the split."""
+    if cfg.tasks:
+        pool = [int(x) for x in cfg.tasks]
+        replace = cfg.num_groups > len(pool)
+        return [pool[int(i)] for i in rng.choice(len(pool), size=cfg.num_groups, replace=replace)]
+    return venv.sample_tasks(rng)
+
+
+def _progress(cfg: TrainConfig, start: int):
+    if not cfg.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=cfg.iterations, initial=start, desc=f"mvpo-train [{cfg.estimator}]", unit="it"
+    )
+
+
+# ================================================================== per-row log-probs
+
+
+def row_logprobs(
+    policy: Policy,
+    batch: StepBatch,
+    cfg: TrainConfig,
+    rows: list[int] | None = None,
+    *,
+    entropy: bool = False,
+) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+    """The policy log-prob of each row's action (per action token), as PPO uses it.
+
+    * ``generate`` mode, or ``score`` mode with ``score_logprob="tokens"``: log-probs of the
+      action tokens given the prompt;
+    * ``score`` mode with ``score_logprob="choice"``: one value per row,
+      ``log_softmax(candidate scores)[chosen]`` (entropy = that distribution's entropy).
+
+    Gradients flow unless called under ``torch.no_grad()``. The same function produces the
+    rollout's old log-probs (through :meth:`Policy.score_candidates`) and the trainer's.
+    """
+    rows = list(range(len(batch))) if rows is None else list(rows)
+    ex = batch.extras
+    prompts = [ex["prompt_ids"][r] for r in rows]
+    if cfg.action_mode == "score" and cfg.score_logprob == "choice":
+        cands = [ex["cand_ids"][r] for r in rows]
+        res = policy.score_candidates(prompts, cands, norm=cfg.score_norm)
+        out, ents = [], []
+        for k, r in enumerate(rows):
+            logp = torch.log_softmax(res.scores[k].double(), dim=-1)
+            out.append(logp[int(ex["choice"][r])].reshape(1))
+            if entropy:
+                ents.append(-(logp.exp() * logp).sum().reshape(1))
+        return out, (ents if entropy else None)
+    actions = [ex["action_ids"][r] for r in rows]
+    lp, ent = policy.token_logprobs(prompts, actions, entropy=entropy)
+    return [x.double() for x in lp], ([x.double() for x in ent] if ent is not None else None)
+
+
+@torch.no_grad()
+def _no_grad_logprobs(policy: Policy, batch: StepBatch, cfg: TrainConfig) -> list[torch.Tensor]:
+    return row_logprobs(policy, batch, cfg)[0]
+
+
+# ================================================================== the update
+
+
+def ppo_update(
+    policy: Policy,
+    optimizer: torch.optim.Optimizer,
+    batch: StepBatch,
+    adv: np.ndarray,
+    old_logp: list[np.ndarray],
+    ref_logp: list[np.ndarray] | None,
+    cfg: TrainConfig,
+    loss_cfg: LossConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """``ppo_epochs`` passes of shuffled mini-batches; returns statistics (``pg_loss`` and
+    ``grad_norm``: means over optimizer steps; the others: means over trained tokens).
+
+    Rows with advantage exactly 0 contribute no gradient when ``kl_coef`` and
+    ``entropy_coef`` are 0; with ``skip_zero_adv`` they are not forwarded at all, but still
+    count in the loss normaliser, so the update is the same as without skipping.
+    """
+    n = len(batch)
+    n_tok = np.array([len(x) for x in old_logp], dtype=np.int64)
+    skip = cfg.skip_zero_adv and cfg.kl_coef == 0 and cfg.entropy_coef == 0
+    mb_size = cfg.minibatch_size or n
+    sums: dict[str, float] = {}  # token-weighted sums of the per-token statistics
+    tokens = 0.0
+    pg_loss, grad_norms, trained = [], [], 0
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    for p in params:  # zero (not None) grads: a mini-batch with nothing to train still steps
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    for _epoch in range(cfg.ppo_epochs):
+        perm = torch.randperm(n, generator=generator).numpy()
+        for start in range(0, n, mb_size):
+            mb = perm[start : start + mb_size]
+            denom = float(n_tok[mb].sum()) if loss_cfg.loss_agg == "token-mean" else float(len(mb))
+            train_rows = [int(r) for r in mb if not (skip and adv[r] == 0.0)]
+            optimizer.zero_grad(set_to_none=False)
+            mb_pg = 0.0
+            for m0 in range(0, len(train_rows), cfg.micro_batch_size):
+                micro = train_rows[m0 : m0 + cfg.micro_batch_size]
+                logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
+                seq_index = torch.cat(
+                    [torch.full((len(x),), k, dtype=torch.long) for k, x in enumerate(logp)]
+                ).to(logp[0].device)
+                flat = torch.cat(logp)
+                old = torch.from_numpy(np.concatenate([old_logp[r] for r in micro])).to(flat.device)
+                ref = (
+                    torch.from_numpy(np.concatenate([ref_logp[r] for r in micro])).to(flat.device)
+                    if ref_logp is not None
+                    else None
+                )
+                a = torch.tensor(adv[micro], dtype=torch.float64, device=flat.device)
+                loss, st = ppo_loss(
+                    flat, old, a, seq_index, len(micro), loss_cfg, ref_logp=ref,
+                    entropy=torch.cat(ent) if ent is not None else None, denom=denom,
+                )  # fmt: skip
+                loss.backward()
+                mb_pg += st.pop("pg_loss")
+                n_tok_micro = st.pop("tokens")
+                tokens += n_tok_micro
+                for k, v in st.items():
+                    sums[k] = sums.get(k, 0.0) + v * n_tok_micro
+            grad_norm = (
+                float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                if cfg.max_grad_norm > 0
+                else float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
+            )
+            optimizer.step()
+            pg_loss.append(mb_pg)
+            grad_norms.append(grad_norm)
+            trained += len(train_rows)
+    out = {k: v / tokens for k, v in sums.items()} if tokens else {}
+    out["pg_loss"] = float(np.mean(pg_loss)) if pg_loss else 0.0
+    out["grad_norm"] = float(np.mean(grad_norms)) if grad_norms else 0.0
+    out["trained_rows"] = float(trained)
+    out["optimizer_steps"] = float(len(grad_norms))
+    return out
+
+
+# ================================================================== metrics and evaluation
+
+
+def batch_metrics(batch: StepBatch, adv: np.ndarray | None = None) -> dict[str, Any]:
+    """Success, returns, lengths, format/invalid ratios and per-task-type success."""
+    ex = batch.extras
+    ti = batch.traj_index
+    env_ret = np.bincount(
+        ti, weights=np.asarray(ex["env_reward"], dtype=np.float64), minlength=batch.n_traj
+    )
+    out: dict[str, Any] = {
+        "episodes": int(batch.n_traj),
+        "steps": int(len(batch)),
+        "success": float(batch.traj_success.mean()),
+        "return_mean": float(env_ret.mean()),
+        "shaped_return_mean": float(batch.traj_return.mean()),
+        "episode_length": float(batch.traj_length.mean()),
+        "invalid_action_ratio": float(np.mean(ex["invalid_action"])),
+        "format_error_ratio": float(1.0 - np.mean(ex["format_ok"])),
+    }
+    types = np.asarray(ex["task_type"], dtype=object)[batch.traj_rows]
+    for tt in sorted(set(types.tolist())):
+        out[f"success/{tt}"] = float(batch.traj_success[types == tt].mean())
+    if adv is not None:
+        out["adv/mean"] = float(np.mean(adv))
+        out["adv/std"] = float(np.std(adv))
+    return out
+
+
+def evaluate(
+    policy: Policy,
+    cfg: TrainConfig,
+    *,
+    split: str | None = None,
+    episodes: int | None = None,
+    greedy: bool | None = None,
+    max_tasks: int | None = None,
+    tasks: list[int] | None = None,
+    backend: Any = None,
+    seed: int = 0,
+    cache: dict[str, Any] | None = None,
+    report_time: bool = False,
+) -> dict[str, Any]:
+    """Success rate (overall and per task type) on every task of an eval split (or on the
+    task indices ``tasks``, or the first ``max_tasks``), ``episodes`` episodes each.
+
+    Runs under ``torch.random.fork_rng`` with its own generator, so evaluating during
+    training does not change the training run's random stream.
+    """
+    split = split or cfg.eval_split
+    episodes = episodes or cfg.eval_episodes
+    greedy = cfg.eval_greedy if greedy is None else greedy
+    max_tasks = cfg.eval_max_tasks if max_tasks is None else max_tasks
+    chunk = 8
+    cache = {} if cache is None else cache
+    key = f"venv:{split}:{episodes}"
+    if key not in cache:
+        cache[key] = make_venv(cfg, split, chunk, episodes)
+    venv = cache[key]
+    n_all = venv.num_tasks if not max_tasks else min(max_tasks, venv.num_tasks)
+    task_list = [int(t) for t in tasks] if tasks else list(range(n_all))
+    n_tasks = len(task_list)
+    if backend is None and cfg.action_mode == "generate":
+        backend = make_backend("hf", policy, top_p=cfg.top_p)
+    gen = torch.Generator().manual_seed(seed)
+    collector = RolloutCollector(
+        venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg), backend, gen
+    )
+    succ: list[bool] = []
+    types: list[str] = []
+    lengths: list[float] = []
+    start = time.perf_counter()
+    was_training = policy.model.training
+    policy.model.eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for first in range(0, n_tasks, chunk):
+            part = [task_list[min(first + k, n_tasks - 1)] for k in range(chunk)]
+            batch = collector.collect(part, greedy=greedy)
+            tt = np.asarray(batch.extras["task_type"], dtype=object)[batch.traj_rows]
+            keep = batch.traj_group < (n_tasks - first)  # drop padding groups
+            succ += batch.traj_success[keep].tolist()
+            types += tt[keep].tolist()
+            lengths += batch.traj_length[keep].tolist()
+    if was_training:
+        policy.model.train()
+    out: dict[str, Any] = {
+        "success": float(np.mean(succ)) if succ else 0.0,
+        "episodes": len(succ),
+        "episode_length": float(np.mean(lengths)) if lengths else 0.0,
+    }
+    if report_time:
+        out["time/seconds"] = time.perf_counter() - start
+    arr_s, arr_t = np.asarray(succ), np.asarray(types, dtype=object)
+    for tt in sorted(set(types)):
+        out[f"success/{tt}"] = float(arr_s[arr_t == tt].mean())
+    return out

@@ -1,0 +1,108 @@
+"""Config, flags, YAML, presets and the console entry points (issue #5 item 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from mvpo_train.cli import build_model_main, eval_main, plot_main, train_main
+from mvpo_train.config import PRESETS, TrainConfig, build_parser, config_from_args, preset
+from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
+
+
+@pytest.fixture(scope="module")
+def micro(tmp_path_factory) -> Path:
+    return build_tiny_model(
+        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
+    )
+
+
+def test_every_field_has_a_help_string_and_a_flag():
+    parser = build_parser()
+    flags = {a.dest: a for a in parser._actions}
+    for f in dataclasses.fields(TrainConfig):
+        assert f.metadata.get("help"), f.name
+        assert f.name in flags and flags[f.name].help.startswith(f.metadata["help"])
+
+
+def test_layering_defaults_preset_yaml_flags(tmp_path):
+    p = build_parser()
+    assert config_from_args(p.parse_args([])) == TrainConfig()
+    gpu = config_from_args(p.parse_args(["--preset", "gpu-qwen2.5-1.5b"]))
+    assert (gpu.lr, gpu.kl_coef, gpu.clip_ratio, gpu.gamma) == (1e-6, 0.01, 0.2, 0.95)
+    assert (gpu.group_size, gpu.num_groups, gpu.max_steps, gpu.action_mode) == (
+        8,
+        16,
+        50,
+        "generate",
+    )
+    yaml_file = tmp_path / "x.yaml"
+    yaml_file.write_text(
+        "preset: gpu-qwen2.5-1.5b\nlr: 0.001\nestimator: gigpo\nestimator_kwargs: {omega: 0.5}\n"
+    )
+    cfg = config_from_args(
+        p.parse_args(["--config", str(yaml_file), "--estimator", "grpo", "--no-progress"])
+    )
+    assert cfg.lr == 0.001 and cfg.estimator == "grpo" and cfg.progress is False
+    assert (
+        cfg.estimator_kwargs == {"omega": 0.5} and cfg.model == PRESETS["gpu-qwen2.5-1.5b"]["model"]
+    )
+    cfg = config_from_args(p.parse_args(["--tasks", "3,5", "--env-kwargs", '{"data_dir": "/d"}']))
+    assert cfg.tasks == [3, 5] and cfg.env_kwargs == {"data_dir": "/d"}
+
+
+def test_bad_values_are_rejected(tmp_path):
+    with pytest.raises(ValueError):
+        TrainConfig(action_mode="dance")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learning_rate: 1\n")
+    with pytest.raises(SystemExit):
+        train_main(["--config", str(bad)])
+    with pytest.raises(KeyError):
+        preset("nope")
+
+
+def test_print_config(capsys):
+    assert train_main(["--print-config", "--lr", "0.5"]) == 0
+    assert "lr: 0.5" in capsys.readouterr().out
+
+
+def test_train_eval_plot_end_to_end(micro, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = [
+        "--model", str(micro), "--run-dir", str(run), "--iterations", "2",
+        "--num-groups", "1", "--group-size", "2", "--max-steps", "3", "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--estimator", "gigpo", "--tasks", "[13]",
+    ]  # fmt: skip
+    assert train_main(argv) == 0
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]
+    out = tmp_path / "eval.json"
+    assert eval_main(["--run-dir", str(run), "--max-tasks", "2", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["episodes"] == 2 and 0 <= result["success"] <= 1
+    argv = ["--run-dir", str(run), "--split", "train", "--tasks", "13,1", "--episodes", "2"]
+    assert eval_main([*argv, "--sampled", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["episodes"] == 4
+    assert any(k.startswith("success/") for k in result)
+    png = tmp_path / "curves.png"
+    assert (
+        plot_main([str(run), "--out", str(png), "--keys", "success", "adv/zero_credit_ratio"]) == 0
+    )
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_build_model_main(tmp_path, capsys):
+    out = tmp_path / "m"
+    argv = [
+        "--out", str(out), "--max-games", "1", "--hidden-size", "32",
+        "--intermediate-size", "64", "--num-hidden-layers", "1", "--num-attention-heads", "2",
+        "--num-key-value-heads", "1",
+    ]  # fmt: skip
+    assert build_model_main(argv) == 0
+    meta = json.loads((out / "mvpo_tiny_model.json").read_text())
+    assert meta["spec"]["hidden_size"] == 32 and meta["vocab"] > 300
+    assert "parameters" in capsys.readouterr().out
