@@ -119,16 +119,26 @@ class VLLMBackend:
         """Push ``model``'s weights into the engine, then drop the prefix cache."""
         weights = [(name, t.detach()) for name, t in model.state_dict().items()]
         errors = []
-        try:
-            self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
-        except Exception as err:  # older engines: reach the model directly
-            errors.append(repr(err))
+        attempts = (
+            # vLLM >= 0.11: in-place reload that also handles weights the engine repacked after
+            # loading (e.g. the CPU backend's linear layers), with HF checkpoint names
+            lambda: self.llm.collective_rpc(
+                "reload_weights", kwargs={"weights_iterator": weights, "is_checkpoint_format": True}
+            ),
+            # engines without reload_weights: the model's own load_weights in the worker
+            lambda: self.llm.collective_rpc(_load_weights_on_worker, args=(weights,)),
+            lambda: _load_weights_on_worker(
+                self.llm.llm_engine.model_executor.driver_worker, weights
+            ),
+        )
+        for attempt in attempts:
             try:
-                executor = self.llm.llm_engine.model_executor
-                _load_weights_on_worker(executor.driver_worker, weights)
-            except Exception as err2:
-                errors.append(repr(err2))
-                raise RuntimeError(f"vLLM weight sync failed: {errors}") from err2
+                attempt()
+                break
+            except Exception as err:
+                errors.append(repr(err))
+        else:
+            raise RuntimeError(f"vLLM weight sync failed: {errors}")
         if hasattr(self.llm, "reset_prefix_cache"):
             self.llm.reset_prefix_cache()
         self.syncs += 1
