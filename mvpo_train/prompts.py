@@ -146,27 +146,20 @@ WEBSHOP_SEED = PromptTemplate(
     admissible_join=",\n",
 )
 
+_SEARCH_R1_INSTRUCTION = (
+    "Answer the given question. You must conduct reasoning inside <think> and </think> "
+    "first every time you get new information. After reasoning, if you find you lack some "
+    "knowledge, you can call a search engine by <search> query </search> and it will return "
+    "the top searched results between <information> and </information>. You can search as "
+    "many times as you want. If you find no further external knowledge needed, you can "
+    "directly provide the answer inside <answer> and </answer>, without detailed "
+    "illustrations. For example, <answer> Beijing </answer>.\nQuestion: {task}\n"
+)
+
 SEARCHQA_SEED = PromptTemplate(
     name="seed",
-    first=(
-        "Answer the given question. You must conduct reasoning inside <think> and </think> "
-        "first every time you get new information. After reasoning, if you find you lack some "
-        "knowledge, you can call a search engine by <search> query </search> and it will return "
-        "the top searched results between <information> and </information>. You can search as "
-        "many times as you want. If you find no further external knowledge needed, you can "
-        "directly provide the answer inside <answer> and </answer>, without detailed "
-        "illustrations. For example, <answer> Beijing </answer>.\nQuestion: {task}\n"
-    ),
-    step=(
-        "Answer the given question. You must conduct reasoning inside <think> and </think> "
-        "first every time you get new information. After reasoning, if you find you lack some "
-        "knowledge, you can call a search engine by <search> query </search> and it will return "
-        "the top searched results between <information> and </information>. You can search as "
-        "many times as you want. If you find no further external knowledge needed, you can "
-        "directly provide the answer inside <answer> and </answer>, without detailed "
-        "illustrations. For example, <answer> Beijing </answer>.\nQuestion: {task}\n"
-        "Your previous turns: {history}\nLatest result: {observation}\n"
-    ),
+    first=_SEARCH_R1_INSTRUCTION,
+    step=_SEARCH_R1_INSTRUCTION + "Your previous turns: {history}\nLatest result: {observation}\n",
     history_item="{action} {observation}",
     history_join="\n",
     score_prefix="",

@@ -20,15 +20,7 @@ from mvpo_train.checkpoint import (
 )
 from mvpo_train.config import TrainConfig
 from mvpo_train.metrics import read_metrics, strip_timing
-from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 from mvpo_train.trainer import train
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
 
 
 def _cfg(micro: Path, run_dir: Path, **kw) -> TrainConfig:
