@@ -98,6 +98,10 @@ class _TranslationCache:
         return result
 
 
+_TRANSLATIONS = _TranslationCache(pddl_logic.fast_downward, max_games=64)
+_LOGIC_CACHE: OrderedDict[tuple[int, int], Any] = OrderedDict()
+
+
 class _ParseMemo:
     """Memoises TextWorld's TatSu parse of grammar snippets and logic queries.
 
@@ -155,10 +159,12 @@ class CachedPddlEnv(PddlEnv):
 
     def __init__(self, infos: textworld.EnvInfos | None = None, max_cached_games: int = 64):
         super().__init__(infos)
-        self._translations = _TranslationCache(pddl_logic.fast_downward, max_cached_games)
+        # one translation and game-logic cache per process, shared by every engine in it (a
+        # sync vector env's G copies of a game translate it once); the size is the largest
+        # asked for
+        _TRANSLATIONS.max_games = max(_TRANSLATIONS.max_games, max_cached_games)
+        self._translations = _TRANSLATIONS
         self._command_text: dict[str, str] = {}
-        self._logic_cache: OrderedDict[tuple[int, int], Any] = OrderedDict()
-        self._max_cached_games = max_cached_games
 
     @contextlib.contextmanager
     def _cached_translation(self):
@@ -183,12 +189,14 @@ class CachedPddlEnv(PddlEnv):
         self._game_data = data
         self.walkthrough = data.get("walkthrough")
         key = (hash(data["pddl_domain"]), hash(data["grammar"]))
-        logic = self._logic_cache.get(key)
+        logic = _LOGIC_CACHE.get(key)
         if logic is None:
             logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
-            self._logic_cache[key] = logic
-            while len(self._logic_cache) > self._max_cached_games:
-                self._logic_cache.popitem(last=False)
+            _LOGIC_CACHE[key] = logic
+            while len(_LOGIC_CACHE) > self._translations.max_games:
+                _LOGIC_CACHE.popitem(last=False)
+        else:
+            _LOGIC_CACHE.move_to_end(key)
         self._logic = logic
         self._command_text = {}
         self._pddl_state = self._new_pddl_state()
