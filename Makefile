@@ -7,7 +7,7 @@ STAMP := $(VENV)/.mvpo-installed
 .PHONY: install run demo test lint bench clean
 
 # torch==2.13.0 first: a plain torch requirement would pull a multi-GB CUDA build on this
-# machine class (see DEVELOPERS notes); pyproject keeps torch>=2.4 unpinned.
+# machine class (the CPU wheel is the one on local disk); pyproject keeps torch>=2.4 unpinned.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -28,6 +28,7 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: install
 	$(BIN)/python benchmarks/alfworld_env.py

@@ -1,4 +1,4 @@
-"""Benchmark: Union-Find viability regions and region potential (ALGORITHMS.md §3.1-§3.3).
+"""Benchmark: Union-Find viability regions and region potential (docs/estimators.md §3.1-§3.3).
 
 Times each stage MVPO runs on top of GiGPO, on the same synthetic ALFWorld-like batches as
 ``benchmarks/credit.py`` (6,400 and 64,000 steps), median of interleaved repeats, each on a

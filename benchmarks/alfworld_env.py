@@ -1,6 +1,6 @@
 """Speed of mvpo/ALFWorld-v0 against ALFWorld's own loop, on the same games, in one run.
 
-Issue #2, item 6. Both sides play the same games with the same seeded action script (each
+Both sides play the same games with the same seeded action script (each
 game's walkthrough, then seeded random admissible actions), and the single-env run checks that
 every observation and admissible list is identical.
 
@@ -92,8 +92,12 @@ def vector_baseline(game_files, workers: int, steps: int, seed: int = 0):
 
     infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
     env_id = textworld.gym.register_games(
-        [str(f) for f in game_files], infos, batch_size=workers, asynchronous=workers > 1,
-        max_episode_steps=10_000, wrappers=[AlfredDemangler, AlfredInfos],
+        [str(f) for f in game_files],
+        infos,
+        batch_size=workers,
+        asynchronous=workers > 1,
+        max_episode_steps=10_000,
+        wrappers=[AlfredDemangler, AlfredInfos],
     )
     env = textworld.gym.make(env_id)
     rng = np.random.default_rng(seed)
@@ -131,7 +135,9 @@ def vector_ours(num_tasks: int, workers: int, steps: int, split: str, preset: st
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--split", default="eval", help="bundled split to play")
-    p.add_argument("--preset", default="standard", help="bundled preset: standard (real-size scenes) or mini")
+    p.add_argument(
+        "--preset", default="standard", help="bundled preset: standard (real-size scenes) or mini"
+    )
     p.add_argument("--games", type=int, default=12, help="number of games (sorted ids)")
     p.add_argument("--extra", type=int, default=15, help="random admissible steps per episode")
     p.add_argument("--episodes", type=int, default=2, help="passes over the games")
@@ -154,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
     files = [g.game_file for g in games]
     for w in (1, 2, 4):
         rb, sb = vector_baseline(files, w, args.vector_steps)
-        ro, so = vector_ours(len(env.unwrapped.games), w, args.vector_steps, args.split, args.preset)
+        ro, so = vector_ours(
+            len(env.unwrapped.games), w, args.vector_steps, args.split, args.preset
+        )
         rows.append((f"vector, {w} worker(s)", rb, ro, sb, so))
 
     lines = [
@@ -173,7 +181,9 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, rb, ro, sb, so in rows:
-        lines.append(f"| {name} | {rb:.2f} | {ro:.2f} | {ro / rb:.1f}x | {sb:.1f} | {so:.1f} | {so / sb:.1f}x |")
+        lines.append(
+            f"| {name} | {rb:.2f} | {ro:.2f} | {ro / rb:.1f}x | {sb:.1f} | {so:.1f} | {so / sb:.1f}x |"
+        )
     lines += [
         "",
         "Baselines: single env = `PddlEnv` + `AlfredDemangler` + `AlfredInfos`, loading the game at "

@@ -1,4 +1,4 @@
-"""Benchmark: advantage construction time per estimator (ALGORITHMS.md §5, "Cost").
+"""Benchmark: advantage construction time per estimator (docs/estimators.md §5, "Cost").
 
 Synthetic but ALFWorld-like batches: G = 8 rollouts per task, 50 steps each, rollouts that walk
 between ~20 receptacles, revisit some (anchors repeat, loops), fire sparse milestones and

@@ -1,6 +1,6 @@
 """Learning benchmark: GRPO vs GiGPO vs MVPO with the tiny CPU policy on ALFWorld mini.
 
-Issue #5, item 7. Every estimator trains with the same ``cpu-tiny`` configuration (same env
+Every estimator trains with the same ``cpu-tiny`` configuration (same env
 split, same model, same hyper-parameters) on the same seeds; only ``--estimator`` differs.
 Reported per estimator (mean +- std over seeds):
 
@@ -8,7 +8,7 @@ Reported per estimator (mean +- std over seeds):
 * iterations to reach a success threshold (first iteration whose 3-iteration moving average
   of batch success reaches ``--threshold``; "not reached" counts as the run's length);
 * the zero-credit ratio early in training (mean over the first 5 iterations): the share of
-  rows in step groups whose returns do not vary (ALGORITHMS.md §2/§3.7);
+  rows in step groups whose returns do not vary (docs/estimators.md §2/§3.7);
 * final success (mean over the last 5 iterations) and greedy success on the eval split at
   the end (``mvpo-eval`` on the last checkpoint).
 

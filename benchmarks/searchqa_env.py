@@ -1,6 +1,6 @@
 """Speed and quality of mvpo/SearchQA-v0 per retrieval backend, on the bundled set.
 
-Issue #7; ENVIRONMENTS.md, "mvpo/SearchQA-v0". For each backend (``bm25`` = bm25s,
+docs/environments.md, "mvpo/SearchQA-v0". For each backend (``bm25`` = bm25s,
 ``dense`` = faiss + all-MiniLM-L6-v2 on CPU, ``http`` = our ``POST /retrieve`` server on
 loopback in front of bm25s):
 

@@ -1,6 +1,6 @@
 """Speed of mvpo/WebShop-v0: start-up, steps per second, search latency, expert/random scores.
 
-Issue #6. Measures, in one run:
+Measures, in one run:
 
 * start-up: ``gym.make("mvpo/WebShop-v0")`` in a fresh process-level cache, with the BM25
   index built from scratch (empty cache folder) and loaded from the on-disk cache;
@@ -52,8 +52,10 @@ def _startup(cache_dir: str) -> dict[str, float]:
 
 def _fresh_process(cache_dir: str) -> float:
     """Wall time of a new Python process that imports, makes and resets the env."""
-    code = ("import gymnasium as gym, mvpo_envs; "
-            f"gym.make('mvpo/WebShop-v0', split='test', cache_dir={cache_dir!r}).reset(seed=0)")
+    code = (
+        "import gymnasium as gym, mvpo_envs; "
+        f"gym.make('mvpo/WebShop-v0', split='test', cache_dir={cache_dir!r}).reset(seed=0)"
+    )
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True)
     return time.perf_counter() - t
@@ -108,8 +110,12 @@ def _search_latency(products, queries: list[str]) -> dict[str, float]:
         retriever.search(q)
         times.append(time.perf_counter() - t)
     ms = np.array(times) * 1000
-    return {"docs": len(products), "build_s": build, "p50_ms": float(np.median(ms)),
-            "p95_ms": float(np.percentile(ms, 95))}
+    return {
+        "docs": len(products),
+        "build_s": build,
+        "p50_ms": float(np.median(ms)),
+        "p95_ms": float(np.percentile(ms, 95)),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -135,10 +141,16 @@ def main(argv: list[str] | None = None) -> None:
         _, human_expert, _ = _play(human, len(human.task_ids), expert=True)
         _, human_random, _ = _play(human, episodes, expert=False)
     bundled = load_bundled()
-    searches = {"bundled": _search_latency(bundled.products, [g["instruction_text"] for g in bundled.goals[:300]])}
+    searches = {
+        "bundled": _search_latency(
+            bundled.products, [g["instruction_text"] for g in bundled.goals[:300]]
+        )
+    }
     if (REALDATA / "items_processed_1000.json").exists():
         real = load_data_dir(REALDATA)
-        searches["real (1000 products)"] = _search_latency(real.products, [g["instruction_text"] for g in real.goals[:300]])
+        searches["real (1000 products)"] = _search_latency(
+            real.products, [g["instruction_text"] for g in real.goals[:300]]
+        )
 
     lines = [
         "# mvpo/WebShop-v0 speed and scores",
@@ -160,7 +172,9 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---|---|---|---|",
     ]
     for name, s in searches.items():
-        lines.append(f"| {name} | {s['docs']} | {s['build_s']:.2f} s | {s['p50_ms']:.2f} ms | {s['p95_ms']:.2f} ms |")
+        lines.append(
+            f"| {name} | {s['docs']} | {s['build_s']:.2f} s | {s['p50_ms']:.2f} ms | {s['p95_ms']:.2f} ms |"
+        )
     lines += [
         "",
         "| player (bundled test split) | synthetic goals: mean score | human goals: mean score |",

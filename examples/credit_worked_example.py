@@ -1,4 +1,4 @@
-"""The worked example of ALGORITHMS.md §3.4, run through every estimator.
+"""The worked example of docs/estimators.md §3.4, run through every estimator.
 
 An all-failed group of four rollouts from one start state (time limit 4 steps):
 

@@ -1,6 +1,6 @@
 """mvpo_abstraction: histories -> prefix signatures and milestones; viability regions; potentials.
 
-Swappable without touching the optimizer (ARCHITECTURE.md). See :mod:`mvpo_abstraction.base`.
+Swappable without touching the optimizer (docs/architecture.md). See :mod:`mvpo_abstraction.base`.
 """
 
 from mvpo_abstraction.base import Abstraction, AbstractionTracker, depth_bin

@@ -1,4 +1,4 @@
-"""ALFWorld's paper abstraction, in two variants (ALGORITHMS.md §3.1, ENVIRONMENTS.md).
+"""ALFWorld's paper abstraction, in two variants (docs/estimators.md §3.1, docs/environments.md).
 
 Signature ``location|obj1+obj2|d{3*floor(t/3)}``: where the agent is, up to two task-relevant
 object keywords in view now (sorted; ``none`` when there are none) and a depth bin of three
@@ -34,7 +34,13 @@ from typing import Any
 from mvpo_abstraction.base import Abstraction, State, depth_bin
 from mvpo_abstraction.registry import register_abstraction
 
-MILESTONES = ("target_seen", "target_in_hand", "operation_done", "at_goal_with_target", "goal_reached")
+MILESTONES = (
+    "target_seen",
+    "target_in_hand",
+    "operation_done",
+    "at_goal_with_target",
+    "goal_reached",
+)
 _OPERATION_FLAG = {
     "pick_clean_then_place_in_recep": "clean",
     "pick_heat_then_place_in_recep": "hot",
@@ -92,7 +98,9 @@ class _AlfworldAbstraction(Abstraction):
         task = goal["task_type"]
         if task in _OPERATION_FLAG:
             flag = _OPERATION_FLAG[task]
-            return any(kind(n) == goal["object"] and flag in f for n, f in v["object_states"].items())
+            return any(
+                kind(n) == goal["object"] and flag in f for n, f in v["object_states"].items()
+            )
         if task == "look_at_obj_in_light":
             return bool(v["lamp_on"])
         if task == "pick_two_obj_and_place":
@@ -137,7 +145,11 @@ class AlfworldTextAbstraction(_AlfworldAbstraction):
     def view(self, state: State) -> dict[str, Any]:
         tv = state["text_view"]
         goal = state["goal"]
-        placed = [o for o, r in tv["placed"] if kind(o) == goal["object"] and kind(r) == goal["receptacle"]]
+        placed = [
+            o
+            for o, r in tv["placed"]
+            if kind(o) == goal["object"] and kind(r) == goal["receptacle"]
+        ]
         return {
             "location": tv["location"],
             "visible": tv["visible"],

@@ -1,8 +1,8 @@
 """The abstraction interface: histories -> prefix signatures and milestones.
 
-Implements the contract of ``shared/design/ARCHITECTURE.md`` ("An abstraction is data-in,
+Implements the contract of ``docs/architecture.md`` ("An abstraction is data-in,
 data-out") and the ``signature``/``milestones``/``progress`` keys of the info contract in
-``ENVIRONMENTS.md``; the signatures feed the viability regions of ALGORITHMS.md §3.1 and the
+``docs/environments.md``; the signatures feed the viability regions of docs/estimators.md §3.1 and the
 milestones the AMP weights of §3.2.
 
 An :class:`Abstraction` reads only ``info["state"]`` (a plain dict the environment fills from
@@ -44,7 +44,9 @@ class Abstraction:
 
     name: str = "abstraction"
 
-    def __init__(self, milestones: Mapping[str, MilestoneFn] | None = None, name: str | None = None):
+    def __init__(
+        self, milestones: Mapping[str, MilestoneFn] | None = None, name: str | None = None
+    ):
         self.milestones: dict[str, MilestoneFn] = dict(milestones or {})
         if name is not None:
             self.name = name

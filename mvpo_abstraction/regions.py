@@ -1,4 +1,4 @@
-"""Viability regions: Union-Find over prefix signatures (ALGORITHMS.md §3.1).
+"""Viability regions: Union-Find over prefix signatures (docs/estimators.md §3.1).
 
 Nodes are distinct ``(scope, signature)`` pairs: identical signatures within one scope (a rollout
 group, or the whole batch) are one node. Loop rule: when a trajectory revisits a signature
@@ -27,7 +27,7 @@ __all__ = [
 
 
 class UnionFind:
-    """Disjoint sets with path compression and union by size (ALGORITHMS.md §3.1)."""
+    """Disjoint sets with path compression and union by size (docs/estimators.md §3.1)."""
 
     __slots__ = ("parent", "size")
 
@@ -116,7 +116,7 @@ def first_appearance_ids(labels: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def loop_edges(node: np.ndarray, traj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges that implement the loop rule of ALGORITHMS.md §3.1.
+    """Edges that implement the loop rule of docs/estimators.md §3.1.
 
     ``node`` and ``traj`` are per row, rows sorted by trajectory then step (rows of a
     trajectory contiguous and in time order). Returns ``(a, b)`` node pairs with ``a != b``
@@ -158,7 +158,7 @@ def viability_regions(
     t: np.ndarray,
     scope: np.ndarray,
 ) -> np.ndarray:
-    """Region id ``rho_{i,t}`` (int64, ``0..R-1``) for every row (ALGORITHMS.md §3.1).
+    """Region id ``rho_{i,t}`` (int64, ``0..R-1``) for every row (docs/estimators.md §3.1).
 
     ``signature`` holds strings (or integer signature codes); ``scope`` is the rollout-group id
     per row (default MVPO scope) or all zeros (batch scope). Rows may come in any order. Region

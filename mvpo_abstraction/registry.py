@@ -1,6 +1,6 @@
 """Name -> factory registries for abstractions and milestone extractors.
 
-ARCHITECTURE.md: "one registry per kind of plug-in ... each with a documented way for a user to
+docs/architecture.md: "one registry per kind of plug-in ... each with a documented way for a user to
 add their own from outside the package". Three ways to plug in, none of which edits this
 package:
 
@@ -83,7 +83,9 @@ def get_milestone(name: str) -> MilestoneFn:
     return found
 
 
-def make_abstraction(spec: str | Abstraction | Callable[..., Abstraction], **kwargs: Any) -> Abstraction:
+def make_abstraction(
+    spec: str | Abstraction | Callable[..., Abstraction], **kwargs: Any
+) -> Abstraction:
     """Resolve ``spec`` into an :class:`Abstraction`.
 
     ``spec`` is an Abstraction (returned as is), a factory (called with ``kwargs``), a
@@ -107,7 +109,9 @@ def make_abstraction(spec: str | Abstraction | Callable[..., Abstraction], **kwa
 
 def _checked(obj: Any, spec: Any) -> Abstraction:
     if not isinstance(obj, Abstraction):
-        raise TypeError(f"abstraction factory {spec!r} returned {type(obj).__name__}, not Abstraction")
+        raise TypeError(
+            f"abstraction factory {spec!r} returned {type(obj).__name__}, not Abstraction"
+        )
     return obj
 
 

@@ -1,4 +1,4 @@
-"""SearchQA's paper abstraction, in two variants (ALGORITHMS.md §3.1, ENVIRONMENTS.md).
+"""SearchQA's paper abstraction, in two variants (docs/estimators.md §3.1, docs/environments.md).
 
 No depth bin: the signature is the number of searches so far and the best thing retrieved,
 ``s{n}|ans`` (a passage holding a golden answer has been retrieved), ``s{n}|bridge`` (the bridge

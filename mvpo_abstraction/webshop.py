@@ -1,4 +1,4 @@
-"""WebShop's paper abstraction, in two variants (ALGORITHMS.md §3.1, ENVIRONMENTS.md).
+"""WebShop's paper abstraction, in two variants (docs/estimators.md §3.1, docs/environments.md).
 
 Signature ``page|focus|d{2*floor(t/2)}``: the page type (``search``, ``results``, ``item``,
 ``description``, ``features``, ``reviews``, ``done``), up to two goal-relevant terms visible on
@@ -45,7 +45,13 @@ from rapidfuzz.utils import default_process
 from mvpo_abstraction.base import Abstraction, State, depth_bin
 from mvpo_abstraction.registry import register_abstraction
 
-MILESTONES = ("search_issued", "relevant_listed", "matching_opened", "options_selected", "purchased")
+MILESTONES = (
+    "search_issued",
+    "relevant_listed",
+    "matching_opened",
+    "options_selected",
+    "purchased",
+)
 ITEM_PAGES = ("item", "description", "features", "reviews")
 MATCH_THRESHOLD = 1.0
 DEPTH_WIDTH = 2
@@ -96,7 +102,11 @@ def parse_instruction(text: str) -> dict[str, Any]:
         if options:
             main = main[:idx]
     keywords = sorted(w for w in words(main) if w not in _GENERIC and not w.isdigit())
-    return {"price_cap": float(cap.group(1)) if cap else None, "options": options, "keywords": keywords}
+    return {
+        "price_cap": float(cap.group(1)) if cap else None,
+        "options": options,
+        "keywords": keywords,
+    }
 
 
 def _page_segments(observation: str, instruction: str) -> list[str]:
@@ -124,8 +134,12 @@ def _first_price(text: str) -> float | None:
 class _WebShopAbstraction(Abstraction):
     """Shared shape; subclasses say where the facts come from."""
 
-    def __init__(self, match_threshold: float = MATCH_THRESHOLD, depth_width: int = DEPTH_WIDTH,
-                 min_overlap: int = 1):
+    def __init__(
+        self,
+        match_threshold: float = MATCH_THRESHOLD,
+        depth_width: int = DEPTH_WIDTH,
+        min_overlap: int = 1,
+    ):
         super().__init__({name: getattr(self, f"_ms_{name}") for name in MILESTONES})
         self.match_threshold = match_threshold
         self.depth_width = depth_width
@@ -207,7 +221,9 @@ class WebShopTextAbstraction(_WebShopAbstraction):
         return [*goal["options"], *goal["keywords"]]
 
     def page_text(self, state: State) -> str:
-        return SEP.join(_page_segments(str(state.get("observation", "")), str(state.get("instruction", ""))))
+        return SEP.join(
+            _page_segments(str(state.get("observation", "")), str(state.get("instruction", "")))
+        )
 
     def _title_fits(self, title: str, price: str, goal: dict[str, Any], strict: bool) -> bool:
         keywords = goal["keywords"]
@@ -221,7 +237,9 @@ class WebShopTextAbstraction(_WebShopAbstraction):
 
     def _item(self, state: State) -> tuple[str, str] | None:
         """(title, price text) of the item page on screen."""
-        segments = _page_segments(str(state.get("observation", "")), str(state.get("instruction", "")))
+        segments = _page_segments(
+            str(state.get("observation", "")), str(state.get("instruction", ""))
+        )
         for i, seg in enumerate(segments):
             if seg.startswith("Price: ") and i > 0:
                 return segments[i - 1], seg
@@ -234,12 +252,18 @@ class WebShopTextAbstraction(_WebShopAbstraction):
         if self.page(state) != "results":
             return False
         goal = self._goal(state)
-        segments = _page_segments(str(state.get("observation", "")), str(state.get("instruction", "")))
-        return any(self._title_fits(t, p, goal, strict=False) for t, p in _titles_on_results(segments))
+        segments = _page_segments(
+            str(state.get("observation", "")), str(state.get("instruction", ""))
+        )
+        return any(
+            self._title_fits(t, p, goal, strict=False) for t, p in _titles_on_results(segments)
+        )
 
     def _ms_matching_opened(self, prev: State | None, state: State, action: str | None) -> bool:
         item = self._item(state) if self.page(state) == "item" else None
-        return item is not None and self._title_fits(item[0], item[1], self._goal(state), strict=True)
+        return item is not None and self._title_fits(
+            item[0], item[1], self._goal(state), strict=True
+        )
 
     def _ms_options_selected(self, prev: State | None, state: State, action: str | None) -> bool:
         if not self._ms_matching_opened(prev, state, action):

@@ -1,6 +1,6 @@
 """A Gymnasium wrapper that (re)computes the abstraction fields of ``info``.
 
-ENVIRONMENTS.md, common contract: ``signature``, ``milestones`` and ``progress`` come from the
+docs/environments.md, common contract: ``signature``, ``milestones`` and ``progress`` come from the
 active abstraction. Every mvpo environment already fills them (its ``abstraction=`` kwarg);
 this wrapper swaps the abstraction of an environment you did not create yourself, or adds the
 fields to any env whose ``info`` carries a ``state`` dict. It changes those three keys of
@@ -31,7 +31,13 @@ class AbstractionWrapper(gym.Wrapper):
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, {**info, **self._tracker.step(_state_of(info), action)}
+        return (
+            obs,
+            reward,
+            terminated,
+            truncated,
+            {**info, **self._tracker.step(_state_of(info), action)},
+        )
 
 
 def _state_of(info: dict[str, Any]) -> dict[str, Any]:

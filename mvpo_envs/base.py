@@ -1,6 +1,6 @@
 """The base class of every mvpo text environment: the common info contract.
 
-Implements the "Common contract" of ``shared/design/ENVIRONMENTS.md``:
+Implements the "Common contract" of ``docs/environments.md``:
 
 * ``reset(seed=None, options=None)`` / ``step(action: str)`` follow Gymnasium exactly;
 * task selection is a pure function of ``(task list, seed / options)`` — see
@@ -47,7 +47,7 @@ def select_task_index(
     options: dict[str, Any] | None,
     rng: Any,
 ) -> int:
-    """Which task a reset plays (ENVIRONMENTS.md: a pure function of split and seed/index).
+    """Which task a reset plays (docs/environments.md: a pure function of split and seed/index).
 
     Priority: ``options["task_id"]`` (a stable id string), then ``options["task_index"]``
     (``0 <= i < num_tasks``), then ``seed`` (task ``seed % num_tasks``), else the env's own
@@ -62,7 +62,9 @@ def select_task_index(
         try:
             return list(task_ids).index(task_id)
         except ValueError:
-            raise KeyError(f"unknown task_id {task_id!r} ({num_tasks} tasks in this split)") from None
+            raise KeyError(
+                f"unknown task_id {task_id!r} ({num_tasks} tasks in this split)"
+            ) from None
     if options.get("task_index") is not None:
         index = options["task_index"]
         if not isinstance(index, int) or not 0 <= index < num_tasks:
@@ -186,7 +188,13 @@ class TextEnv(gym.Env[str, str]):
         self._last_info = info
         if self.render_mode == "human":
             self.render()
-        return transition.observation, float(transition.reward), bool(transition.terminated), False, info
+        return (
+            transition.observation,
+            float(transition.reward),
+            bool(transition.terminated),
+            False,
+            info,
+        )
 
     def _record(self, transition: Transition, invalid: bool) -> dict[str, Any]:
         self._last = transition

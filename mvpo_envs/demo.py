@@ -17,10 +17,14 @@ import numpy as np
 import mvpo_envs  # noqa: F401
 
 
-def run_episode(env: gym.Env, seed: int, policy: str, rng: np.random.Generator, write=print) -> dict:
+def run_episode(
+    env: gym.Env, seed: int, policy: str, rng: np.random.Generator, write=print
+) -> dict:
     obs, info = env.reset(seed=seed)
     write(f"--- {policy} agent, task {info['task_id']} ---\n{obs}\n")
-    walkthrough = json.loads(open(info["gamefile"]).read())["walkthrough"] if policy == "scripted" else []
+    walkthrough = (
+        json.loads(open(info["gamefile"]).read())["walkthrough"] if policy == "scripted" else []
+    )
     total, step = 0.0, 0
     while True:
         acts = info["admissible_actions"]
@@ -32,8 +36,13 @@ def run_episode(env: gym.Env, seed: int, policy: str, rng: np.random.Generator, 
         write(f"[{step:2d}] > {action}\n     {obs}\n     signature: {info['signature']}{ms}")
         if terminated or truncated:
             break
-    summary = {"policy": policy, "steps": step, "return": total, "won": bool(info["won"]),
-               "milestones": [k for k, v in info["progress"].items() if v]}
+    summary = {
+        "policy": policy,
+        "steps": step,
+        "return": total,
+        "won": bool(info["won"]),
+        "milestones": [k for k, v in info["progress"].items() if v],
+    }
     write(f"=== {json.dumps(summary)}\n")
     return summary
 

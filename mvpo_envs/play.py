@@ -63,7 +63,8 @@ def _screen(obs: str, info: dict, step: int, total: float) -> str:
             f"task: {info.get('task', '')}   step {step}   return {total:g}"
             + ("   (invalid action)" if info.get("invalid_action") else ""),
             f"signature: {info.get('signature', '')}",
-            f"milestones: {', '.join(fired) or '-'}" + (f"   (new: {', '.join(info['milestones'])})" if info.get("milestones") else ""),
+            f"milestones: {', '.join(fired) or '-'}"
+            + (f"   (new: {', '.join(info['milestones'])})" if info.get("milestones") else ""),
             f"actions: {actions}",
         ]
     )

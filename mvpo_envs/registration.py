@@ -1,4 +1,4 @@
-"""Gymnasium registrations of the mvpo environments (ENVIRONMENTS.md)."""
+"""Gymnasium registrations of the mvpo environments (docs/environments.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Grouped vector environments: B groups x G rollouts, every env of a group on one task.
 
-GRPO, GiGPO and MVPO compare G rollouts of the *same* task instance (ALGORITHMS.md §0,
+GRPO, GiGPO and MVPO compare G rollouts of the *same* task instance (docs/estimators.md §0,
 ``group``). Gymnasium's vector envs reset each sub-env with its own seed, and every mvpo env
 picks its task as a pure function of the seed (``seed % num_tasks``, see
 :func:`mvpo_envs.base.select_task_index`). So resetting with the seed list
@@ -28,8 +28,10 @@ class WorkerCrashedError(RuntimeError):
     def __init__(self, dead: list[tuple[int, int | None]], cause: BaseException):
         self.dead = dead
         desc = ", ".join(f"worker {i} (exit code {code})" for i, code in dead) or "a worker"
-        super().__init__(f"{desc} died during step ({type(cause).__name__}: {cause}); "
-                         "close this vector env and make a new one")
+        super().__init__(
+            f"{desc} died during step ({type(cause).__name__}: {cause}); "
+            "close this vector env and make a new one"
+        )
 
 
 class GroupedVectorEnv:
@@ -50,7 +52,9 @@ class GroupedVectorEnv:
         **env_kwargs: Any,
     ):
         if num_groups <= 0 or group_size <= 0:
-            raise ValueError(f"num_groups and group_size must be positive, got {num_groups}, {group_size}")
+            raise ValueError(
+                f"num_groups and group_size must be positive, got {num_groups}, {group_size}"
+            )
         self.num_groups = num_groups
         self.group_size = group_size
         self.num_envs = num_groups * group_size

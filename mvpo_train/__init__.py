@@ -1,4 +1,4 @@
-"""mvpo_train: rollout batches, credit-assignment estimators, trainer (ARCHITECTURE.md)."""
+"""mvpo_train: rollout batches, credit-assignment estimators, trainer (docs/architecture.md)."""
 
 from mvpo_train.batch import StepBatch, canonical_action
 from mvpo_train.credit.registry import available_estimators, get_estimator, register_estimator

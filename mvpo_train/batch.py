@@ -1,4 +1,4 @@
-"""The flat rollout batch every estimator reads (ALGORITHMS.md §0).
+"""The flat rollout batch every estimator reads (docs/estimators.md §0).
 
 :class:`StepBatch` is a structure of arrays with one row per environment step. It validates
 itself on construction and caches derived views (trajectory indices, returns, return-to-go).
@@ -30,7 +30,7 @@ FIELDS = (
 
 
 def canonical_action(s: str) -> str:
-    """Lower-case, whitespace-collapsed action string (ALGORITHMS.md §0, ``action``)."""
+    """Lower-case, whitespace-collapsed action string (docs/estimators.md §0, ``action``)."""
     if not isinstance(s, str):
         raise TypeError(f"canonical_action expects str, got {type(s).__name__}")
     return " ".join(s.lower().split())
@@ -68,7 +68,7 @@ def _bool_array(values: Any, name: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class StepBatch:
-    """One row per environment step ``(i, t)`` (ALGORITHMS.md §0).
+    """One row per environment step ``(i, t)`` (docs/estimators.md §0).
 
     Fields are arrays of equal length. ``extras`` holds per-row payloads for the trainer
     (token ids, old log-probs, ...): each a list or array of the same length, carried through
@@ -112,7 +112,7 @@ class StepBatch:
     def from_steps(
         cls, steps: Sequence[Mapping[str, Any]], extras: Mapping[str, Any] | None = None
     ) -> StepBatch:
-        """Build from one dict per step, keys = field names (ALGORITHMS.md §0).
+        """Build from one dict per step, keys = field names (docs/estimators.md §0).
 
         ``success`` may be omitted everywhere: it is then derived per trajectory as
         "ended by termination with a positive return" (the trainer normally passes it).
@@ -137,7 +137,7 @@ class StepBatch:
 
     @classmethod
     def from_trajectories(cls, trajectories: Sequence[Mapping[str, Any]]) -> StepBatch:
-        """Build from one dict per trajectory (handy for tests and examples, ALGORITHMS.md §0).
+        """Build from one dict per trajectory (handy for tests and examples, docs/estimators.md §0).
 
         Keys: ``group``; ``rewards`` (one per step); optional ``anchors`` (default ``"s{t}"``),
         ``signatures`` (default: the anchors), ``actions`` (default ``"act"``), ``milestones``

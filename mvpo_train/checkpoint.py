@@ -1,6 +1,6 @@
 """Checkpoints that a killed run resumes from bit for bit.
 
-ARCHITECTURE.md ("Everything that is random takes a seed; the same seed gives the same
+docs/architecture.md ("Everything that is random takes a seed; the same seed gives the same
 trajectories"). A checkpoint is a folder ``run_dir/checkpoints/iter-000012/`` holding
 
 * ``model.safetensors`` (+ ``config.json`` + the tokenizer files): the policy

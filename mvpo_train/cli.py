@@ -1,6 +1,6 @@
 """Console entry points: ``mvpo-train``, ``mvpo-eval``, ``mvpo-plot``, ``mvpo-build-tiny-model``.
 
-ARCHITECTURE.md (``trainer.py, cli.py (mvpo-train / mvpo-eval / mvpo-play)``); usage in
+docs/architecture.md (``trainer.py, cli.py (mvpo-train / mvpo-eval / mvpo-play)``); usage in
 docs/training.md. Every ``mvpo-train`` flag is a :class:`mvpo_train.config.TrainConfig` field.
 """
 

@@ -92,7 +92,7 @@ class TrainConfig:
         "mvpo", "credit estimator: grpo gigpo mvpo ecpo progpo beacon rloo reinforce"
     )
     gamma: float = _f(0.95, "discount of step returns (estimators that take it)")
-    estimator_kwargs: dict = _f({}, "extra estimator config as JSON (ALGORITHMS.md fields)")
+    estimator_kwargs: dict = _f({}, "extra estimator config as JSON (docs/estimators.md fields)")
     # -- optimisation ------------------------------------------------------------------------
     lr: float = _f(3e-3, "AdamW learning rate")
     weight_decay: float = _f(0.0, "AdamW weight decay")

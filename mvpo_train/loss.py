@@ -1,7 +1,7 @@
 """The clipped PPO objective on action tokens, with optional KL to a reference and entropy.
 
-ARCHITECTURE.md (``loss.py (clipped PPO + KL)``); MVPO paper §4.3: the routed step advantage
-of ALGORITHMS.md §3.6 (or any estimator's) is assigned to every token of the step's action
+docs/architecture.md (``loss.py (clipped PPO + KL)``); MVPO paper §4.3: the routed step advantage
+of docs/estimators.md §3.6 (or any estimator's) is assigned to every token of the step's action
 and optimised with a clipped, critic-free objective.
 
 For one step ``i`` with action tokens ``k`` (one "token" when the score-mode policy log-prob is

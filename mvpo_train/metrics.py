@@ -1,6 +1,6 @@
 """Metrics: per-iteration JSONL (+ TensorBoard when installed), phase timers, plots.
 
-ARCHITECTURE.md ("Long work shows progress (tqdm) and writes metrics (JSONL, optional
+docs/architecture.md ("Long work shows progress (tqdm) and writes metrics (JSONL, optional
 TensorBoard) and plots"). One JSON object per iteration in ``run_dir/metrics.jsonl``.
 Nested diagnostics are flattened with ``/`` (``adv/amp_weights/target_seen``). Timing fields
 all start with ``time/`` (the phases of the seeds' Table 3: ``time/rollout`` = generation,

@@ -1,6 +1,6 @@
 """The policy: a Hugging Face causal LM and its tokenizer, with two action modes.
 
-ARCHITECTURE.md, ``policy.py (HF / vLLM)``. One :class:`Policy` wraps
+docs/architecture.md, ``policy.py (HF / vLLM)``. One :class:`Policy` wraps
 ``AutoModelForCausalLM`` + ``AutoTokenizer`` loaded from a local folder or a hub id (the tiny
 default model and ``Qwen/Qwen2.5-1.5B-Instruct`` go through the same path). Every log-prob is
 computed with logits divided by the sampling ``temperature``, so the rollout's "old" log-probs

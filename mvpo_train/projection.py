@@ -1,6 +1,6 @@
 """Projection: generated text -> environment action (the ``generate`` action mode).
 
-ARCHITECTURE.md, ``policy.py (HF / vLLM)`` -> env. The seeds' prompt asks for
+docs/architecture.md, ``policy.py (HF / vLLM)`` -> env. The seeds' prompt asks for
 ``<think>...</think><action>...</action>``; a projection extracts the action and says whether
 the output was well formed. A malformed output never crashes anything: it becomes an invalid
 action (the env answers with its no-op, ``invalid_action=True``) and the trainer adds a

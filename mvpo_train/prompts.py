@@ -1,6 +1,6 @@
 """Prompt templates, chosen by environment id, and the per-env history that fills them.
 
-ARCHITECTURE.md ("The trainer knows nothing of any one environment: it reads only the info
+docs/architecture.md ("The trainer knows nothing of any one environment: it reads only the info
 contract and a prompt template chosen by env id"). A template turns the info contract
 (``task``, ``admissible_actions``) plus the recent (observation, action) history into the text
 the policy reads.

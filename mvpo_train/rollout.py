@@ -1,6 +1,6 @@
 """Rollout: B groups x G rollouts from a :class:`GroupedVectorEnv` into a :class:`StepBatch`.
 
-ARCHITECTURE.md (``rollout.collect() -> StepBatch``) and ALGORITHMS.md §0 (the batch).
+docs/architecture.md (``rollout.collect() -> StepBatch``) and docs/estimators.md §0 (the batch).
 Each call plays one episode in every sub-env: group ``b`` plays task ``task_indices[b]`` in
 its G sub-envs. Every step, the model is called once for all still-running envs (batched);
 an env whose episode ended gets the no-op ``""`` and its Gymnasium ``NEXT_STEP`` autoreset
@@ -16,7 +16,7 @@ result is ignored. One row per env step, with
   ``cand_ids`` + ``choice`` (score mode), ``env_reward``, ``format_penalty``,
   ``format_ok``, ``invalid_action``, ``task_type``.
 
-The collector reads only the info contract of ENVIRONMENTS.md, so it runs any mvpo env.
+The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@
    the same path that serves ``Qwen/Qwen2.5-1.5B-Instruct`` on a GPU.
 
 Same arguments, same files (the BPE trainer and the seeded init are deterministic).
-ARCHITECTURE.md: ``policy.py (HF / vLLM)``.
+docs/architecture.md: ``policy.py (HF / vLLM)``.
 """
 
 from __future__ import annotations

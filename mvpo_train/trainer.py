@@ -1,6 +1,6 @@
 """The training loop: rollout -> log-probs -> advantages -> clipped PPO update.
 
-ARCHITECTURE.md (the data flow) and ALGORITHMS.md §0 (the batch). One iteration, in the order
+docs/architecture.md (the data flow) and docs/estimators.md §0 (the batch). One iteration, in the order
 and with the phase names of the seeds' Table 3:
 
 1. ``rollout``   (Gen.): B groups x G episodes -> :class:`~mvpo_train.batch.StepBatch`;

@@ -1,7 +1,7 @@
 """A tiny text env with the mvpo info contract, for GPU checks on machines without ALFWorld.
 
 ``mvpo-check/KeyRoom-v0``: fetch the key from one of three rooms and open the door with it.
-It follows ENVIRONMENTS.md's common contract (through :class:`mvpo_envs.base.TextEnv`) and
+It follows docs/environments.md's common contract (through :class:`mvpo_envs.base.TextEnv`) and
 needs only gymnasium and numpy, so ``scripts/gpu_check.py`` can run the trainer on a GPU
 machine where ALFWorld's engine is not installed.
 """

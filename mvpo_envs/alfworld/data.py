@@ -1,6 +1,6 @@
 """Where ALFWorld games come from: the bundled set, or the user's real ALFWorld data.
 
-ENVIRONMENTS.md, "mvpo/ALFWorld-v0", Data:
+docs/environments.md, "mvpo/ALFWorld-v0", Data:
 
 * real data: ``$ALFWORLD_DATA/json_2.1.1/{train,valid_seen,valid_unseen}/<task>/<trial>/`` with
   ``game.tw-pddl`` + ``traj_data.json``, filtered as ALFWorld's ``AlfredTWEnv`` filters them
@@ -95,7 +95,9 @@ def real_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
     return root / REAL_SPLITS[split]
 
 
-def collect_games(split_dir: str | os.PathLike, task_types: tuple[str, ...] = TASK_TYPES) -> list[AlfworldGame]:
+def collect_games(
+    split_dir: str | os.PathLike, task_types: tuple[str, ...] = TASK_TYPES
+) -> list[AlfworldGame]:
     """All playable games under ``split_dir``, sorted by id, with ALFWorld's filters."""
     split_dir = Path(split_dir)
     if not split_dir.is_dir():
@@ -130,7 +132,9 @@ def collect_games(split_dir: str | os.PathLike, task_types: tuple[str, ...] = TA
             )
         )
     if not games:
-        raise FileNotFoundError(f"no playable ALFWorld games (of types {list(task_types)}) under {split_dir}")
+        raise FileNotFoundError(
+            f"no playable ALFWorld games (of types {list(task_types)}) under {split_dir}"
+        )
     return games
 
 

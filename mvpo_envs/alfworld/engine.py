@@ -1,6 +1,6 @@
 """ALFWorld's own TextWorld PDDL engine, with the two caches that make it fast.
 
-ENVIRONMENTS.md, "mvpo/ALFWorld-v0": the engine is ``textworld.envs.PddlEnv`` wrapped in
+docs/environments.md, "mvpo/ALFWorld-v0": the engine is ``textworld.envs.PddlEnv`` wrapped in
 ALFWorld's ``AlfredDemangler`` and ``AlfredInfos``, with the domain and grammar of the game file.
 We subclass ``PddlEnv`` and change *how* two things are computed, never *what*:
 
@@ -145,13 +145,19 @@ def _copy_context(context: dict) -> dict:
 
 @contextlib.contextmanager
 def _memoised_parsing():
-    originals = (pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context)
+    originals = (
+        pddl_textgen._parse_and_convert,
+        tw_logic._parse_and_convert,
+        pddl_textgen.copy_context,
+    )
     pddl_textgen._parse_and_convert, tw_logic._parse_and_convert = _TEXTGEN_PARSE, _LOGIC_PARSE
     pddl_textgen.copy_context = _copy_context
     try:
         yield
     finally:
-        pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context = originals
+        pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context = (
+            originals
+        )
 
 
 class CachedPddlEnv(PddlEnv):
@@ -177,7 +183,9 @@ class CachedPddlEnv(PddlEnv):
 
     def _new_pddl_state(self):
         with self._cached_translation():
-            return pddl_logic.PddlState(self.downward_lib, self._game_data["pddl_problem"], self._logic)
+            return pddl_logic.PddlState(
+                self.downward_lib, self._game_data["pddl_problem"], self._logic
+            )
 
     def load(self, filename_or_data) -> None:
         data = filename_or_data
@@ -240,7 +248,9 @@ class CachedPddlEnv(PddlEnv):
                     "mapping": action.mapping,
                     "entity_infos": self._entity_infos,
                 }
-                action.command_template = self._logic.grammar.derive(action.command_template, context)
+                action.command_template = self._logic.grammar.derive(
+                    action.command_template, context
+                )
                 text = action.format_command(mapping)
                 self._command_text[key] = text
             commands.append(text)

@@ -1,6 +1,6 @@
 """``mvpo/ALFWorld-v0``: ALFWorld's text games on ALFWorld's own TextWorld PDDL engine.
 
-ENVIRONMENTS.md, "mvpo/ALFWorld-v0". Observations are exactly the engine's feedback text
+docs/environments.md, "mvpo/ALFWorld-v0". Observations are exactly the engine's feedback text
 (the intro with the room and the task at reset, the action feedback after each step);
 actions are ALFWorld commands (``go to countertop 1``, ``take apple 1 from countertop 1``,
 ...). Reward 1 and ``terminated`` when the goal is reached; Gymnasium's ``TimeLimit``
@@ -56,7 +56,9 @@ class AlfworldEnv(TextEnv):
             split_dir = real_split_dir(data_dir, split)
         else:
             if split not in ("train", "eval"):
-                raise ValueError(f"the bundled ALFWorld set has splits 'train' and 'eval', not {split!r}")
+                raise ValueError(
+                    f"the bundled ALFWorld set has splits 'train' and 'eval', not {split!r}"
+                )
             split_dir = bundled_split_dir(split, preset)
         self.split = split
         self.games: list[AlfworldGame] = collect_games(split_dir, tuple(task_types))

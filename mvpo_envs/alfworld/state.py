@@ -1,4 +1,4 @@
-"""Structured ALFWorld state read from the engine's facts (ENVIRONMENTS.md, ``info["state"]``).
+"""Structured ALFWorld state read from the engine's facts (docs/environments.md, ``info["state"]``).
 
 The PDDL engine knows exactly where the agent is, what it holds, what is in reach and which
 objects are clean, hot, cool, sliced or switched on. This module turns its facts (propositions
@@ -45,11 +45,15 @@ def state_from_facts(
         by_pred[fact.name].append(tuple(v.name for v in fact.arguments))
 
     agent_loc = next((args[1] for args in by_pred["atlocation"]), None)
-    receps_here = sorted(names.get(r, r) for r, loc in by_pred["receptacleatlocation"] if loc == agent_loc)
+    receps_here = sorted(
+        names.get(r, r) for r, loc in by_pred["receptacleatlocation"] if loc == agent_loc
+    )
     openable = {r for (r,) in by_pred["openable"]}
     opened = {r for (r,) in by_pred["opened"]}
     accessible = {
-        r for r, loc in by_pred["receptacleatlocation"] if loc == agent_loc and (r not in openable or r in opened)
+        r
+        for r, loc in by_pred["receptacleatlocation"]
+        if loc == agent_loc and (r not in openable or r in opened)
     }
     in_recep = [(o, r) for o, r in by_pred["inreceptacle"]]
     visible = sorted({names.get(o, o) for o, r in in_recep if r in accessible})
@@ -65,7 +69,8 @@ def state_from_facts(
     placed = sorted(
         names.get(o, o)
         for o, r in in_recep
-        if goal.get("object") and object_kind(names.get(o, o)) == goal["object"]
+        if goal.get("object")
+        and object_kind(names.get(o, o)) == goal["object"]
         and object_kind(names.get(r, r)) == goal.get("receptacle")
     )
     return {

@@ -1,4 +1,4 @@
-"""``mvpo/SearchQA-v0``: Search-R1's search-and-answer protocol (ENVIRONMENTS.md).
+"""``mvpo/SearchQA-v0``: Search-R1's search-and-answer protocol (docs/environments.md).
 
 Modules: :mod:`.protocol` (prompt, parsing, ``<information>`` text), :mod:`.metrics` (EM, F1,
 substring EM), :mod:`.data` (FlashRAG corpus / QA jsonl), :mod:`.retrievers` (bm25s, faiss dense,

@@ -1,6 +1,6 @@
 """FlashRAG / Search-R1 data formats: corpus jsonl and QA jsonl; the bundled set's paths.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0", Data:
+docs/environments.md, "mvpo/SearchQA-v0", Data:
 
 * corpus jsonl, one passage a line: ``{"id": "0", "contents": "\\"Title\\"\\ntext"}`` (wiki-18 as
   FlashRAG and Search-R1 ship it); lines with ``title`` + ``text`` instead of ``contents`` are

@@ -1,6 +1,6 @@
 """``mvpo/SearchQA-v0``: Search-R1's search-and-answer protocol as a Gymnasium text env.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0" and the common contract. One episode is one question.
+docs/environments.md, "mvpo/SearchQA-v0" and the common contract. One episode is one question.
 
 * Observation at reset: Search-R1's instruction followed by ``Question: ...?`` (``prompt=
   "search-r1"``, default) or the bare question (``prompt="question"``). ``info["task"]`` is the

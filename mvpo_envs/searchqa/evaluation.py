@@ -1,6 +1,6 @@
 """Retrieval recall and oracle EM on a question set (docs/searchqa.md, the benchmark).
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0".
+docs/environments.md, "mvpo/SearchQA-v0".
 
 * ``answer_recall@k``: FlashRAG's ``retrieval_recall_top{k}``: the question as the query, and
   whether any of the top ``k`` passages holds a golden answer (:func:`has_answer`);

@@ -1,6 +1,6 @@
 """Generate the bundled SearchQA set: an invented corpus and single-/two-hop questions.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0", Data. ``python -m mvpo_envs.searchqa.generate --out
+docs/environments.md, "mvpo/SearchQA-v0", Data. ``python -m mvpo_envs.searchqa.generate --out
 data/searchqa --seed 0`` writes, deterministically from the seed:
 
 * ``corpus.jsonl``: one passage per invented entity (FlashRAG form ``{"id", "contents"}``);

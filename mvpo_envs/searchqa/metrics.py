@@ -1,6 +1,6 @@
 """Answer metrics of Search-R1 / FlashRAG: SQuAD normalisation, EM, substring EM, token F1.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0": the reward is exact match after SQuAD normalisation
+docs/environments.md, "mvpo/SearchQA-v0": the reward is exact match after SQuAD normalisation
 (lower-case, strip punctuation, drop the articles a/an/the, collapse white space) against any
 golden answer, as in Search-R1's ``qa_em.em_check``; ``info`` also reports substring EM
 (``subem_check``: a normalised golden answer inside the normalised prediction) and FlashRAG's

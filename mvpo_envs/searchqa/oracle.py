@@ -1,6 +1,6 @@
 """A scripted oracle agent for the bundled set: search the question, search the bridge, answer.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0" (issue #7's acceptance check).
+docs/environments.md, "mvpo/SearchQA-v0".
 
 Used by the tests and ``benchmarks/searchqa_env.py`` to show that the environment and each
 retriever make the bundled questions solvable. The agent knows the question's metadata (its

@@ -1,6 +1,6 @@
 """The Search-R1 text protocol: prompt, action parsing, ``<information>`` formatting.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Strings are those of Search-R1
+docs/environments.md, "mvpo/SearchQA-v0". Strings are those of Search-R1
 (``search_r1/llm_agent/generation.py`` and ``scripts/data_process/nq_search.py``):
 
 * the agent writes ``<search> query </search>`` or ``<answer> text </answer>``;

@@ -1,6 +1,6 @@
 """A small Search-R1-compatible retrieval server: ``POST /retrieve`` on loopback.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Serves any of our retrievers with the API of Search-R1's
+docs/environments.md, "mvpo/SearchQA-v0". Serves any of our retrievers with the API of Search-R1's
 ``search_r1/search/retrieval_server.py``::
 
     POST /retrieve  {"queries": ["..."], "topk": 3, "return_scores": true}

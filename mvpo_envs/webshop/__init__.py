@@ -1,4 +1,4 @@
-"""``mvpo/WebShop-v0``: WebShop's text-mode shopping task (ENVIRONMENTS.md, "mvpo/WebShop-v0").
+"""``mvpo/WebShop-v0``: WebShop's text-mode shopping task (docs/environments.md, "mvpo/WebShop-v0").
 
 Modules: :mod:`~mvpo_envs.webshop.env` (the Gymnasium env), :mod:`~mvpo_envs.webshop.engine`
 (pages, clicks, observations), :mod:`~mvpo_envs.webshop.reward` (WebShop's ``get_reward``),

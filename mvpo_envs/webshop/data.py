@@ -1,6 +1,6 @@
 """Products and goals: WebShop's files, processed lists, and the bundled catalog.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Data. What the reference code does (``load_products``,
+docs/environments.md, "mvpo/WebShop-v0", Data. What the reference code does (``load_products``,
 ``get_goals``, ``SimServer.__init__``), reimplemented:
 
 * raw products ``items_shuffle*.json`` (list of scraped items: ``asin, name, full_description,
@@ -184,7 +184,9 @@ def _price_cap(price: float, rng: random.Random) -> tuple[float, str]:
     return 1_000_000.0, ""
 
 
-def synthetic_goals(products: Sequence[Product], prices: dict[str, float], rng: random.Random) -> list[Goal]:
+def synthetic_goals(
+    products: Sequence[Product], prices: dict[str, float], rng: random.Random
+) -> list[Goal]:
     """WebShop's ``get_synthetic_goals``: one goal per option combination of each product
     that has a synthetic instruction."""
     goals: list[Goal] = []
@@ -200,12 +202,22 @@ def synthetic_goals(products: Sequence[Product], prices: dict[str, float], rng: 
             goal_options = dict(zip(names, combo, strict=True))
             option_text = ", and ".join(f"{k}: {v}" for k, v in goal_options.items())
             option_text = " with " + option_text if option_text else ""
-            goals.append(_goal(p, p["Title"], f"{p['instruction_text']}{option_text}{price_text}",
-                               attributes, upper, goal_options))
+            goals.append(
+                _goal(
+                    p,
+                    p["Title"],
+                    f"{p['instruction_text']}{option_text}{price_text}",
+                    attributes,
+                    upper,
+                    goal_options,
+                )
+            )
     return goals
 
 
-def human_goals(products: Sequence[Product], prices: dict[str, float], rng: random.Random) -> list[Goal]:
+def human_goals(
+    products: Sequence[Product], prices: dict[str, float], rng: random.Random
+) -> list[Goal]:
     """WebShop's ``get_human_goals``: one goal per human instruction with attributes."""
     goals: list[Goal] = []
     for p in products:
@@ -215,12 +227,22 @@ def human_goals(products: Sequence[Product], prices: dict[str, float], rng: rand
                 continue
             upper, price_text = _price_cap(prices[p["asin"]], rng)
             text = str(ins["instruction"]).strip(".") + price_text
-            goals.append(_goal(p, p["name"], text, attributes, upper,
-                               list(ins.get("instruction_options") or [])))
+            goals.append(
+                _goal(
+                    p,
+                    p["name"],
+                    text,
+                    attributes,
+                    upper,
+                    list(ins.get("instruction_options") or []),
+                )
+            )
     return goals
 
 
-def _goal(p: Product, name: str, text: str, attributes: list[str], upper: float, options: Any) -> Goal:
+def _goal(
+    p: Product, name: str, text: str, attributes: list[str], upper: float, options: Any
+) -> Goal:
     return {
         "asin": p["asin"],
         "category": p.get("category", ""),
@@ -312,8 +334,10 @@ def load_data_dir(
     folder = Path(os.path.expandvars(os.fspath(data_dir))).expanduser()
     if not folder.is_dir():
         raise FileNotFoundError(f"WebShop data folder {folder} does not exist")
-    path = Path(products_file) if products_file else _pick(
-        folder, ["items_shuffle*.json", "items_processed*.json"], prefer="_1000"
+    path = (
+        Path(products_file)
+        if products_file
+        else _pick(folder, ["items_shuffle*.json", "items_processed*.json"], prefer="_1000")
     )
     if path is None or not path.exists():
         raise FileNotFoundError(
@@ -327,7 +351,9 @@ def load_data_dir(
     raw = _read_json(path)
     files = {"products": str(path), "attributes": str(attr_path or "")}
     if raw and "Title" in raw[0]:  # already processed
-        products = complete_processed_products(raw[:num_products] if num_products else raw, attributes)
+        products = complete_processed_products(
+            raw[:num_products] if num_products else raw, attributes
+        )
         if human_path:
             human = _read_json(human_path)
             for p in products:

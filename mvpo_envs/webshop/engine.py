@@ -1,6 +1,6 @@
 """WebShop's pages, clicks and text-mode observations, without a web server.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Protocol. Reimplements what ``WebAgentTextEnv`` with
+docs/environments.md, "mvpo/WebShop-v0", Protocol. Reimplements what ``WebAgentTextEnv`` with
 ``observation_mode="text"`` shows: the reference renders Flask/Jinja HTML templates and
 joins the visible strings with `` [SEP] `` (BeautifulSoup, whitespace-only strings dropped);
 here every page's visible strings are produced directly, in the same order:
@@ -135,7 +135,9 @@ class WebShopEngine:
         if s.page == "search":
             buttons = ["Search"]
         elif s.page == "results":
-            buttons = [BACK_TO_SEARCH] + ([PREV_PAGE] if (s.results_page or 1) > 1 else []) + [NEXT_PAGE]
+            buttons = (
+                [BACK_TO_SEARCH] + ([PREV_PAGE] if (s.results_page or 1) > 1 else []) + [NEXT_PAGE]
+            )
         elif s.page == "item":
             buttons = [BACK_TO_SEARCH, PREV_PAGE, *SUB_PAGES, END_BUTTON]
         elif s.page in ("description", "features", "reviews"):
@@ -206,7 +208,10 @@ class WebShopEngine:
         if s.page == "search":
             return ["Search"]
         if s.page == "results":
-            parts: list[Any] = [BACK_TO_SEARCH, f"Page {s.results_page} (Total results: {len(s.results)})"]
+            parts: list[Any] = [
+                BACK_TO_SEARCH,
+                f"Page {s.results_page} (Total results: {len(s.results)})",
+            ]
             parts += ([PREV_PAGE] if (s.results_page or 1) > 1 else []) + [NEXT_PAGE]
             for asin in self.visible_asins(s):
                 p = self.products[asin]
@@ -219,7 +224,11 @@ class WebShopEngine:
         if s.page == "item":
             for name, values in p.get("options", {}).items():
                 parts += [name, *values]
-            parts += [p.get("Title"), f"Price: {p.get('Price')}", f"Rating: {p.get('Rating', 'N.A.')}"]
+            parts += [
+                p.get("Title"),
+                f"Price: {p.get('Price')}",
+                f"Rating: {p.get('Rating', 'N.A.')}",
+            ]
             return parts + [*SUB_PAGES, END_BUTTON]
         if s.page == "description":
             return parts + [p.get("Description")]
@@ -244,12 +253,39 @@ class WebShopEngine:
             options = options.replace(char, esc)
         score = s.reward.score if s.reward else 0.0
         return [
-            "Thank you for shopping with us!", "Your code:", "None",
-            " (Paste it in your MTurk interface.)", "Purchased", "asin", s.asin, "options", options,
-            "attrs", "None", "category", "None", "query", "None", "product category", "None",
-            "Target", "asin", "options", "attrs", "price upper", "instuction text", "category",
-            "product category", "query", "Goal", "None", "Reward",
-            "Your score (min 0.0, max 1.0)", repr(float(score)), "Reward Details", "None",
+            "Thank you for shopping with us!",
+            "Your code:",
+            "None",
+            " (Paste it in your MTurk interface.)",
+            "Purchased",
+            "asin",
+            s.asin,
+            "options",
+            options,
+            "attrs",
+            "None",
+            "category",
+            "None",
+            "query",
+            "None",
+            "product category",
+            "None",
+            "Target",
+            "asin",
+            "options",
+            "attrs",
+            "price upper",
+            "instuction text",
+            "category",
+            "product category",
+            "query",
+            "Goal",
+            "None",
+            "Reward",
+            "Your score (min 0.0, max 1.0)",
+            repr(float(score)),
+            "Reward Details",
+            "None",
         ]
 
     def state(self, s: Session) -> dict[str, Any]:
@@ -275,7 +311,9 @@ class WebShopEngine:
             "visible_products": visible,
             "item_asin": s.asin if item is not None else None,
             "item_title": item.get("Title", "") if item is not None else None,
-            "item_options": {k: list(v) for k, v in item.get("options", {}).items()} if item else {},
+            "item_options": {k: list(v) for k, v in item.get("options", {}).items()}
+            if item
+            else {},
             "selected_options": dict(s.options),
             "visited_asins": list(s.visited),
             "page_text": _join(self.page_parts(s)) if s.page != "done" else "",

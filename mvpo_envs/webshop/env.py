@@ -1,6 +1,6 @@
 """``mvpo/WebShop-v0``: WebShop's text-mode shopping task as a Gymnasium text env.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0" and "Common contract". Observations are WebShop's text
+docs/environments.md, "mvpo/WebShop-v0" and "Common contract". Observations are WebShop's text
 mode (visible strings joined by `` [SEP] ``, see :mod:`mvpo_envs.webshop.engine`); actions are
 ``search[<query>]`` (on the search page only) and ``click[<clickable>]``. ``click[buy now]``
 ends the episode with reward = WebShop's score (``info["task_score"]``); ``won`` iff the score
@@ -60,13 +60,17 @@ def load_data(
     key = (str(data_dir or ""), goal_source, str(products_file or ""), num_products, price_seed)
     if key not in _DATA_CACHE:
         if data_dir:
-            _DATA_CACHE[key] = load_data_dir(data_dir, goal_source, products_file, num_products, price_seed)
+            _DATA_CACHE[key] = load_data_dir(
+                data_dir, goal_source, products_file, num_products, price_seed
+            )
         else:
             _DATA_CACHE[key] = load_bundled(goal_source)
     return _DATA_CACHE[key]
 
 
-def make_engine(data: WebShopData, backend: str, cache_dir: Any, nouns: NounExtractor) -> WebShopEngine:
+def make_engine(
+    data: WebShopData, backend: str, cache_dir: Any, nouns: NounExtractor
+) -> WebShopEngine:
     key = (id(data), backend, str(cache_dir), id(nouns))
     if key not in _ENGINE_CACHE:
         retriever = make_retriever(data.products, backend, cache_dir=cache_dir)

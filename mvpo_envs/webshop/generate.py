@@ -1,6 +1,6 @@
 """Generate the bundled WebShop catalog: products and goals in WebShop's own file formats.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Data ("a bundled generated catalog + goals in the same
+docs/environments.md, "mvpo/WebShop-v0", Data ("a bundled generated catalog + goals in the same
 schema for offline use"). Writes into ``data/webshop/`` (or ``--out``):
 
 * ``items_shuffle_bundled.json`` - raw products as WebShop's ``items_shuffle*.json``;
@@ -65,7 +65,9 @@ def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _product(t: ProductType, rng: random.Random, used: set[str]) -> tuple[dict[str, Any], list[str]]:
+def _product(
+    t: ProductType, rng: random.Random, used: set[str]
+) -> tuple[dict[str, Any], list[str]]:
     asin = _asin(rng, used)
     attrs = rng.sample(t.attributes, rng.randint(2, 4))
     noun = rng.choice(t.nouns)
@@ -113,10 +115,14 @@ def _product(t: ProductType, rng: random.Random, used: set[str]) -> tuple[dict[s
 
 def _instruction(t: ProductType, attrs: list[str], rng: random.Random) -> str:
     template = rng.choice(INSTRUCTION_TEMPLATES)
-    return template.format(attrs=", ".join(attrs), query=t.query, first=attrs[0], rest=", ".join(attrs[1:]) or attrs[0])
+    return template.format(
+        attrs=", ".join(attrs), query=t.query, first=attrs[0], rest=", ".join(attrs[1:]) or attrs[0]
+    )
 
 
-def _human(t: ProductType, raw: dict[str, Any], attrs: list[str], rng: random.Random) -> dict[str, Any]:
+def _human(
+    t: ProductType, raw: dict[str, Any], attrs: list[str], rng: random.Random
+) -> dict[str, Any]:
     wanted = rng.sample(attrs, rng.randint(1, 2))
     text = rng.choice(HUMAN_TEMPLATES).format(a="a", query=t.query, attrs=" and ".join(wanted))
     chosen = []
@@ -152,7 +158,11 @@ def generate(seed: int = 0, per_type: int = 24) -> dict[str, Any]:
                 human[raw["asin"]] = [_human(t, raw, attrs, rng) for _ in range(rng.randint(1, 3))]
             if rng.random() < 0.3:
                 rs = [
-                    {"title": rng.choice(REVIEW_TITLES), "stars": rng.randint(2, 5), "review": rng.choice(REVIEW_BODIES)}
+                    {
+                        "title": rng.choice(REVIEW_TITLES),
+                        "stars": rng.randint(2, 5),
+                        "review": rng.choice(REVIEW_BODIES),
+                    }
                     for _ in range(rng.randint(1, 2))
                 ]
                 avg = round(sum(r["stars"] for r in rs) / len(rs), 1)
@@ -191,7 +201,9 @@ def check(out: Path) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mvpo_envs.webshop.generate", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m mvpo_envs.webshop.generate", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--per-type", type=int, default=24, help="products per product type (25 types)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: data/webshop)")

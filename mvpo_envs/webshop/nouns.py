@@ -1,4 +1,4 @@
-"""Noun extraction for WebShop's type reward (ENVIRONMENTS.md, "mvpo/WebShop-v0", Reward).
+"""Noun extraction for WebShop's type reward (docs/environments.md, "mvpo/WebShop-v0", Reward).
 
 WebShop's ``get_type_reward`` keeps the tokens of a product name that spaCy's English model
 tags ``NOUN`` or ``PROPN`` (lower-cased). Two extractors share one interface, a callable

@@ -1,4 +1,4 @@
-"""WebShop's reward, reimplemented (ENVIRONMENTS.md, "mvpo/WebShop-v0", Reward).
+"""WebShop's reward, reimplemented (docs/environments.md, "mvpo/WebShop-v0", Reward).
 
 Behaviour of ``web_agent_site/engine/goal.py`` (``get_reward`` and helpers, main branch)::
 
@@ -172,7 +172,10 @@ def get_reward(
 
 
 def reward_without_options(
-    purchased: Mapping[str, Any], goal: Mapping[str, Any], price: float, nouns: NounExtractor | None = None
+    purchased: Mapping[str, Any],
+    goal: Mapping[str, Any],
+    price: float,
+    nouns: NounExtractor | None = None,
 ) -> float:
     """``r_type * (attributes matched + price ok) / (attributes + 1)``: how well an item fits
     before any option is chosen (the abstraction's ``matching_opened`` reads it)."""

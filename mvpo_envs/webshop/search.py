@@ -1,6 +1,6 @@
 """Product search: BM25 backends behind one small interface.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Search engine. WebShop indexes one document per product,
+docs/environments.md, "mvpo/WebShop-v0", Search engine. WebShop indexes one document per product,
 ``lower(Title + " " + Description + " " + BulletPoints[0] + " " + option text)`` with option
 text ``"color: black, white, and size: s, m"``, in Lucene via pyserini (BM25, k1=0.9, b=0.4,
 Porter stemming, English stop words), and returns the top 50 asins for a query.
@@ -53,7 +53,9 @@ class Retriever(Protocol):
 
 def product_document(product: dict) -> str:
     """The text WebShop indexes for a product (``search_engine/convert_product_file_format.py``)."""
-    option_texts = [f"{name}: {', '.join(values)}" for name, values in (product.get("options") or {}).items()]
+    option_texts = [
+        f"{name}: {', '.join(values)}" for name, values in (product.get("options") or {}).items()
+    ]
     bullets = product.get("BulletPoints") or [""]
     return " ".join(
         [
@@ -129,7 +131,14 @@ class BM25sRetriever:
 
         self.ids = list(ids)
         self._stem = _stemmer(stemmer)
-        params = {"backend": "bm25s", "stemmer": stemmer, "k1": k1, "b": b, "method": "lucene", "v": 1}
+        params = {
+            "backend": "bm25s",
+            "stemmer": stemmer,
+            "k1": k1,
+            "b": b,
+            "method": "lucene",
+            "v": 1,
+        }
         self.key = corpus_hash(self.ids, docs, params)
         folder = None
         if cache_dir is not False and cache_dir is not None:
@@ -196,14 +205,21 @@ def require_pyserini():
 class PyseriniRetriever:
     """WebShop's Lucene engine via pyserini, on an index of the same documents (cached)."""
 
-    def __init__(self, ids: Sequence[str], docs: Sequence[str], cache_dir: str | os.PathLike | None | bool = True,
-                 index_dir: str | os.PathLike | None = None):
+    def __init__(
+        self,
+        ids: Sequence[str],
+        docs: Sequence[str],
+        cache_dir: str | os.PathLike | None | bool = True,
+        index_dir: str | os.PathLike | None = None,
+    ):
         searcher_cls = require_pyserini()
         self.ids = list(ids)
         if index_dir is None:
             base = default_cache_dir() if cache_dir in (True, None, False) else Path(cache_dir)
             index_dir = base / f"lucene-{corpus_hash(self.ids, docs, {'backend': 'pyserini'})}"
-            if not (Path(index_dir) / "segments_1").exists() and not any(Path(index_dir).glob("segments_*")):
+            if not (Path(index_dir) / "segments_1").exists() and not any(
+                Path(index_dir).glob("segments_*")
+            ):
                 self._build(Path(index_dir), docs)
         self.index_dir = Path(index_dir)
         self._searcher = searcher_cls(str(self.index_dir))
@@ -214,9 +230,22 @@ class PyseriniRetriever:
         with open(src / "documents.jsonl", "w", encoding="utf-8") as f:
             for i, d in zip(self.ids, docs, strict=True):
                 f.write(json.dumps({"id": i, "contents": d}) + "\n")
-        cmd = [sys.executable, "-m", "pyserini.index.lucene", "--collection", "JsonCollection",
-               "--input", str(src), "--index", str(index_dir), "--generator",
-               "DefaultLuceneDocumentGenerator", "--threads", "1", "--storeRaw"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pyserini.index.lucene",
+            "--collection",
+            "JsonCollection",
+            "--input",
+            str(src),
+            "--index",
+            str(index_dir),
+            "--generator",
+            "DefaultLuceneDocumentGenerator",
+            "--threads",
+            "1",
+            "--storeRaw",
+        ]
         subprocess.run(cmd, check=True, capture_output=True)
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:

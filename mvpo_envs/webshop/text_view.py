@@ -1,6 +1,6 @@
 """What the observation strings alone say about a WebShop episode (for ``webshop-text``).
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Paper abstraction (string-rule variant). The
+docs/environments.md, "mvpo/WebShop-v0", Paper abstraction (string-rule variant). The
 environment keeps this view in ``info["state"]["text_view"]``, updated from each action string
 and observation string only - never from the engine - so the string-rule abstraction sees no
 more than an agent reading the screen:
@@ -20,7 +20,16 @@ from typing import Any
 
 _RESULTS = re.compile(r"\[SEP\] Page \d+ \(Total results: \d+\)")
 _ASIN = re.compile(r"^b[0-9a-z]{9}$")
-_FIXED = {"back to search", "< prev", "next >", "description", "features", "reviews", "buy now", "search"}
+_FIXED = {
+    "back to search",
+    "< prev",
+    "next >",
+    "description",
+    "features",
+    "reviews",
+    "buy now",
+    "search",
+}
 _CLICK = re.compile(r"^click\[(.*)\]$", re.DOTALL)
 
 
@@ -52,7 +61,13 @@ def update_view(view: dict[str, Any], action: str, observation: str, valid: bool
     clicked = list(view["clicked_options"])
     m = _CLICK.match(action)
     arg = m.group(1).strip() if m else ""
-    if page == "item" and view["page"] == "item" and m and arg not in _FIXED and not _ASIN.match(arg):
+    if (
+        page == "item"
+        and view["page"] == "item"
+        and m
+        and arg not in _FIXED
+        and not _ASIN.match(arg)
+    ):
         if arg not in clicked:
             clicked.append(arg)
     elif page in ("results", "search") or (page == "item" and view["page"] == "results"):

@@ -1,6 +1,6 @@
 """Generation backends for the ``generate`` action mode, behind one small interface.
 
-ARCHITECTURE.md, ``policy.py (HF / vLLM)``. A backend turns prompt token ids into response
+docs/architecture.md, ``policy.py (HF / vLLM)``. A backend turns prompt token ids into response
 token ids; the trainer's HF model always recomputes the log-probs (the "Logp+Ref" phase of
 the seeds' Table 3), so a backend never has to return them.
 

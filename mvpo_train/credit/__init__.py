@@ -1,4 +1,4 @@
-"""Credit-assignment estimators (ALGORITHMS.md §1-§4) and their registry.
+"""Credit-assignment estimators (docs/estimators.md §1-§4) and their registry.
 
 ``get_estimator(name, **config)`` builds one; each is called as ``adv, diag = est(batch)``.
 """

@@ -1,4 +1,4 @@
-"""BEACON: milestone-segmented dual-scale advantage (ALGORITHMS.md §4.3)."""
+"""BEACON: milestone-segmented dual-scale advantage (docs/estimators.md §4.3)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ __all__ = ["BEACON", "BEACONConfig", "segment_shaping"]
 
 @dataclass(frozen=True)
 class BEACONConfig(EpisodeConfig):
-    """BEACON's options (ALGORITHMS.md §4.3): ``c``, ``gamma_ms``, ``omega`` + episode fields."""
+    """BEACON's options (docs/estimators.md §4.3): ``c``, ``gamma_ms``, ``omega`` + episode fields."""
 
     c: float = 1.0
     gamma_ms: float = 0.9
@@ -31,7 +31,7 @@ class BEACONConfig(EpisodeConfig):
 
 
 def segment_shaping(batch: StepBatch, c: float, gamma_ms: float) -> tuple[np.ndarray, np.ndarray]:
-    """``r^seg`` and the milestones reached before each step (ALGORITHMS.md §4.3).
+    """``r^seg`` and the milestones reached before each step (docs/estimators.md §4.3).
 
     ``r^seg_{i,t} = c * gamma_ms^(t_k - t)`` with ``t_k`` the first step at or after ``t`` that
     fires a milestone; 0 after the trajectory's last milestone. Canonical row order required.
@@ -50,7 +50,7 @@ def segment_shaping(batch: StepBatch, c: float, gamma_ms: float) -> tuple[np.nda
 
 @register_estimator("beacon")
 class BEACON(BaseEstimator):
-    """``A = A^E + omega * (r^seg - mean_seg) / F_norm(seg)`` (ALGORITHMS.md §4.3).
+    """``A = A^E + omega * (r^seg - mean_seg) / F_norm(seg)`` (docs/estimators.md §4.3).
 
     Segment groups: (rollout group, milestones reached before ``t``); singleton and flat segment
     groups get 0.

@@ -1,4 +1,4 @@
-"""Shared pieces of the estimators: configs, the base class, group statistics (ALGORITHMS.md §0-§2).
+"""Shared pieces of the estimators: configs, the base class, group statistics (docs/estimators.md §0-§2).
 
 One implementation of each building block, reused by every estimator:
 
@@ -43,7 +43,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class BaseConfig:
-    """Fields every estimator shares (ALGORITHMS.md §0).
+    """Fields every estimator shares (docs/estimators.md §0).
 
     ``F_norm``: ``"std"`` divides by the group's standard deviation + ``eps``; ``"1"`` only centres.
     ``ddof``: degrees of freedom of that standard deviation (1 = unbiased, as ``torch.std`` in
@@ -70,7 +70,7 @@ class BaseConfig:
 
 @dataclass(frozen=True)
 class EpisodeConfig(BaseConfig):
-    """Episode-level statistics (ALGORITHMS.md §1): per trajectory, or length-weighted."""
+    """Episode-level statistics (docs/estimators.md §1): per trajectory, or length-weighted."""
 
     stats_over: str = "trajectories"
 
@@ -84,7 +84,7 @@ class EpisodeConfig(BaseConfig):
 
 @dataclass(frozen=True)
 class StepConfig(EpisodeConfig):
-    """GiGPO's step level (ALGORITHMS.md §2): discount, step weight, anchor similarity."""
+    """GiGPO's step level (docs/estimators.md §2): discount, step weight, anchor similarity."""
 
     gamma: float = 0.95
     omega: float = 1.0
@@ -150,7 +150,7 @@ class GroupNorm(NamedTuple):
 def group_normalize(
     x: np.ndarray, index: np.ndarray, n: int, f_norm: str, eps: float, ddof: int = 1
 ) -> GroupNorm:
-    """``(x - mean_S x) / F_norm(S)`` inside groups ``S`` (ALGORITHMS.md §1-§2).
+    """``(x - mean_S x) / F_norm(S)`` inside groups ``S`` (docs/estimators.md §1-§2).
 
     ``F_norm`` is ``std + eps`` or 1. A singleton group gets 0, and a group of size >= 2 whose
     values are all equal (``max - min <= eps``) is zero-credit and gets exactly 0.
@@ -175,7 +175,7 @@ def group_normalize(
 def episode_advantage(
     batch: StepBatch, cfg: EpisodeConfig, values: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GRPO's ``A^E_i`` per row and the episode-level zero-credit mask (ALGORITHMS.md §1).
+    """GRPO's ``A^E_i`` per row and the episode-level zero-credit mask (docs/estimators.md §1).
 
     ``values`` is one number per compact trajectory (default: the return ``R_i``). Statistics
     are over the trajectories of each rollout group, or over its steps (length-weighted) with
@@ -192,14 +192,14 @@ def episode_advantage(
 
 
 class StepGroups(NamedTuple):
-    """GiGPO's anchor-state step groups (ALGORITHMS.md §2)."""
+    """GiGPO's anchor-state step groups (docs/estimators.md §2)."""
 
     index: np.ndarray  # step-group id per row, 0..n-1
     n: int
 
 
 def step_groups(batch: StepBatch, similarity_threshold: float | None = None) -> StepGroups:
-    """Rows with equal ``anchor`` within one rollout group form a step group (ALGORITHMS.md §2).
+    """Rows with equal ``anchor`` within one rollout group form a step group (docs/estimators.md §2).
 
     With ``similarity_threshold`` (in (0, 1)), distinct anchors of a group whose
     ``difflib`` ratio to a cluster's first anchor reaches the threshold join that cluster

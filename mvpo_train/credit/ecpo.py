@@ -1,4 +1,4 @@
-"""ECPO: evidence-calibrated, variance-gated step credit (ALGORITHMS.md §4.1)."""
+"""ECPO: evidence-calibrated, variance-gated step credit (docs/estimators.md §4.1)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["ECPO", "ECPOConfig"]
 
 @dataclass(frozen=True)
 class ECPOConfig(StepConfig):
-    """ECPO's options (ALGORITHMS.md §4.1): GiGPO's fields plus the shrinkage count ``k``."""
+    """ECPO's options (docs/estimators.md §4.1): GiGPO's fields plus the shrinkage count ``k``."""
 
     k: float = 1.0
 
@@ -29,7 +29,7 @@ class ECPOConfig(StepConfig):
 
 @register_estimator("ecpo")
 class ECPO(BaseEstimator):
-    """``A^S = g(S) * n_a / (n_a + k) * (Q_a - V) / F_norm(S)`` (ALGORITHMS.md §4.1).
+    """``A^S = g(S) * n_a / (n_a + k) * (Q_a - V) / F_norm(S)`` (docs/estimators.md §4.1).
 
     Step groups, ``A^E`` and the zero-credit / singleton masks are GiGPO's; singleton and
     zero-credit step groups get exactly 0.

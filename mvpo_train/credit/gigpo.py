@@ -1,4 +1,4 @@
-"""GiGPO: episode advantage plus anchor-state step advantage (ALGORITHMS.md §2).
+"""GiGPO: episode advantage plus anchor-state step advantage (docs/estimators.md §2).
 
 :func:`gigpo_parts` is the one implementation of GiGPO's pieces; MVPO (§3.6) reuses it and only
 replaces the step advantage of routed rows.
@@ -24,12 +24,12 @@ __all__ = ["GiGPO", "GiGPOConfig", "GiGPOParts", "combine", "gigpo_parts", "step
 
 
 GiGPOConfig = StepConfig
-"""GiGPO's options (ALGORITHMS.md §2): ``gamma``, ``omega``, ``F_norm``, ``eps``, ``ddof``,
+"""GiGPO's options (docs/estimators.md §2): ``gamma``, ``omega``, ``F_norm``, ``eps``, ``ddof``,
 ``stats_over``, ``similarity_threshold``."""
 
 
 class GiGPOParts(NamedTuple):
-    """GiGPO's per-row pieces (ALGORITHMS.md §2)."""
+    """GiGPO's per-row pieces (docs/estimators.md §2)."""
 
     a_e: np.ndarray  # episode advantage A^E
     a_s: np.ndarray  # step advantage A^S (0 in singleton and zero-credit step groups)
@@ -40,7 +40,7 @@ class GiGPOParts(NamedTuple):
 
 
 def gigpo_parts(batch: StepBatch, cfg: StepConfig, values: np.ndarray | None = None) -> GiGPOParts:
-    """Compute ``A^E`` and ``A^S`` (ALGORITHMS.md §2) on a canonically ordered batch.
+    """Compute ``A^E`` and ``A^S`` (docs/estimators.md §2) on a canonically ordered batch.
 
     ``values`` replaces the return-to-go ``G`` inside the step groups (ProGPO uses it).
     """
@@ -52,12 +52,12 @@ def gigpo_parts(batch: StepBatch, cfg: StepConfig, values: np.ndarray | None = N
 
 
 def combine(parts: GiGPOParts, a_s: np.ndarray, omega: float) -> np.ndarray:
-    """``A = A^E + omega * A^S`` (ALGORITHMS.md §2, §3.6): the one place the sum is formed."""
+    """``A = A^E + omega * A^S`` (docs/estimators.md §2, §3.6): the one place the sum is formed."""
     return parts.a_e + omega * a_s
 
 
 def step_diagnostics(parts: GiGPOParts) -> dict[str, Any]:
-    """Diagnostics shared by the step-level estimators (ALGORITHMS.md §3.7)."""
+    """Diagnostics shared by the step-level estimators (docs/estimators.md §3.7)."""
     return {
         "zero_credit_ratio": float(parts.zero_credit.mean()),
         "episode_zero_credit_ratio": float(parts.episode_zero_credit.mean()),
@@ -68,7 +68,7 @@ def step_diagnostics(parts: GiGPOParts) -> dict[str, Any]:
 
 @register_estimator("gigpo")
 class GiGPO(BaseEstimator):
-    """``A = A^E + omega * A^S`` with anchor-state step groups (ALGORITHMS.md §2)."""
+    """``A = A^E + omega * A^S`` with anchor-state step groups (docs/estimators.md §2)."""
 
     name = "gigpo"
     Config = GiGPOConfig

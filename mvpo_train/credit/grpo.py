@@ -1,4 +1,4 @@
-"""GRPO: episode-level group-relative advantage (ALGORITHMS.md §1)."""
+"""GRPO: episode-level group-relative advantage (docs/estimators.md §1)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ __all__ = ["GRPO", "GRPOConfig"]
 
 
 GRPOConfig = EpisodeConfig
-"""GRPO's options (ALGORITHMS.md §1): ``F_norm``, ``eps``, ``ddof``, ``stats_over``."""
+"""GRPO's options (docs/estimators.md §1): ``F_norm``, ``eps``, ``ddof``, ``stats_over``."""
 
 
 @register_estimator("grpo")

@@ -1,4 +1,4 @@
-"""MVPO: Milestone Viability Potential Policy Optimization (ALGORITHMS.md §3).
+"""MVPO: Milestone Viability Potential Policy Optimization (docs/estimators.md §3).
 
 GiGPO's credit is kept where it is informative; rows of zero-credit step groups are repaired
 with ``kappa_t * A^Phi``, a scaled difference of region potentials over Union-Find viability
@@ -38,7 +38,7 @@ KAPPA_SCHEDULES: dict[str, KappaSchedule] = {}
 
 
 def register_kappa_schedule(name: str, fn: KappaSchedule) -> KappaSchedule:
-    """Add a kappa schedule ``fn(ema_success, config) -> kappa`` (ALGORITHMS.md §3.5)."""
+    """Add a kappa schedule ``fn(ema_success, config) -> kappa`` (docs/estimators.md §3.5)."""
     KAPPA_SCHEDULES[name] = fn
     return fn
 
@@ -53,7 +53,7 @@ register_kappa_schedule("none", lambda e, c: 1.0)
 
 @dataclass(frozen=True)
 class MVPOConfig(StepConfig):
-    """MVPO's options (ALGORITHMS.md §3); GiGPO's fields come first (§2).
+    """MVPO's options (docs/estimators.md §3); GiGPO's fields come first (§2).
 
     ``scope`` ('group' | 'batch', §3.1); ``eta``, ``w_min`` (AMP, §3.2); ``milestone_names``
     (optional initial vocabulary, §3.2); ``c_succ``, ``gamma_m`` (None = ``gamma``),
@@ -103,7 +103,7 @@ class MVPOConfig(StepConfig):
 
 @dataclass
 class PotentialTerms:
-    """Per-row potential quantities of one batch (ALGORITHMS.md §3.3-§3.4)."""
+    """Per-row potential quantities of one batch (docs/estimators.md §3.3-§3.4)."""
 
     m: np.ndarray  # milestone reward
     v: np.ndarray  # viability value p + g
@@ -172,7 +172,7 @@ def _traj_in_group(batch: StepBatch) -> np.ndarray:
 
 
 def scale_by_std(d: np.ndarray, routed: np.ndarray, eps: float) -> tuple[np.ndarray, float]:
-    """``A^Phi = D / (std of D over routed rows + eps)`` (ALGORITHMS.md §3.4).
+    """``A^Phi = D / (std of D over routed rows + eps)`` (docs/estimators.md §3.4).
 
     Guard (documented deviation): when that std is <= eps (one routed row, or all routed
     ``D`` equal) the root mean square of the routed ``D`` is used instead, so the scale never
@@ -192,7 +192,7 @@ def scale_by_std(d: np.ndarray, routed: np.ndarray, eps: float) -> tuple[np.ndar
 
 @register_estimator("mvpo")
 class MVPO(BaseEstimator):
-    """GiGPO + potential repair of zero-credit step groups (ALGORITHMS.md §3).
+    """GiGPO + potential repair of zero-credit step groups (docs/estimators.md §3).
 
     Carried state: EMA of batch success (§3.5), AMP weights (§3.2), iteration count. The
     milestone vocabulary is discovered from batches (``milestone_names`` seeds it): a new name

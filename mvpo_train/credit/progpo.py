@@ -1,4 +1,4 @@
-"""ProGPO: first-visit coverage credit in all-zero groups (ALGORITHMS.md §4.2)."""
+"""ProGPO: first-visit coverage credit in all-zero groups (docs/estimators.md §4.2)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from mvpo_train.credit.registry import register_estimator
 __all__ = ["ProGPO", "ProGPOConfig", "first_visits"]
 
 ProGPOConfig = StepConfig
-"""ProGPO's options (ALGORITHMS.md §4.2): GiGPO's fields."""
+"""ProGPO's options (docs/estimators.md §4.2): GiGPO's fields."""
 
 
 def first_visits(batch: StepBatch) -> np.ndarray:

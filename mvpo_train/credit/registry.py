@@ -1,4 +1,4 @@
-"""Estimator registry: name -> factory (ALGORITHMS.md §1-§4; ARCHITECTURE.md "one registry").
+"""Estimator registry: name -> factory (docs/estimators.md §1-§4; docs/architecture.md "one registry").
 
 Built-in names: ``grpo``, ``gigpo``, ``mvpo``, ``ecpo``, ``progpo``, ``beacon``, ``rloo``,
 ``reinforce``. Register your own from your own package with :func:`register_estimator` (as a

@@ -1,4 +1,4 @@
-"""Plain baselines: RLOO (leave-one-out) and REINFORCE (no baseline) (ALGORITHMS.md §4.4)."""
+"""Plain baselines: RLOO (leave-one-out) and REINFORCE (no baseline) (docs/estimators.md §4.4)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["REINFORCE", "RLOO", "PlainConfig"]
 
 @dataclass(frozen=True)
 class PlainConfig:
-    """Options of the plain baselines (ALGORITHMS.md §4.4): ``eps`` for the zero-credit test."""
+    """Options of the plain baselines (docs/estimators.md §4.4): ``eps`` for the zero-credit test."""
 
     eps: float = 1e-6
 
@@ -32,7 +32,7 @@ def _episode_zero_credit(batch: StepBatch, eps: float) -> np.ndarray:
 
 @register_estimator("rloo")
 class RLOO(BaseEstimator):
-    """``A_i = R_i - mean_{j != i} R_j`` within the rollout group (ALGORITHMS.md §4.4).
+    """``A_i = R_i - mean_{j != i} R_j`` within the rollout group (docs/estimators.md §4.4).
 
     A trajectory alone in its group gets 0; a group whose returns are all equal gets exactly 0.
     """
@@ -58,7 +58,7 @@ class RLOO(BaseEstimator):
 
 @register_estimator("reinforce")
 class REINFORCE(BaseEstimator):
-    """``A_i = R_i`` on every step, no baseline (ALGORITHMS.md §4.4)."""
+    """``A_i = R_i`` on every step, no baseline (docs/estimators.md §4.4)."""
 
     name = "reinforce"
     Config = PlainConfig

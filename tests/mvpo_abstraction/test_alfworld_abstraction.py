@@ -35,8 +35,12 @@ def test_signature_format():
     assert objects_signature(["knife 1", "apple 2", "mug 1"], goal) == "apple+knife"
     assert objects_signature(["mug 1"], goal) == "none"
     state = {
-        "location": "countertop 1", "visible_objects": ["knife 1", "apple 2"], "holding": [],
-        "object_states": {}, "lamp_on": False, "target_in_goal_receptacle": [],
+        "location": "countertop 1",
+        "visible_objects": ["knife 1", "apple 2"],
+        "holding": [],
+        "object_states": {},
+        "lamp_on": False,
+        "target_in_goal_receptacle": [],
         "goal": {**goal, "task_type": "pick_and_place_simple", "receptacle": "fridge"},
     }
     assert AlfworldStateAbstraction().signature(state, 7) == "countertop 1|apple+knife|d6"
@@ -45,7 +49,9 @@ def test_signature_format():
 def test_exact_and_text_variants_differ_where_the_text_is_silent(real_game):
     root, walkthrough = real_game
     exact = gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen")
-    text = gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen", abstraction="alfworld-text")
+    text = gym.make(
+        "mvpo/ALFWorld-v0", data_dir=root, split="valid_seen", abstraction="alfworld-text"
+    )
     a, b = _play(exact, walkthrough), _play(text, walkthrough)
     fired_a = [info["milestones"] for *_, info in a[1:]]
     fired_b = [info["milestones"] for *_, info in b[1:]]
@@ -53,7 +59,13 @@ def test_exact_and_text_variants_differ_where_the_text_is_silent(real_game):
     # knows it is in reach; the text only lists what is on the coffee machine.
     assert fired_a[0] == ["target_seen"] and fired_b[0] == []
     assert fired_b[1] == ["target_seen", "target_in_hand"]
-    assert fired_a[1:] == [["target_in_hand"], [], ["operation_done"], ["at_goal_with_target"], ["goal_reached"]]
+    assert fired_a[1:] == [
+        ["target_in_hand"],
+        [],
+        ["operation_done"],
+        ["at_goal_with_target"],
+        ["goal_reached"],
+    ]
     assert fired_b[2:] == fired_a[2:]
     assert a[1][-1]["signature"] == "coffeemachine 1|potato|d0"
     assert b[1][-1]["signature"] == "coffeemachine 1|none|d0"
@@ -64,11 +76,15 @@ def test_swapping_the_abstraction_changes_info_and_nothing_else(real_game):
     commands = ["go to fridge 1", "open fridge 1", "nonsense", *walkthrough]
     base = _play(gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen"), commands)
     swapped = _play(
-        gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen", abstraction="alfworld-text"),
+        gym.make(
+            "mvpo/ALFWorld-v0", data_dir=root, split="valid_seen", abstraction="alfworld-text"
+        ),
         commands,
     )
     wrapped = _play(
-        AbstractionWrapper(gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen"), "alfworld-text"),
+        AbstractionWrapper(
+            gym.make("mvpo/ALFWorld-v0", data_dir=root, split="valid_seen"), "alfworld-text"
+        ),
         commands,
     )
     differs = False

@@ -1,4 +1,4 @@
-"""The abstraction interface, tracker, registry and wrapper (issue #3, item 1)."""
+"""The abstraction interface, tracker, registry and wrapper."""
 
 from __future__ import annotations
 
@@ -39,7 +39,11 @@ def test_depth_bin():
 def test_tracker_reports_first_firing_only_and_hides_initial_truths():
     tracker = AbstractionTracker(_toy())
     first = tracker.reset({"room": "hall", "key": False})
-    assert first == {"signature": "hall|d0", "milestones": [], "progress": {"has_key": False, "in_hall": True}}
+    assert first == {
+        "signature": "hall|d0",
+        "milestones": [],
+        "progress": {"has_key": False, "in_hall": True},
+    }
     out = tracker.step({"room": "cellar", "key": True}, "take key")
     assert out["milestones"] == ["has_key"] and out["signature"] == "cellar|d0"
     out = tracker.step({"room": "cellar", "key": True}, "look")

@@ -1,4 +1,4 @@
-"""The learned abstraction: fit on rollout states, save, load, plug into the env (issue #3.3)."""
+"""The learned abstraction: fit on rollout states, save, load, plug into the env."""
 
 from __future__ import annotations
 
@@ -38,8 +38,10 @@ def test_fit_save_load_and_use_in_env(states_and_env, tmp_path):
     loaded = EmbeddingClusterAbstraction.load(tmp_path / "abs")
     assert [loaded.signature(s, 4) for s in states] == sigs
     with_learned = gym.make(
-        "mvpo/ALFWorld-v0", data_dir=env.unwrapped.games[0].game_file.parents[3].parent,
-        split="valid_seen", abstraction=loaded,
+        "mvpo/ALFWorld-v0",
+        data_dir=env.unwrapped.games[0].game_file.parents[3].parent,
+        split="valid_seen",
+        abstraction=loaded,
     )
     _, info = with_learned.reset(seed=0)
     assert info["signature"].startswith("c") and set(info["progress"]) == set(

@@ -1,4 +1,4 @@
-"""AMP weights, viability values and region potential (ALGORITHMS.md §3.2-§3.3)."""
+"""AMP weights, viability values and region potential (docs/estimators.md §3.2-§3.3)."""
 
 from __future__ import annotations
 

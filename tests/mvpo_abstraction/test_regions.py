@@ -1,4 +1,4 @@
-"""Union-Find viability regions (ALGORITHMS.md §3.1)."""
+"""Union-Find viability regions (docs/estimators.md §3.1)."""
 
 from __future__ import annotations
 

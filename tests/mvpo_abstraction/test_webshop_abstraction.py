@@ -1,4 +1,4 @@
-"""WebShop's paper abstraction, both variants (ALGORITHMS.md §3.1, ENVIRONMENTS.md).
+"""WebShop's paper abstraction, both variants (docs/estimators.md §3.1, docs/environments.md).
 
 Runs on the bundled catalog: scripted expert episodes must fire every milestone in order
 (exact variant always; the string-rule variant nearly always), random play must fire the
@@ -80,7 +80,9 @@ def test_exact_signature_focus(env):
     _, info = env.reset(options={"task_index": 3})
     goal = info["state"]["goal"]
     terms = set(goal["attributes"]) | set(goal["options"])
-    item_sig = next(step["signature"] for step in out["webshop"] if step["signature"].startswith("item|"))
+    item_sig = next(
+        step["signature"] for step in out["webshop"] if step["signature"].startswith("item|")
+    )
     shown = item_sig.split("|")[1]
     assert shown == "none" or set(shown.split("+")) <= terms
 
@@ -104,7 +106,11 @@ def test_variants_agree_on_expert_and_differ_on_random_play(goal_source):
         actions = []
         for _ in range(15):  # random clicks after searching the instruction
             choices = [a for a in info["admissible_actions"] if a != "click[back to search]"]
-            a = f"search[{info['task']}]" if choices[0].startswith("search[") else rng.choice(choices)
+            a = (
+                f"search[{info['task']}]"
+                if choices[0].startswith("search[")
+                else rng.choice(choices)
+            )
             actions.append(a)
             _, _, terminated, _, info = env.step(a)
             if terminated:
@@ -112,9 +118,11 @@ def test_variants_agree_on_expert_and_differ_on_random_play(goal_source):
         out = _play(env, actions, seed=seed)
         for name in late:
             late[name] += out[name][-1]["progress"]["options_selected"]
-    print(f"\n{goal_source}: expert full-progress exact {full['webshop']}/{n}, text "
-          f"{full['webshop-text']}/{n}; variants agree on {agree}/{n} expert episodes; random play "
-          f"options_selected exact {late['webshop']}/{n}, text {late['webshop-text']}/{n}")
+    print(
+        f"\n{goal_source}: expert full-progress exact {full['webshop']}/{n}, text "
+        f"{full['webshop-text']}/{n}; variants agree on {agree}/{n} expert episodes; random play "
+        f"options_selected exact {late['webshop']}/{n}, text {late['webshop-text']}/{n}"
+    )
     assert full["webshop"] == n
     assert full["webshop-text"] >= 0.9 * n and agree >= 0.85 * n
     assert late["webshop"] <= 0.3 * n
@@ -129,8 +137,11 @@ def test_wrong_kind_of_product_is_not_matching(env):
     actions[1] = f"click[{info['state']['visible_asins'][0].lower()}]"
     out = _play(env, actions, seed=5)
     assert out["webshop"][-1]["progress"] == {
-        "search_issued": True, "relevant_listed": False, "matching_opened": False,
-        "options_selected": False, "purchased": False,
+        "search_issued": True,
+        "relevant_listed": False,
+        "matching_opened": False,
+        "options_selected": False,
+        "purchased": False,
     }
 
 
@@ -143,8 +154,10 @@ def test_invalid_action_changes_nothing(env):
 
 
 def test_parse_instruction():
-    text = ("Find me sulfate free, argan oil shampoo with size: 8 fl oz, and scent: lavender, "
-            "and price lower than 30.00 dollars")
+    text = (
+        "Find me sulfate free, argan oil shampoo with size: 8 fl oz, and scent: lavender, "
+        "and price lower than 30.00 dollars"
+    )
     parsed = parse_instruction(text)
     assert parsed["price_cap"] == 30.0 and parsed["options"] == ["8 fl oz", "lavender"]
     assert parsed["keywords"] == ["argan", "free", "oil", "shampoo", "sulfate"]
@@ -154,7 +167,10 @@ def test_parse_instruction():
 
 
 def test_focus_terms():
-    assert focus(["black", "sulfate free", "zzz"], "Sulfate Free Shampoo [SEP] black [SEP] white") == "black+sulfate free"
+    assert (
+        focus(["black", "sulfate free", "zzz"], "Sulfate Free Shampoo [SEP] black [SEP] white")
+        == "black+sulfate free"
+    )
     assert focus(["a b"], "nothing here") == "none"
 
 

@@ -1,4 +1,4 @@
-"""mvpo-play and mvpo-demo run end to end (issue #2.8)."""
+"""mvpo-play and mvpo-demo run end to end."""
 
 from __future__ import annotations
 

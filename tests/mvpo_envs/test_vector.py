@@ -1,4 +1,4 @@
-"""Grouped vector envs: groups share a task, any worker count, crashes reported (issue #2.5)."""
+"""Grouped vector envs: groups share a task, any worker count, crashes reported."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def test_async_worker_crash_is_reported_not_hung():
 
 def test_unbatch_infos_roundtrip_nested_dicts():
     infos = {
-        "a": np.array([1, 2]), "_a": np.array([True, True]),
+        "a": np.array([1, 2]),
+        "_a": np.array([True, True]),
         "s": {"x": np.array(["p", "q"], dtype=object), "_x": np.array([True, False])},
         "_s": np.array([True, True]),
     }

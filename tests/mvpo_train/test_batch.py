@@ -1,4 +1,4 @@
-"""StepBatch: construction, validation, derived views (ALGORITHMS.md §0)."""
+"""StepBatch: construction, validation, derived views (docs/estimators.md §0)."""
 
 from __future__ import annotations
 

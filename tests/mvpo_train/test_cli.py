@@ -1,4 +1,4 @@
-"""Config, flags, YAML, presets and the console entry points (issue #5 item 4)."""
+"""Config, flags, YAML, presets and the console entry points."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Clipped PPO objective, KL, aggregation; one update lowers the loss (issue #5 item 3)."""
+"""Clipped PPO objective, KL, aggregation; one update lowers the loss."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Policy, tiny model, prompts and projection (issue #5 item 1)."""
+"""Policy, tiny model, prompts and projection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rollout -> StepBatch, both action modes, malformed generations (issue #5 item 2)."""
+"""Rollout -> StepBatch, both action modes, malformed generations."""
 
 from __future__ import annotations
 

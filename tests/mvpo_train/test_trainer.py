@@ -1,4 +1,4 @@
-"""The training loop: every estimator runs, learning on one task, KL/reference path (issue #5)."""
+"""The training loop: every estimator runs, learning on one task, KL/reference path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retrieval backends behind one interface (ENVIRONMENTS.md, "mvpo/SearchQA-v0").
+"""Retrieval backends behind one interface (docs/environments.md, "mvpo/SearchQA-v0").
 
 ``make_retriever(name, corpus, **kwargs)`` builds ``"bm25"`` (bm25s, default), ``"dense"``
 (faiss + sentence-transformers from a local path), ``"pyserini"`` (optional extra) or ``"http"``

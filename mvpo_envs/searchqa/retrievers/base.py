@@ -1,6 +1,6 @@
 """The retriever interface and the on-disk index cache.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0", Retrieval backends. Every backend answers
+docs/environments.md, "mvpo/SearchQA-v0", Retrieval backends. Every backend answers
 ``search(queries, topk) -> [[{"id", "contents", "score"}, ...], ...]``: one ranked list per query,
 best first, at most ``topk`` hits (fewer when the backend finds fewer, as Lucene does).
 
@@ -92,7 +92,9 @@ class Retriever(ABC):
         return self
 
 
-def hits_from_rows(corpus: Any, indices: Any, scores: Any, keep: Callable[[int, float], bool]) -> list[list[Hit]]:
+def hits_from_rows(
+    corpus: Any, indices: Any, scores: Any, keep: Callable[[int, float], bool]
+) -> list[list[Hit]]:
     """Turn per-query rows of corpus indices and scores into ``Hit`` lists.
 
     ``keep(index, score)`` drops padding or non-matching rows (bm25: score <= 0, as Lucene

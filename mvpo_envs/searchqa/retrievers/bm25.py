@@ -1,6 +1,6 @@
 """BM25 with ``bm25s`` (the default backend): pure Python, index cached on disk.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Search-R1's BM25 baseline is Pyserini's Lucene BM25 with
+docs/environments.md, "mvpo/SearchQA-v0". Search-R1's BM25 baseline is Pyserini's Lucene BM25 with
 its defaults ``k1=0.9, b=0.4``; this backend uses the same parameters and the same Lucene scoring
 variant (``method="lucene"``), English stop words, no stemmer (pass ``stemmer="english"`` when
 PyStemmer is installed). The whole ``contents`` (title line + text) is indexed, as Pyserini's
@@ -98,7 +98,10 @@ class BM25Retriever(Retriever):
         docs, scores = self._model.retrieve(tokens, k=k, show_progress=False, n_threads=1)
         # Lucene returns matching passages only: drop zero scores
         return hits_from_rows(
-            self.corpus, np.asarray(docs).tolist(), np.asarray(scores).tolist(), lambda i, sc: sc > 0.0
+            self.corpus,
+            np.asarray(docs).tolist(),
+            np.asarray(scores).tolist(),
+            lambda i, sc: sc > 0.0,
         )
 
     def describe(self) -> dict[str, Any]:

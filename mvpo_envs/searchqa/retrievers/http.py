@@ -1,6 +1,6 @@
 """HTTP client for a Search-R1-compatible ``POST /retrieve`` server.
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Request ``{"queries": [...], "topk": k, "return_scores":
+docs/environments.md, "mvpo/SearchQA-v0". Request ``{"queries": [...], "topk": k, "return_scores":
 true}``; response ``{"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}`` as
 Search-R1's ``retrieval_server.py`` returns (with ``return_scores`` false it returns the documents
 themselves; both shapes are read). Documents without ``contents`` but with ``title``/``text`` are

@@ -1,6 +1,6 @@
 """Pyserini (Lucene) BM25, the backend Search-R1's own BM25 server uses (optional extra).
 
-ENVIRONMENTS.md, "mvpo/SearchQA-v0". Needs ``pip install 'mvpo[pyserini]'`` and Java 21; the
+docs/environments.md, "mvpo/SearchQA-v0". Needs ``pip install 'mvpo[pyserini]'`` and Java 21; the
 import is lazy, so the rest of the environment works without it. Give ``index_dir=`` for a
 prebuilt Lucene index (e.g. Search-R1's wiki-18 BM25 index), or let it build one from the corpus
 with Pyserini's ``JsonCollection`` indexer (``--storeRaw``), cached like the other backends.

@@ -1,4 +1,4 @@
-"""mvpo/ALFWorld-v0: the info contract, real data, bad input, determinism (issue #2)."""
+"""mvpo/ALFWorld-v0: the info contract, real data, bad input, determinism."""
 
 from __future__ import annotations
 
@@ -14,8 +14,16 @@ from mvpo_envs.alfworld.data import TASK_TYPES, bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine, GameFileError
 
 INFO_KEYS = {
-    "task", "task_id", "admissible_actions", "anchor", "signature", "milestones", "progress",
-    "won", "invalid_action", "state",
+    "task",
+    "task_id",
+    "admissible_actions",
+    "anchor",
+    "signature",
+    "milestones",
+    "progress",
+    "won",
+    "invalid_action",
+    "state",
 }
 
 
@@ -56,7 +64,13 @@ def test_real_game_walkthrough_wins_through_real_data_path(real_env, realdata):
         fired += info["milestones"]
         assert terminated == (i == len(walkthrough) - 1) and not truncated
     assert reward == 1.0 and info["won"]
-    assert fired == ["target_seen", "target_in_hand", "operation_done", "at_goal_with_target", "goal_reached"]
+    assert fired == [
+        "target_seen",
+        "target_in_hand",
+        "operation_done",
+        "at_goal_with_target",
+        "goal_reached",
+    ]
     assert info["state"]["object_states"]["potato 2"] == ["hot"]
     assert info["state"]["target_in_goal_receptacle"] == ["potato 2"]
 
@@ -123,8 +137,17 @@ def test_games_without_solvable_key_are_skipped_as_alfworld_does(tmp_path, reald
 
 def test_cached_engine_matches_alfworld_engine(realdata):
     game = next((realdata / "alfworld" / "json_2.1.1").rglob("game.tw-pddl"))
-    script = ["go to fridge 1", "open fridge 1", "look", "go to countertop 2", "bogus", "inventory",
-              "take potato 2 from countertop 2", "go to microwave 1", "heat potato 2 with microwave 1"]
+    script = [
+        "go to fridge 1",
+        "open fridge 1",
+        "look",
+        "go to countertop 2",
+        "bogus",
+        "inventory",
+        "take potato 2 from countertop 2",
+        "go to microwave 1",
+        "heat potato 2 with microwave 1",
+    ]
     outputs = []
     for cached in (False, True):
         engine = AlfworldEngine(cached=cached)

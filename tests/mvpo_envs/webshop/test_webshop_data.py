@@ -1,6 +1,6 @@
 """WebShop data: raw/processed loaders, goals, splits, the bundled catalog and its generator.
 
-ENVIRONMENTS.md, "mvpo/WebShop-v0", Data.
+docs/environments.md, "mvpo/WebShop-v0", Data.
 """
 
 from __future__ import annotations
@@ -26,33 +26,86 @@ from mvpo_envs.webshop.expert import expert_episode
 
 RAW = [
     {
-        "asin": "B0000000A1", "name": "Acme Running Shoes", "full_description": "Light.",
-        "small_description": ["RUBBER SOLE", "MESH"], "pricing": "$20.50 - $30.00",
-        "customization_options": {"Size": [{"value": "8", "image": None}, {"value": "9/10", "image": "u"}],
-                                  "Color": [{"value": "Black", "image": None}], "Fit": None},
-        "images": ["img"], "category": "fashion", "query": " Running Shoes ",
+        "asin": "B0000000A1",
+        "name": "Acme Running Shoes",
+        "full_description": "Light.",
+        "small_description": ["RUBBER SOLE", "MESH"],
+        "pricing": "$20.50 - $30.00",
+        "customization_options": {
+            "Size": [{"value": "8", "image": None}, {"value": "9/10", "image": "u"}],
+            "Color": [{"value": "Black", "image": None}],
+            "Fit": None,
+        },
+        "images": ["img"],
+        "category": "fashion",
+        "query": " Running Shoes ",
         "product_category": "Shoes › Running",
     },
-    {"asin": "B0000000A1", "name": "duplicate", "pricing": "", "customization_options": "",
-     "images": [], "query": "x", "small_description": "one bullet", "full_description": ""},
-    {"asin": "nan", "name": "bad asin", "pricing": "", "customization_options": "", "images": [],
-     "query": "x", "small_description": "", "full_description": ""},
-    {"asin": "B0000000B2", "name": "Acme Mug", "full_description": "", "small_description": "one bullet",
-     "pricing": "", "customization_options": "", "images": [], "category": "garden", "query": "mugs",
-     "product_category": "Kitchen › Mugs"},
+    {
+        "asin": "B0000000A1",
+        "name": "duplicate",
+        "pricing": "",
+        "customization_options": "",
+        "images": [],
+        "query": "x",
+        "small_description": "one bullet",
+        "full_description": "",
+    },
+    {
+        "asin": "nan",
+        "name": "bad asin",
+        "pricing": "",
+        "customization_options": "",
+        "images": [],
+        "query": "x",
+        "small_description": "",
+        "full_description": "",
+    },
+    {
+        "asin": "B0000000B2",
+        "name": "Acme Mug",
+        "full_description": "",
+        "small_description": "one bullet",
+        "pricing": "",
+        "customization_options": "",
+        "images": [],
+        "category": "garden",
+        "query": "mugs",
+        "product_category": "Kitchen › Mugs",
+    },
 ]
 ATTRS = {
-    "B0000000A1": {"attributes": ["rubber sole", "lace up"], "instruction": "Find me running shoes with rubber sole",
-                   "instruction_attributes": ["rubber sole"]},
+    "B0000000A1": {
+        "attributes": ["rubber sole", "lace up"],
+        "instruction": "Find me running shoes with rubber sole",
+        "instruction_attributes": ["rubber sole"],
+    },
 }
-HUMAN = {"B0000000B2": [{"instruction": "i want a mug.", "instruction_attributes": ["dishwasher safe"],
-                          "instruction_options": ["blue"]},
-                         {"instruction": "no attributes", "instruction_attributes": [], "instruction_options": []}]}
+HUMAN = {
+    "B0000000B2": [
+        {
+            "instruction": "i want a mug.",
+            "instruction_attributes": ["dishwasher safe"],
+            "instruction_options": ["blue"],
+        },
+        {"instruction": "no attributes", "instruction_attributes": [], "instruction_options": []},
+    ]
+}
 
 
 def test_process_raw_products_like_load_products():
-    products = process_raw_products(RAW, ATTRS, HUMAN, reviews=[{"asin": "B0000000A1", "average_rating": 4.5,
-                                                                 "reviews": [{"title": "t", "stars": 5, "review": "ok"}]}])
+    products = process_raw_products(
+        RAW,
+        ATTRS,
+        HUMAN,
+        reviews=[
+            {
+                "asin": "B0000000A1",
+                "average_rating": 4.5,
+                "reviews": [{"title": "t", "stars": 5, "review": "ok"}],
+            }
+        ],
+    )
     assert [p["asin"] for p in products] == ["B0000000A1", "B0000000B2"]  # duplicate, 'nan' dropped
     shoe, mug = products
     assert shoe["Title"] == "Acme Running Shoes" and shoe["Description"] == "Light."
@@ -60,8 +113,14 @@ def test_process_raw_products_like_load_products():
     assert shoe["options"] == {"size": ["8", "9 | 10"], "color": ["black"]}  # None option skipped
     assert shoe["Attributes"] == ["rubber sole", "lace up"] and shoe["query"] == "running shoes"
     assert shoe["Reviews"] == [{"title": "t", "score": 5, "body": "ok"}] and shoe["Rating"] == 4.5
-    assert mug["pricing"] == [100.0] and mug["Price"] == "$100.0" and mug["Attributes"] == ["DUMMY_ATTR"]
-    assert mug["BulletPoints"] == ["one bullet"] and mug["Rating"] == "N.A." and mug["MainImage"] == ""
+    assert (
+        mug["pricing"] == [100.0]
+        and mug["Price"] == "$100.0"
+        and mug["Attributes"] == ["DUMMY_ATTR"]
+    )
+    assert (
+        mug["BulletPoints"] == ["one bullet"] and mug["Rating"] == "N.A." and mug["MainImage"] == ""
+    )
     assert "instructions" in mug and RAW[0]["name"] == "Acme Running Shoes"  # input not mutated
 
 
@@ -74,7 +133,10 @@ def test_synthetic_goals_one_per_option_combination():
     assert g["goal_options"] == {"color": "black", "size": "8"}
     cap = g["price_upper"]
     assert cap in (40.0, 50.0, 60.0)  # the larger of two of the next four multiples of 10 above 25
-    assert g["instruction_text"] == f"Find me running shoes with rubber sole with color: black, and size: 8, and price lower than {cap:.2f} dollars"
+    assert (
+        g["instruction_text"]
+        == f"Find me running shoes with rubber sole with color: black, and size: 8, and price lower than {cap:.2f} dollars"
+    )
     assert g["name"] == "Acme Running Shoes" and g["attributes"] == ["rubber sole"]
 
 
@@ -83,7 +145,9 @@ def test_human_goals_skip_instructions_without_attributes():
     goals = human_goals(products, {"B0000000A1": 25.0, "B0000000B2": 100.0}, random.Random(0))
     assert len(goals) == 1
     assert goals[0]["goal_options"] == ["blue"]
-    assert goals[0]["instruction_text"].startswith("i want a mug, and price lower than ")  # '.' stripped
+    assert goals[0]["instruction_text"].startswith(
+        "i want a mug, and price lower than "
+    )  # '.' stripped
 
 
 def test_price_above_990_has_no_cap():
@@ -104,7 +168,13 @@ def test_goal_shuffle_and_splits_are_deterministic():
 def test_bundled_catalog_shape():
     data = load_bundled()
     assert len(data.products) == 600
-    assert {p["category"] for p in data.products} == {"beauty", "electronics", "fashion", "garden", "grocery"}
+    assert {p["category"] for p in data.products} == {
+        "beauty",
+        "electronics",
+        "fashion",
+        "garden",
+        "grocery",
+    }
     assert len(data.goals) > 1500 and len(load_bundled("human").goals) > 1000
     for g in data.goals[:200]:  # the goal's product has every attribute and option it asks for
         p = data.by_asin[g["asin"]]
@@ -148,18 +218,40 @@ def test_real_processed_products_load(real_dir):
 def test_real_raw_layout_loads_like_processed(real_dir, tmp_path):
     """A raw ``items_shuffle`` file (rebuilt from the processed fields) gives the same products."""
     processed = json.loads((real_dir / "items_processed_1000.json").read_text())[:50]
-    keys = ["asin", "name", "full_description", "small_description", "pricing", "images", "category",
-            "query", "product_category", "customization_options", "average_rating"]
+    keys = [
+        "asin",
+        "name",
+        "full_description",
+        "small_description",
+        "pricing",
+        "images",
+        "category",
+        "query",
+        "product_category",
+        "customization_options",
+        "average_rating",
+    ]
     raw = []
     for p in processed:
         r = {k: p[k] for k in keys}
         r["pricing"] = " - ".join(f"${v}" for v in p["pricing"])
         raw.append(r)
     (tmp_path / "items_shuffle_1000.json").write_text(json.dumps(raw))
-    (tmp_path / "items_ins_v2_1000.json").write_text((real_dir / "items_ins_v2_1000.json").read_text())
+    (tmp_path / "items_ins_v2_1000.json").write_text(
+        (real_dir / "items_ins_v2_1000.json").read_text()
+    )
     loaded = load_data_dir(tmp_path, goal_source="synthetic").products
     for a, b in zip(loaded, processed, strict=True):
-        for key in ("Title", "Description", "BulletPoints", "pricing", "Price", "options", "Attributes", "query"):
+        for key in (
+            "Title",
+            "Description",
+            "BulletPoints",
+            "pricing",
+            "Price",
+            "options",
+            "Attributes",
+            "query",
+        ):
             assert a[key] == b[key], (a["asin"], key)
 
 

@@ -1,6 +1,6 @@
 """``mvpo/WebShop-v0``: protocol, observations, info contract, expert and random play.
 
-ENVIRONMENTS.md, "Common contract" and "mvpo/WebShop-v0". Runs on the bundled catalog.
+docs/environments.md, "Common contract" and "mvpo/WebShop-v0". Runs on the bundled catalog.
 """
 
 from __future__ import annotations
@@ -16,8 +16,19 @@ import mvpo_envs  # noqa: F401
 from mvpo_envs.webshop.env import SEARCH_TEMPLATE, WebShopEnv
 from mvpo_envs.webshop.expert import expert_episode, random_episode
 
-INFO_KEYS = {"task", "task_id", "admissible_actions", "anchor", "signature", "milestones", "progress",
-             "won", "invalid_action", "state", "task_score"}
+INFO_KEYS = {
+    "task",
+    "task_id",
+    "admissible_actions",
+    "anchor",
+    "signature",
+    "milestones",
+    "progress",
+    "won",
+    "invalid_action",
+    "state",
+    "task_score",
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +78,11 @@ def test_results_pages(env):
     assert f" [SEP] {asins[0]} [SEP] {product['Title']} [SEP] {product['Price']} [SEP] " in obs
     obs2, *_, info2 = env.step("click[next >]")
     assert "[SEP] Page 2 (Total results: 50) [SEP] < Prev [SEP] Next > [SEP]" in obs2
-    assert info2["admissible_actions"][:3] == ["click[back to search]", "click[< prev]", "click[next >]"]
+    assert info2["admissible_actions"][:3] == [
+        "click[back to search]",
+        "click[< prev]",
+        "click[next >]",
+    ]
     assert not set(info2["state"]["visible_asins"]) & set(asins)
     obs3, *_ = env.step("click[< prev]")
     assert obs3 == obs
@@ -92,17 +107,34 @@ def test_item_page_options_and_sub_pages(env):
     parts = ["Back to Search", "< Prev"]
     for name, values in p["options"].items():
         parts += [name, *values]
-    parts += [p["Title"], f"Price: {p['Price']}", "Rating: N.A.", "Description", "Features", "Reviews", "Buy Now"]
+    parts += [
+        p["Title"],
+        f"Price: {p['Price']}",
+        "Rating: N.A.",
+        "Description",
+        "Features",
+        "Reviews",
+        "Buy Now",
+    ]
     assert obs == f"Instruction: [SEP] {info['task']} [SEP] " + " [SEP] ".join(parts)
-    buttons = ["click[back to search]", "click[< prev]", "click[description]", "click[features]",
-               "click[reviews]", "click[buy now]"]
+    buttons = [
+        "click[back to search]",
+        "click[< prev]",
+        "click[description]",
+        "click[features]",
+        "click[reviews]",
+        "click[buy now]",
+    ]
     assert info["admissible_actions"][:6] == buttons
     (name, values), *_ = p["options"].items()
     _, *_, info = env.step(f"click[{values[0]}]")
     _, *_, info = env.step(f"click[{values[1]}]")  # a second value of the same option replaces it
     assert info["state"]["selected_options"][name] == values[1]
     obs, *_, info = env.step("click[description]")
-    assert obs == f"Instruction: [SEP] {info['task']} [SEP] Back to Search [SEP] < Prev [SEP] {p['Description']}"
+    assert (
+        obs
+        == f"Instruction: [SEP] {info['task']} [SEP] Back to Search [SEP] < Prev [SEP] {p['Description']}"
+    )
     assert info["admissible_actions"] == ["click[back to search]", "click[< prev]"]
     obs, *_ = env.step("click[features]")  # not clickable on a sub-page: no-op
     assert "Features" not in obs.split(" [SEP] ")[4:]
@@ -113,7 +145,9 @@ def test_item_page_options_and_sub_pages(env):
     _, *_, info = env.step("click[< prev]")  # item -> the results page it came from
     assert info["anchor"] == results_obs and info["state"]["selected_options"] == {}
     obs, *_, info = env.step("click[back to search]")
-    assert obs.startswith("WebShop [SEP] Instruction:") and info["admissible_actions"] == [SEARCH_TEMPLATE]
+    assert obs.startswith("WebShop [SEP] Instruction:") and info["admissible_actions"] == [
+        SEARCH_TEMPLATE
+    ]
 
 
 def test_reviews_page(env):
@@ -163,7 +197,9 @@ def test_buy_ends_the_episode_with_the_score(env):
         obs, reward, terminated, truncated, info = env.step(a)
     assert terminated and reward == 1.0 and info["won"] and info["task_score"] == 1.0
     assert info["reward_info"]["r_type"] == 1.0 and info["admissible_actions"] == []
-    assert obs.startswith("Thank you for shopping with us! [SEP]") and obs.endswith("[SEP] 1.0 [SEP] Reward Details [SEP] None")
+    assert obs.startswith("Thank you for shopping with us! [SEP]") and obs.endswith(
+        "[SEP] 1.0 [SEP] Reward Details [SEP] None"
+    )
     assert info["state"]["purchased"] and info["milestones"] == ["purchased"]
     obs2, reward2, terminated2, _, info2 = env.step("click[buy now]")  # after the end: no-op
     assert reward2 == 0.0 and not terminated2 and info2["invalid_action"]
@@ -217,7 +253,14 @@ def test_grouped_vector_env():
     venv = GroupedVectorEnv("mvpo/WebShop-v0", num_groups=2, group_size=2, split="test")
     obs, infos = venv.reset_groups([3, 7])
     per_env = unbatch_infos(infos, 4)
-    assert per_env[0]["task_id"] == per_env[1]["task_id"] != per_env[2]["task_id"] == per_env[3]["task_id"]
-    obs, rewards, terminated, truncated, infos = venv.step([f"search[{i['task']}]" for i in per_env])
+    assert (
+        per_env[0]["task_id"]
+        == per_env[1]["task_id"]
+        != per_env[2]["task_id"]
+        == per_env[3]["task_id"]
+    )
+    obs, rewards, terminated, truncated, infos = venv.step(
+        [f"search[{i['task']}]" for i in per_env]
+    )
     assert all(o.startswith("Instruction:") for o in obs)
     venv.close()

@@ -24,8 +24,14 @@ MAX_DISAGREEMENT = 0.05
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Organic Cotton T-Shirt for Women, Pack of 2", ["organic", "cotton", "t", "shirt", "women", "pack"]),
-        ("natural loofah sponge, very suitable for men's skin care", ["loofah", "sponge", "men", "skin", "care"]),
+        (
+            "Organic Cotton T-Shirt for Women, Pack of 2",
+            ["organic", "cotton", "t", "shirt", "women", "pack"],
+        ),
+        (
+            "natural loofah sponge, very suitable for men's skin care",
+            ["loofah", "sponge", "men", "skin", "care"],
+        ),
         ("100% Pure Argan Oil 3.4 oz", ["pure", "argan", "oil", "oz"]),
         ("the and of 42", []),
         ("FIN86 Men's Shorts,Men's Summer", ["fin86", "men", "shorts", "men", "summer"]),
@@ -60,7 +66,9 @@ def test_fallback_disagreement_on_real_data(realdata):
     goals = data.goals[:600]
     pairs = []
     for g in goals:
-        asins = retriever.search(g["instruction_text"], 10) + [p["asin"] for p in rng.sample(data.products, 3)]
+        asins = retriever.search(g["instruction_text"], 10) + [
+            p["asin"] for p in rng.sample(data.products, 3)
+        ]
         pairs += [(g, data.by_asin[a]) for a in asins]
     spacy_nouns.warm({p["name"] for _, p in pairs} | {g["name"] for g in goals})
     differ = sum(
@@ -69,5 +77,7 @@ def test_fallback_disagreement_on_real_data(realdata):
         for g, p in pairs
     )
     rate = differ / len(pairs)
-    print(f"\nfallback vs {spacy_nouns.model_name}: {differ}/{len(pairs)} scores differ ({rate:.1%})")
+    print(
+        f"\nfallback vs {spacy_nouns.model_name}: {differ}/{len(pairs)} scores differ ({rate:.1%})"
+    )
     assert rate < MAX_DISAGREEMENT

@@ -1,4 +1,4 @@
-"""WebShop's reward (ENVIRONMENTS.md, "mvpo/WebShop-v0", Reward) with hand-checked numbers.
+"""WebShop's reward (docs/environments.md, "mvpo/WebShop-v0", Reward) with hand-checked numbers.
 
 The noun extractor is fixed to the POS-free fallback so that every number here holds with or
 without spaCy; ``test_webshop_nouns.py`` compares the two.
@@ -70,7 +70,9 @@ def test_normalize_color_takes_the_first_listed_colour():
 
 
 def test_full_match_scores_one():
-    r = get_reward(_product(), _goal(), 25.0, {"size": "8 fl oz", "scent": "lavender"}, heuristic_nouns)
+    r = get_reward(
+        _product(), _goal(), 25.0, {"size": "8 fl oz", "scent": "lavender"}, heuristic_nouns
+    )
     assert r.score == 1.0 and r.r_type == 1.0 and r.r_price is True
 
 
@@ -78,13 +80,17 @@ def test_partial_match_hand_checked():
     # attributes: 'sulfate free' (fuzzy on Attributes) + 'argan oil' (substring of Description) = 2
     # options: size matches, scent 'coconut' vs 'lavender' does not = 1; price 25 <= 30 = 1
     # (2 + 1 + 1) / (2 + 2 + 1) = 0.8, r_type 1.0
-    r = get_reward(_product(), _goal(), 25.0, {"size": "8 fl oz", "scent": "coconut"}, heuristic_nouns)
+    r = get_reward(
+        _product(), _goal(), 25.0, {"size": "8 fl oz", "scent": "coconut"}, heuristic_nouns
+    )
     assert r.num_attr_matches == 2 and r.num_option_matches == 1
     assert r.score == pytest.approx(0.8)
 
 
 def test_price_over_the_cap():
-    r = get_reward(_product(), _goal(), 31.0, {"size": "8 fl oz", "scent": "lavender"}, heuristic_nouns)
+    r = get_reward(
+        _product(), _goal(), 31.0, {"size": "8 fl oz", "scent": "lavender"}, heuristic_nouns
+    )
     assert r.r_price is False and r.score == pytest.approx(4 / 5)
 
 
@@ -114,8 +120,9 @@ NAMES = "Red Shampoo Bottle Set Kit Travel Pack Case Box Brush"  # 10 heuristic 
 )
 def test_type_reward_levels(purchased_name, same_query, r_type):
     goal = _goal(name=NAMES, product_category="A › B")
-    product = _product(name=purchased_name, query="shampoo" if same_query else "chairs",
-                       product_category="X › Y")
+    product = _product(
+        name=purchased_name, query="shampoo" if same_query else "chairs", product_category="X › Y"
+    )
     assert noun_type_reward(product, goal, heuristic_nouns)["r_type"] == r_type
 
 
@@ -137,7 +144,9 @@ def test_title_score_counts_duplicate_goal_nouns():
 def test_reward_without_options():
     # (2 attributes + price) / (2 + 1) * 1.0
     assert reward_without_options(_product(), _goal(), 25.0, heuristic_nouns) == 1.0
-    assert reward_without_options(_product(), _goal(), 40.0, heuristic_nouns) == pytest.approx(2 / 3)
+    assert reward_without_options(_product(), _goal(), 40.0, heuristic_nouns) == pytest.approx(
+        2 / 3
+    )
 
 
 # -- real WebShop products (shared/realdata/webshop) --------------------------------------------------
@@ -145,7 +154,9 @@ def _real(realdata):
     folder = realdata / "webshop"
     if not (folder / "items_processed_1000.json").exists():
         pytest.skip("no real WebShop products")
-    products = {p["asin"]: p for p in json.loads((folder / "items_processed_1000.json").read_text())}
+    products = {
+        p["asin"]: p for p in json.loads((folder / "items_processed_1000.json").read_text())
+    }
     ins = json.loads((folder / "items_ins_v2_1000.json").read_text())
     return products, ins
 

@@ -1,4 +1,4 @@
-"""Search backends (ENVIRONMENTS.md, "mvpo/WebShop-v0", Search engine)."""
+"""Search backends (docs/environments.md, "mvpo/WebShop-v0", Search engine)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,15 @@ DOCS = ["red running shoes", "blue running shoe with laces", "coffee mug", "red 
 
 @pytest.mark.parametrize(
     ("word", "stem"),
-    [("shoes", "shoe"), ("batteries", "battery"), ("glass", "glass"), ("bus", "bus"), ("toes", "toe"),
-     ("boxes", "boxe"), ("is", "is")],
+    [
+        ("shoes", "shoe"),
+        ("batteries", "battery"),
+        ("glass", "glass"),
+        ("bus", "bus"),
+        ("toes", "toe"),
+        ("boxes", "boxe"),
+        ("is", "is"),
+    ],
 )
 def test_s_stemmer(word, stem):
     assert s_stem(word) == stem
@@ -34,8 +41,12 @@ def test_tokenize_drops_lucene_stop_words():
 
 
 def test_product_document_is_webshops():
-    p = {"Title": "Mug", "Description": "Big.", "BulletPoints": ["Safe", "ignored"],
-         "options": {"color": ["red", "blue"], "size": ["s"]}}
+    p = {
+        "Title": "Mug",
+        "Description": "Big.",
+        "BulletPoints": ["Safe", "ignored"],
+        "options": {"color": ["red", "blue"], "size": ["s"]},
+    }
     assert product_document(p) == "mug big. safe color: red, blue, and size: s"
 
 

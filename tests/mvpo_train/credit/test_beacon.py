@@ -1,4 +1,4 @@
-"""BEACON (ALGORITHMS.md §4.3): hand-computed values."""
+"""BEACON (docs/estimators.md §4.3): hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ECPO (ALGORITHMS.md §4.1): hand-computed values."""
+"""ECPO (docs/estimators.md §4.1): hand-computed values."""
 
 from __future__ import annotations
 

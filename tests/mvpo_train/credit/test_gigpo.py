@@ -1,4 +1,4 @@
-"""GiGPO (ALGORITHMS.md §2): hand-computed values."""
+"""GiGPO (docs/estimators.md §2): hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GRPO (ALGORITHMS.md §1): hand-computed values."""
+"""GRPO (docs/estimators.md §1): hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MVPO (ALGORITHMS.md §3): the §3.4 worked example by hand, routing, kappa, state."""
+"""MVPO (docs/estimators.md §3): the §3.4 worked example by hand, routing, kappa, state."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ A, B, C, D = 0, 1, 2, 3
 
 
 def worked_example() -> StepBatch:
-    """ALGORITHMS.md §3.4: all-failed group of four truncated rollouts from one start state."""
+    """docs/estimators.md §3.4: all-failed group of four truncated rollouts from one start state."""
     return StepBatch.from_trajectories([
         dict(group=0, rewards=[0] * 4,  # A: seen, then inhand
              anchors=["start", "ct1 apple", "ct1 holding apple", "fridge"],

@@ -1,4 +1,4 @@
-"""ProGPO (ALGORITHMS.md §4.2): hand-computed values."""
+"""ProGPO (docs/estimators.md §4.2): hand-computed values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property tests for every estimator (ALGORITHMS.md §5), with hypothesis."""
+"""Property tests for every estimator (docs/estimators.md §5), with hypothesis."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RLOO and REINFORCE (ALGORITHMS.md §4.4): hand-computed values."""
+"""RLOO and REINFORCE (docs/estimators.md §4.4): hand-computed values."""
 
 from __future__ import annotations
 
