@@ -23,14 +23,15 @@ sys.path.insert(0, str(HERE))
 
 from credit import REFERENCE_STEP_S, fresh, synthetic_batch  # noqa: E402
 
-from mvpo_abstraction.potential import (  # noqa: E402
+from mvpo_train.batch import StepBatch  # noqa: E402
+from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms  # noqa: E402
+from mvpo_train.credit.potential import (  # noqa: E402
     AMPWeights,
     region_potential,
     viability_values,
 )
-from mvpo_abstraction.regions import factorize, viability_regions  # noqa: E402
-from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms  # noqa: E402
+from mvpo_train.credit.regions import viability_regions  # noqa: E402
+from mvpo_train.credit.segments import factorize  # noqa: E402
 
 
 def stages() -> dict[str, Callable[[StepBatch], object]]:

@@ -1,6 +1,8 @@
-"""mvpo_abstraction: histories -> prefix signatures and milestones; viability regions; potentials.
+"""mvpo_abstraction: histories -> prefix signatures and milestones (pluggable, data-in, data-out).
 
 Swappable without touching the optimizer (docs/architecture.md). See :mod:`mvpo_abstraction.base`.
+What the signatures and milestones feed (viability regions, AMP weights, potentials) is credit
+machinery and lives in :mod:`mvpo_train.credit`.
 """
 
 from mvpo_abstraction.base import Abstraction, AbstractionTracker, depth_bin

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_abstraction.potential import exclusive_scan
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit.common import (
     BaseEstimator,
@@ -17,6 +16,7 @@ from mvpo_train.credit.common import (
     group_normalize,
 )
 from mvpo_train.credit.registry import register_estimator
+from mvpo_train.credit.segments import exclusive_scan
 
 __all__ = ["BEACON", "BEACONConfig", "segment_shaping"]
 

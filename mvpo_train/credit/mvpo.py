@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_abstraction.potential import AMPWeights, future_any, region_potential, viability_values
-from mvpo_abstraction.regions import regions_of_sorted
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit.common import BaseEstimator, StepConfig
 from mvpo_train.credit.gigpo import combine, gigpo_parts, step_diagnostics
+from mvpo_train.credit.potential import AMPWeights, region_potential, viability_values
+from mvpo_train.credit.regions import regions_of_sorted
 from mvpo_train.credit.registry import register_estimator
+from mvpo_train.credit.segments import future_any
 
 __all__ = [
     "KAPPA_SCHEDULES",

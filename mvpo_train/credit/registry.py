@@ -8,12 +8,14 @@ docs/estimators.md.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 __all__ = [
+    "BUILTIN_MODULES",
     "ENTRY_POINT_GROUP",
     "Estimator",
     "available_estimators",
@@ -22,6 +24,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "mvpo.estimators"
+BUILTIN_MODULES = ("beacon", "ecpo", "gigpo", "grpo", "mvpo", "progpo", "rloo")
+"""Modules of ``mvpo_train.credit`` whose import registers the built-in estimators."""
 
 
 @runtime_checkable
@@ -62,6 +66,8 @@ def register_estimator(
     def _add(f: F) -> F:
         if not callable(f):
             raise TypeError(f"register_estimator('{name}'): factory must be callable")
+        if not getattr(f, "__module__", "").startswith("mvpo_train.credit."):
+            _load_builtins()  # a user's name must not silently shadow a built-in loaded later
         if name in _REGISTRY and _REGISTRY[name] is not f and not overwrite:
             raise ValueError(
                 f"estimator '{name}' is already registered; pass overwrite=True to replace it"
@@ -77,7 +83,8 @@ def _load_builtins() -> None:
     if _loaded:
         return
     _loaded = True
-    import mvpo_train.credit  # noqa: F401  (registers the built-ins)
+    for module in BUILTIN_MODULES:  # each module registers its estimators on import
+        importlib.import_module(f"mvpo_train.credit.{module}")
 
 
 def _load_entry_point(name: str) -> None:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from mvpo_train.credit.segments import factorize, first_appearance_ids
+
 __all__ = [
     "UnionFind",
-    "factorize",
-    "first_appearance_ids",
     "loop_edges",
     "regions_of_sorted",
     "viability_regions",
@@ -86,33 +86,6 @@ class UnionFind:
             if np.array_equal(grand, parent):
                 return parent
             parent = grand
-
-
-def factorize(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Integer codes for hashable values in one dict pass (O(n)).
-
-    A value's code is the row of its first appearance, so equal values share a code and
-    codes are ``< len(values)``; returns ``(codes, len(values))``, the second being the bound
-    callers use when they combine codes with other integer keys. Not dense: compact them with
-    :func:`first_appearance_ids` when ``0..k-1`` is needed.
-    """
-    items = values.tolist()
-    first: dict = {}
-    n = len(items)
-    return np.fromiter(map(first.setdefault, items, range(n)), np.int64, n), n
-
-
-def first_appearance_ids(labels: np.ndarray) -> tuple[np.ndarray, int]:
-    """Relabel non-negative integer labels ``0..k-1`` by order of first appearance."""
-    n = len(labels)
-    if n == 0:
-        return np.zeros(0, np.int64), 0
-    first = np.full(int(labels.max()) + 1, n, dtype=np.int64)
-    np.minimum.at(first, labels, np.arange(n, dtype=np.int64))
-    present = np.flatnonzero(first < n)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[present[np.argsort(first[present], kind="stable")]] = np.arange(len(present))
-    return rank[labels], len(present)
 
 
 def loop_edges(node: np.ndarray, traj: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

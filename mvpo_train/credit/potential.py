@@ -1,14 +1,13 @@
-"""Region potential for MVPO (docs/estimators.md §3.2-§3.3), NumPy on flat arrays.
+"""AMP weights and region potential for MVPO (docs/estimators.md §3.2-§3.3), NumPy on flat arrays.
 
 Everything here works on one row per environment step, rows in any order, identified by a
-trajectory index and a step index ``t``. Nothing here imports torch or the trainer.
+trajectory index and a step index ``t``; the padded per-trajectory scans come from
+:mod:`mvpo_train.credit.segments`. Nothing here imports torch or the trainer.
 
 Contents
 --------
-- trajectory scans used by every estimator: :func:`traj_layout`, :func:`reverse_scan`,
-  :func:`exclusive_scan`, :func:`future_any` (docs/estimators.md §0, the return-to-go ``G``);
 - :class:`AMPWeights`, the adaptive milestone progress weights carried across iterations (§3.2);
-- :func:`flatten_milestones` and :func:`milestone_reward` (``m_{i,t}``, §3.3);
+- :func:`milestone_reward` (``m_{i,t}``, §3.3);
 - :func:`viability_values` (``p_{i,t}`` and ``g_{i,t}``, §3.3);
 - :func:`region_potential` (``phi(rho)`` and the loop statistic ``L(rho)``, §3.3).
 """
@@ -17,110 +16,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from mvpo_train.credit.segments import TrajLayout, flatten_milestones, padded, traj_layout
+
 __all__ = [
     "AMPWeights",
-    "TrajLayout",
-    "exclusive_scan",
-    "flatten_milestones",
     "floor_normalise",
-    "future_any",
     "milestone_reward",
     "region_potential",
-    "reverse_scan",
-    "traj_layout",
     "viability_values",
 ]
 
 
 # --------------------------------------------------------------------------------------------
-# Trajectory scans (docs/estimators.md §0: G_{i,t} = r_{i,t} + gamma * G_{i,t+1})
-# --------------------------------------------------------------------------------------------
-
-
-class TrajLayout(NamedTuple):
-    """Where each row sits in a padded ``(T_max, n_traj)`` matrix (docs/estimators.md §0).
-
-    ``traj_index`` is a compact trajectory index ``0..n_traj-1`` per row and ``t`` the step.
-    """
-
-    traj_index: np.ndarray
-    t: np.ndarray
-    n_traj: int
-    t_max: int
-
-
-def traj_layout(traj: np.ndarray, t: np.ndarray) -> TrajLayout:
-    """Compact trajectory ids for the padded scans (docs/estimators.md §0)."""
-    traj = np.asarray(traj)
-    t = np.asarray(t, dtype=np.int64)
-    if traj.size == 0:
-        return TrajLayout(np.zeros(0, np.int64), t, 0, 0)
-    _, idx = np.unique(traj, return_inverse=True)
-    idx = idx.astype(np.int64).reshape(-1)
-    return TrajLayout(idx, t, int(idx.max()) + 1, int(t.max()) + 1)
-
-
-def _padded(values: np.ndarray, layout: TrajLayout) -> np.ndarray:
-    mat = np.zeros((layout.t_max, layout.n_traj), dtype=np.float64)
-    mat[layout.t, layout.traj_index] = values
-    return mat
-
-
-def reverse_scan(values: np.ndarray, layout: TrajLayout, gamma: float) -> np.ndarray:
-    """Discounted return-to-go ``x_t + gamma * X_{t+1}`` per trajectory (docs/estimators.md §0).
-
-    Vectorised over trajectories: one NumPy operation per time step, so the cost is
-    ``O(T_max * n_traj)`` and the result equals the scalar recursion bit for bit.
-    """
-    if layout.n_traj == 0:
-        return np.zeros(0, dtype=np.float64)
-    mat = _padded(np.asarray(values, dtype=np.float64), layout)
-    for c in range(layout.t_max - 2, -1, -1):
-        mat[c] = mat[c] + gamma * mat[c + 1]
-    return mat[layout.t, layout.traj_index]
-
-
-def exclusive_scan(values: np.ndarray, layout: TrajLayout) -> np.ndarray:
-    """``sum_{t' < t} x_{t'}`` within each trajectory (docs/estimators.md §3.3, ``p_{i,t}``)."""
-    if layout.n_traj == 0:
-        return np.zeros(0, dtype=np.float64)
-    mat = _padded(np.asarray(values, dtype=np.float64), layout)
-    out = np.zeros_like(mat)
-    np.cumsum(mat[:-1], axis=0, out=out[1:])
-    return out[layout.t, layout.traj_index]
-
-
-def future_any(flag: np.ndarray, layout: TrajLayout) -> np.ndarray:
-    """True where the flag holds at this step or any later step of the trajectory (§3.3, F)."""
-    if layout.n_traj == 0:
-        return np.zeros(0, dtype=bool)
-    mat = _padded(np.asarray(flag, dtype=np.float64), layout)
-    rev = np.cumsum(mat[::-1], axis=0)[::-1]
-    return rev[layout.t, layout.traj_index] > 0
-
-
-# --------------------------------------------------------------------------------------------
 # Milestones and AMP weights (docs/estimators.md §3.2)
 # --------------------------------------------------------------------------------------------
-
-
-def flatten_milestones(milestones: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """Milestone hits as flat ``(row, name)`` pairs (docs/estimators.md §3.3, input of ``m``).
-
-    ``milestones`` holds one sized collection of names per row (a tuple in a StepBatch).
-    Returns ``rows`` (int64) and ``names`` (object array of str), one entry per hit.
-    """
-    items = milestones.tolist() if isinstance(milestones, np.ndarray) else list(milestones)
-    lens = np.fromiter(map(len, items), np.int64, len(items))
-    nz = np.flatnonzero(lens)
-    names = [x for i in nz.tolist() for x in items[i]]
-    name_arr = np.empty(len(names), dtype=object)
-    name_arr[:] = names
-    return np.repeat(nz, lens[nz]).astype(np.int64), name_arr
 
 
 def milestone_reward(
@@ -332,7 +245,7 @@ def viability_values(
     lay = layout if layout is not None else traj_layout(traj, t)
     if lay.n_traj == 0:
         return np.zeros(0), np.zeros(0)
-    mat = _padded(np.asarray(m, dtype=np.float64), lay)
+    mat = padded(np.asarray(m, dtype=np.float64), lay)
     done = np.zeros_like(mat)
     np.cumsum(mat[:-1], axis=0, out=done[1:])
     last = np.asarray(is_last, dtype=bool)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mvpo_abstraction.regions import UnionFind, loop_edges, viability_regions
+from mvpo_train.credit.regions import UnionFind, loop_edges, viability_regions
 
 
 def test_union_find_basics():

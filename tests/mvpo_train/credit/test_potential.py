@@ -7,18 +7,20 @@ import json
 import numpy as np
 import pytest
 
-from mvpo_abstraction.potential import (
+from mvpo_train.credit.potential import (
     AMPWeights,
-    exclusive_scan,
-    flatten_milestones,
     floor_normalise,
     milestone_reward,
     region_potential,
-    reverse_scan,
-    traj_layout,
     viability_values,
 )
-from mvpo_abstraction.regions import viability_regions
+from mvpo_train.credit.regions import viability_regions
+from mvpo_train.credit.segments import (
+    exclusive_scan,
+    flatten_milestones,
+    reverse_scan,
+    traj_layout,
+)
 
 
 def hits(amp, rows):
