@@ -2,10 +2,12 @@
 
 ``mvpo-build-tiny-model`` (:func:`mvpo_train.cli.build_model_main`) runs :func:`build_tiny_model`:
 
-1. a text corpus, offline: every bundled ALFWorld game of the chosen splits is played (its
-   walkthrough, then a few seeded random episodes) and its task, observations and admissible
-   actions are kept; the prompt templates of :mod:`mvpo_train.prompts` are rendered on them;
-   ALFRED's object and receptacle names are added;
+1. a text corpus, offline (:func:`env_corpus`): every task of the chosen env id and splits
+   is played through Gymnasium (the env's expert plan when it offers one, then a few seeded
+   random episodes) and its task, observations and admissible actions are kept; the prompt
+   templates of :mod:`mvpo_train.prompts` are rendered on them; the env's domain words (when
+   it offers them) are added. Nothing here knows a particular env: the default env id is
+   only the ``cpu-tiny`` preset's;
 2. a ``tokenizers`` ByteLevel BPE (any byte sequence still encodes) with the special tokens
    ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>`` and a ChatML chat template, wrapped as a
    ``PreTrainedTokenizerFast``;
@@ -22,22 +24,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from mvpo_train.prompts import available_templates, get_template
 
 __all__ = [
+    "DEFAULT_CORPUS_ENV",
     "DEFAULT_TINY_MODEL",
+    "EnvCorpus",
     "MICRO_SPEC",
     "TinyModelSpec",
-    "alfworld_corpus",
     "build_tiny_model",
     "default_model_path",
+    "env_corpus",
     "resolve_model_path",
 ]
 
@@ -59,6 +63,8 @@ def default_model_path() -> Path:
 
 #: the path string presets use; resolved by :func:`resolve_model_path`
 DEFAULT_TINY_MODEL = "tiny-qwen2"
+#: the env whose tasks feed the default corpus (the ``cpu-tiny`` preset's env)
+DEFAULT_CORPUS_ENV = "mvpo/ALFWorld-v0"
 
 
 def resolve_model_path(name: str) -> str:
@@ -104,73 +110,87 @@ MICRO_SPEC = TinyModelSpec(
 
 # ------------------------------------------------------------------ corpus
 
-
-def _alfred_names() -> list[str]:
-    try:
-        from alfworld.gen import constants
-    except Exception:  # pragma: no cover - alfworld is a dependency
-        return []
-    names = set()
-    for attr in ("OBJECTS", "RECEPTACLES", "MOVABLE_RECEPTACLES"):
-        for n in getattr(constants, attr, []):
-            names.add(str(n).lower())
-    return sorted(names)
+#: the optional env hooks the corpus reads from ``env.unwrapped`` (docs/architecture.md,
+#: "A new policy or backend"): ``expert_actions(task_index) -> list[str] | None`` (a scripted
+#: solution of the task, e.g. a game's walkthrough) and ``vocabulary() -> list[str]`` (domain
+#: words worth a token, e.g. object names). An env without them gets seeded random play only.
+EXPERT_HOOK = "expert_actions"
+VOCABULARY_HOOK = "vocabulary"
 
 
-def alfworld_corpus(
-    splits: Sequence[str] = ("train",),
-    preset: str = "mini",
-    data_dir: str | None = None,
+class EnvCorpus(NamedTuple):
+    """What :func:`env_corpus` collects: rendered episode texts and the env's domain words."""
+
+    texts: list[str]
+    words: list[str]
+
+
+def env_corpus(
+    env_id: str,
+    env_kwargs: Sequence[Mapping[str, Any]] = ({},),
     random_episodes: int = 2,
     random_steps: int = 15,
-    max_games: int | None = None,
+    max_tasks: int | None = None,
     seed: int = 0,
-) -> list[str]:
-    """Texts seen while playing bundled ALFWorld games (walkthrough + seeded random play).
+    styles: Sequence[str] = ("seed", "compact"),
+) -> EnvCorpus:
+    """Texts seen while playing an env's tasks (its expert plan, then seeded random play).
 
-    Each text is a rendered prompt (``seed`` and ``compact`` styles) plus the admissible
-    actions, so the BPE learns the words and the template glue the policy will read.
+    Works for any env id through Gymnasium and the info contract (``task``,
+    ``admissible_actions``): one env is made per entry of ``env_kwargs`` (e.g. one per split);
+    every task index ``0..len(task_ids)-1`` is played. Each text is a prompt rendered with the
+    env id's templates of ``styles``, the admissible actions and a ``<think>``/``<action>``
+    answer, so the BPE learns the words and the template glue the policy will read. The env's
+    optional hooks (:data:`EXPERT_HOOK`, :data:`VOCABULARY_HOOK`) add its expert plans and
+    domain words.
     """
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
 
+    templates = [get_template(env_id, style) for style in styles]
     texts: list[str] = []
+    words: set[str] = set()
     rng = np.random.default_rng(seed)
-    for split in splits:
-        kwargs: dict[str, Any] = {"split": split}
-        if data_dir:
-            kwargs["data_dir"] = data_dir
-        else:
-            kwargs["preset"] = preset
-        env = gym.make("mvpo/ALFWorld-v0", max_episode_steps=random_steps, **kwargs)
+    for kwargs in env_kwargs:
+        env = gym.make(env_id, max_episode_steps=random_steps, **dict(kwargs))
         try:
-            games = env.unwrapped.games
-            n = len(games) if max_games is None else min(max_games, len(games))
+            base = env.unwrapped
+            expert = getattr(base, EXPERT_HOOK, None)
+            vocabulary = getattr(base, VOCABULARY_HOOK, None)
+            if vocabulary is not None:
+                words.update(str(w) for w in vocabulary())
+            n_tasks = len(base.task_ids)
+            n = n_tasks if max_tasks is None else min(max_tasks, n_tasks)
             for index in range(n):
-                walkthrough = json.loads(Path(games[index].game_file).read_text()).get(
-                    "walkthrough", []
-                )
-                plans: list[list[str] | None] = [list(walkthrough)] + [None] * random_episodes
+                plans: list[list[str] | None] = [None] * random_episodes
+                plan = expert(index) if expert is not None else None
+                if plan is not None:
+                    plans.insert(0, list(plan))
                 for plan in plans:
-                    texts.extend(_play(env, index, plan, rng, random_steps))
+                    texts.extend(_play(env, templates, index, plan, rng, random_steps))
         finally:
             env.close()
-    return texts
+    return EnvCorpus(texts, sorted(words))
 
 
 def _play(
-    env: Any, index: int, plan: list[str] | None, rng: np.random.Generator, steps: int
+    env: Any,
+    templates: Sequence[Any],
+    index: int,
+    plan: list[str] | None,
+    rng: np.random.Generator,
+    steps: int,
 ) -> list[str]:
-    seed_tpl = get_template("mvpo/ALFWorld-v0", "seed")
-    compact = get_template("mvpo/ALFWorld-v0", "compact")
+    """Texts of one episode of task ``index``: ``plan``'s actions, or seeded random ones."""
+    windows = (2, 3)  # history pairs shown by the first and second template
     obs, info = env.reset(options={"task_index": index})
     history: list[tuple[str, str]] = []
     out: list[str] = []
     for t in range(steps):
         adm = list(info["admissible_actions"])
-        out.append(seed_tpl.render(info["task"], obs, adm, history[-2:], t))
-        out.append(compact.render(info["task"], obs, adm, history[-3:], t))
+        for k, tpl in enumerate(templates):
+            out.append(tpl.render(info["task"], obs, adm, history[-windows[min(k, 1)] :], t))
         if plan is not None:
             if t >= len(plan):
                 break
@@ -185,6 +205,13 @@ def _play(
             out.append(obs)
             break
     return out
+
+
+def _data_kwargs(split: str, preset: str, data_dir: str | None) -> dict[str, Any]:
+    """``gym.make`` keywords of one split: bundled ``preset`` data or the user's ``data_dir``."""
+    return (
+        {"split": split, "data_dir": data_dir} if data_dir else {"split": split, "preset": preset}
+    )
 
 
 def template_corpus() -> list[str]:
@@ -300,6 +327,7 @@ def build_tiny_model(
     spec: TinyModelSpec | None = None,
     texts: Sequence[str] | None = None,
     *,
+    env_id: str = DEFAULT_CORPUS_ENV,
     splits: Sequence[str] = ("train",),
     preset: str = "mini",
     data_dir: str | None = None,
@@ -307,15 +335,20 @@ def build_tiny_model(
 ) -> Path:
     """Build and save the tokenizer + model under ``out_dir``; returns the folder.
 
-    ``texts`` replaces the ALFWorld corpus (tests use a short list).
+    The corpus is :func:`env_corpus` of ``env_id`` over ``splits`` (bundled ``preset`` data,
+    or ``data_dir``); ``texts`` replaces it (tests use a short list).
     """
     spec = spec or TinyModelSpec()
     out = Path(out_dir)
+    words: list[str] = []
     if texts is None:
-        texts = alfworld_corpus(
-            splits, preset=preset, data_dir=data_dir, max_games=max_games, seed=spec.seed
+        texts, words = env_corpus(
+            env_id,
+            [_data_kwargs(split, preset, data_dir) for split in splits],
+            max_tasks=max_games,
+            seed=spec.seed,
         )
-    corpus = list(texts) + template_corpus() + _alfred_names()
+    corpus = list(texts) + template_corpus() + words
     tokenizer = train_tokenizer(corpus, spec.vocab_size)
     out.mkdir(parents=True, exist_ok=True)
     save_tokenizer(tokenizer, out)
