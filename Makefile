@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.mvpo-installed
+VERL_VENV ?= .venv-verl
+VERL_STAMP := $(VERL_VENV)/.mvpo-installed
 
-.PHONY: install run demo test lint bench clean
+.PHONY: install run demo test test-integrations lint bench clean
 
 # torch==2.13.0 first: a plain torch requirement would pull a multi-GB CUDA build on this
 # machine class (the CPU wheel is the one on local disk); pyproject keeps torch>=2.4 unpinned.
@@ -25,6 +27,18 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-integrations
+
+# verl pins transformers<5.11, so its bridge is tested in a venv of its own (.venv-verl).
+$(VERL_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/pip install -q --upgrade pip
+	$(VERL_VENV)/bin/pip install -q torch==2.13.0
+	$(VERL_VENV)/bin/pip install -q -e ".[test,verl]"
+	touch $(VERL_STAMP)
+
+test-integrations: $(VERL_STAMP)
+	$(VERL_VENV)/bin/python -m pytest -q tests/mvpo_train/integrations
 
 lint: install
 	$(BIN)/ruff check .
@@ -34,4 +48,4 @@ bench: install
 	$(BIN)/python benchmarks/alfworld_env.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_VENV) .pytest_cache .ruff_cache
