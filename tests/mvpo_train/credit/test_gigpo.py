@@ -77,3 +77,25 @@ def test_gigpo_similarity_threshold_merges_near_identical_anchors():
     np.testing.assert_allclose(exact, [0.5, -0.5])  # singletons: A^S = 0
     merged, _ = get_estimator("gigpo", F_norm="1", similarity_threshold=0.9)(b)
     np.testing.assert_allclose(merged, [1.0, -1.0])  # one step group: A^S = +-.5
+
+
+def test_step_groups_stay_inside_their_rollout_group():
+    """Anchor ``s`` (and ``x``) appear in two rollout groups: each group compares its own rows.
+
+    gamma = 0.5, F_norm = 1. Group 0: A wins (G = .5, 1), B fails (G = 0, 0); group 1: C and D
+    both win. Pooling the groups' step groups would give A's first step 0.5 + 0.125 and C's
+    first step 0.125 instead of the values below.
+    """
+    b = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 1], anchors=["s", "x"]),  # A
+        dict(group=0, rewards=[0, 0], anchors=["s", "y"]),  # B
+        dict(group=1, rewards=[0, 1], anchors=["s", "x"]),  # C
+        dict(group=1, rewards=[0, 1], anchors=["s", "z"]),  # D
+    ])  # fmt: skip
+    adv, diag = get_estimator("gigpo", gamma=0.5, F_norm="1")(b)
+    # group 0: A^E = +-.5 ; step group (0, s): G = .5, 0 -> +-.25 ; (0, x), (0, y) singletons
+    # group 1: A^E = 0 ; (1, s): G = .5, .5 -> zero-credit ; (1, x), (1, z) singletons
+    np.testing.assert_array_equal(adv, [0.75, 0.5, -0.75, -0.5, 0.0, 0.0, 0.0, 0.0])
+    assert diag["zero_credit_ratio"] == 2 / 8  # the two rows of (1, s)
+    assert diag["num_step_groups"] == 6
+    assert diag["singleton_ratio"] == 4 / 8

@@ -138,3 +138,40 @@ def test_progressing_regions_beat_looping_ones_in_an_all_failed_group():
     assert region[5] == region[6] == region[7] == region[8]
     assert loop[region[5]] == 3.0
     assert progress.min() > phi[region[0]] > looping.max()
+
+
+def test_amp_success_score_is_relative_to_the_batch_success_rate():
+    """``s_k = P(success | k) - P(success)``: a milestone no better than average gets no pull.
+
+    Success (T, T, F, F), P(success) = .5. ``a`` is hit by winner 0 (P = 1, s = .5), ``b`` by
+    0 and 2 (P = .5, s = 0), ``c`` by 1, 2, 3 (P = 1/3, s = -1/6). Only ``a`` is a target;
+    without the ``- P(success)`` term all three would be (targets 6/11, 3/11, 2/11).
+    """
+    amp = AMPWeights()
+    amp.add_names(["a", "b", "c"])
+    rows = [(0, "a", 0), (0, "b", 1), (2, "b", 0), (1, "c", 0), (2, "c", 1), (3, "c", 0)]
+    success = np.array([True, True, False, False])
+    s = amp.update(*hits(amp, rows), success)
+    np.testing.assert_allclose(s[[amp.index(n) for n in "abc"]], [0.5, 0.0, -1 / 6], rtol=1e-12)
+    w = amp.as_dict()
+    assert w["a"] == pytest.approx(0.9 / 3 + 0.1, abs=1e-12)
+    assert w["b"] == pytest.approx(0.3, abs=1e-12) and w["c"] == pytest.approx(0.3, abs=1e-12)
+
+
+def test_amp_later_means_a_different_milestone_at_a_strictly_later_step():
+    """No success: ``s_k = P(a milestone other than k fires after k's first hit | k hit)``.
+
+    Traj 0: ``b`` at t0, ``a`` at t1 and ``a`` again at t4 (a repeat of ``a`` is not "another
+    milestone"); traj 1: ``a`` and ``b`` together at t2 (not later). So ``a``: 0 of 2,
+    ``b``: 1 of 2 (traj 0, where ``a`` follows).
+    """
+    amp = AMPWeights()
+    amp.add_names(["a", "b"])
+    rows = [(0, "b", 0), (0, "a", 1), (0, "a", 4), (1, "a", 2), (1, "b", 2)]
+    s = amp.scores(*hits(amp, rows), np.zeros(2, dtype=bool))
+    np.testing.assert_array_equal(s[[amp.index("a"), amp.index("b")]], [0.0, 0.5])
+    # a third milestone after a's first hit makes a's score 1/2
+    rows.append((1, "c", 3))
+    amp.add_names(["c"])
+    s = amp.scores(*hits(amp, rows), np.zeros(2, dtype=bool))
+    np.testing.assert_array_equal(s[[amp.index(n) for n in "abc"]], [0.5, 1.0, 0.0])

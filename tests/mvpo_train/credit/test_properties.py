@@ -66,14 +66,103 @@ def test_grpo_and_gigpo_are_exactly_zero_on_all_failed_groups(trajs):
         assert diag["zero_adv_ratio"] == 1.0
 
 
+def reference_gigpo(b: StepBatch, gamma: float, omega: float, f_norm: str, eps: float = 1e-6):
+    """GiGPO written from docs/estimators.md §1-§2 with plain loops, sharing no code with the
+    estimators: ``(advantage, zero_credit)`` per row. MVPO's guarantee is checked against it, so
+    MVPO == GiGPO does not hold merely because both call the same function."""
+    rows = range(len(b))
+    trajs = sorted(set(b.traj.tolist()))
+    steps = {i: sorted((int(b.t[k]), k) for k in rows if b.traj[k] == i) for i in trajs}
+    ret = {i: sum(float(b.reward[k]) for _, k in steps[i]) for i in trajs}
+    group_of = {i: b.group[steps[i][0][1]] for i in trajs}
+    G = {}
+    for i in trajs:
+        acc = 0.0
+        for _, k in reversed(steps[i]):
+            acc = float(b.reward[k]) + gamma * acc
+            G[k] = acc
+
+    def normalise(values: list[float]) -> tuple[list[float], bool]:
+        if len(values) < 2:
+            return [0.0] * len(values), False
+        if max(values) - min(values) <= eps:
+            return [0.0] * len(values), True
+        mean = sum(values) / len(values)
+        scale = 1.0
+        if f_norm == "std":
+            scale = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) + eps
+        return [(v - mean) / scale for v in values], False
+
+    a_e = {}
+    for g in set(group_of.values()):
+        members = [i for i in trajs if group_of[i] == g]
+        for i, a in zip(members, normalise([ret[i] for i in members])[0], strict=True):
+            a_e[i] = a
+    a_s, zero = np.zeros(len(b)), np.zeros(len(b), dtype=bool)
+    for key in {(b.group[k], b.anchor[k]) for k in rows}:
+        members = [k for k in rows if (b.group[k], b.anchor[k]) == key]
+        values, flat = normalise([G[k] for k in members])
+        a_s[members], zero[members] = values, flat
+    adv = np.array([a_e[b.traj[k]] for k in rows]) + omega * a_s
+    return adv, zero
+
+
+@FAST
+@given(
+    trajectories(),
+    st.sampled_from(["std", "1"]),
+    st.sampled_from([0.5, 0.95, 1.0]),
+    st.sampled_from([0.5, 1.0]),
+)
+def test_gigpo_matches_a_loop_reference(trajs, f_norm, gamma, omega):
+    b = StepBatch.from_trajectories(trajs)
+    ref, zero = reference_gigpo(b, gamma, omega, f_norm)
+    adv, diag = get_estimator("gigpo", F_norm=f_norm, gamma=gamma, omega=omega)(b)
+    np.testing.assert_allclose(adv, ref, rtol=1e-9, atol=1e-12)
+    assert diag["zero_credit_ratio"] == pytest.approx(zero.mean())
+
+
+@FAST
+@given(trajectories(), st.sampled_from(["std", "1"]), st.sampled_from([0.5, 1.0]))
+def test_mvpo_changes_gigpo_only_in_zero_credit_step_groups(trajs, f_norm, omega):
+    """Rows outside zero-credit step groups get the reference GiGPO value; inside them MVPO's
+    repair is ``A^E + omega * kappa * A^Phi`` where GiGPO has only ``A^E``."""
+    b = StepBatch.from_trajectories(trajs)
+    ref, zero = reference_gigpo(b, 0.95, omega, f_norm)
+    m, diag = get_estimator("mvpo", F_norm=f_norm, omega=omega)(b)
+    g, _ = get_estimator("gigpo", F_norm=f_norm, omega=omega)(b)
+    np.testing.assert_allclose(m[~zero], ref[~zero], rtol=1e-9, atol=1e-12)
+    assert np.array_equal(m[~zero], g[~zero])
+    assert diag["repaired_ratio"] == pytest.approx(zero.mean())
+    np.testing.assert_allclose(g[zero], ref[zero], rtol=1e-9, atol=1e-12)  # A^E alone
+
+
 @FAST
 @given(trajectories(returns=st.floats(0.05, 1.0)), st.sampled_from(["std", "1"]))
 def test_mvpo_equals_gigpo_without_zero_credit_step_groups(trajs, f_norm):
     b = StepBatch.from_trajectories(trajs)
-    g, gd = get_estimator("gigpo", F_norm=f_norm)(b)
-    assume(gd["zero_credit_ratio"] == 0.0)
+    ref, zero = reference_gigpo(b, 0.95, 1.0, f_norm)
+    assume(not zero.any())
     m, _ = get_estimator("mvpo", F_norm=f_norm)(b)
+    g, _ = get_estimator("gigpo", F_norm=f_norm)(b)
     assert np.array_equal(m, g)
+    np.testing.assert_allclose(m, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_mvpo_repairs_a_zero_credit_step_group_that_gigpo_leaves_at_zero():
+    """The contrapositive by hand: all fail, B loops (the shared start is zero-credit)."""
+    b = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 0], anchors=["s", "p"], signatures=["s", "p"],
+             milestones=[("seen",), ()], end="truncated"),
+        dict(group=0, rewards=[0, 0, 0], anchors=["s", "c", "c"], signatures=["s", "c", "c"],
+             end="truncated"),
+    ])  # fmt: skip
+    ref, zero = reference_gigpo(b, 0.95, 1.0, "std")
+    assert zero.tolist() == [True, False, True, True, True]  # B's two "c" rows too
+    m, _ = get_estimator("mvpo")(b)
+    g, _ = get_estimator("gigpo")(b)
+    assert np.all(g == 0.0) and np.array_equal(g, ref)
+    assert m[0] > 0 > m[2]  # A's first action leads to a milestone, B's into a loop
 
 
 @FAST
