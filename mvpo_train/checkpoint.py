@@ -1,27 +1,35 @@
-"""Checkpoints that a killed run resumes from bit for bit.
+"""Checkpoints that a killed run resumes from bit for bit, verified before they are used.
 
-docs/architecture.md ("Everything that is random takes a seed; the same seed gives the same
-trajectories"). A checkpoint is a folder ``run_dir/checkpoints/iter-000012/`` holding
+docs/training.md ("Checkpoints and resume", "Reliability"). A checkpoint is a folder
+``run_dir/checkpoints/iter-000012/`` holding
 
 * ``model.safetensors`` (+ ``config.json`` + the tokenizer files): the policy
   (``save_pretrained``; the folder loads with ``AutoModelForCausalLM.from_pretrained``);
-* ``optimizer.pt``: the optimizer state;
-* ``rng.pt``: the RNG states: Python ``random``, NumPy's global state, torch's CPU (and CUDA)
-  state, and the trainer's own generators (task sampler, action sampler, minibatch order);
+* ``optimizer.pt``: the optimizer state (tensors and numbers only);
+* ``rng.json`` + ``rng.pt``: the RNG states: Python ``random``, NumPy's global state, torch's
+  CPU (and CUDA) state, and the trainer's own generators (task sampler, action sampler,
+  minibatch order); the torch states are tensors in ``rng.pt``, the rest is JSON;
 * ``state.json``: iteration, estimator state (MVPO's EMA + AMP weights), the config, and the
-  number of metrics lines written.
+  number of metrics lines written;
+* ``SHA256SUMS``: the SHA-256 of every other file (``sha256sum -c SHA256SUMS`` checks it), written
+  last: a folder without it is incomplete.
+
+Nothing is unpickled: ``.pt`` files load with ``torch.load(..., weights_only=True)``.
 
 Writes are atomic: everything goes to ``iter-000012.tmp-<pid>/`` first, which is renamed to
 ``iter-000012/`` only when complete; then the ``LATEST`` pointer file is replaced with
 ``os.replace``. A kill at any moment leaves the previous checkpoint intact and ``LATEST``
-pointing at a complete folder.
+pointing at a complete folder. Old checkpoints are pruned by iteration number; the one just
+written is never pruned.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,41 +37,110 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["capture_rng", "latest_checkpoint", "load_checkpoint", "restore_rng", "save_checkpoint"]
+__all__ = [
+    "LATEST",
+    "SUMS",
+    "CheckpointError",
+    "capture_rng",
+    "complete_checkpoints",
+    "find_intact_checkpoint",
+    "latest_checkpoint",
+    "load_checkpoint",
+    "load_model_weights",
+    "remove_stale_temporaries",
+    "restore_rng",
+    "save_checkpoint",
+    "verify_checkpoint",
+]
 
 LATEST = "LATEST"
-_DONE = "COMPLETE"
+SUMS = "SHA256SUMS"
+_NAME = re.compile(r"iter-(\d+)")
+_SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file is missing, corrupt or unreadable; the message names the file."""
+
+
+# ================================================================== RNG states
 
 
 def capture_rng(generators: dict[str, Any]) -> dict[str, Any]:
-    """Global RNG states plus named ``torch.Generator`` / ``np.random.Generator`` objects."""
+    """Global RNG states plus named ``torch.Generator`` / ``np.random.Generator`` objects,
+    as JSON values and tensors only (so the checkpoint needs no pickle)."""
+    version, words, gauss = random.getstate()
+    np_state = np.random.get_state(legacy=False)
     out: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "python": {"version": version, "state": list(words), "gauss": gauss},
+        "numpy": {
+            **np_state,
+            "state": {**np_state["state"], "key": np_state["state"]["key"].tolist()},
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         "generators": {},
     }
     for name, g in generators.items():
         if isinstance(g, torch.Generator):
-            out["generators"][name] = ("torch", g.get_state())
+            out["generators"][name] = {"kind": "torch", "state": g.get_state()}
         else:
-            out["generators"][name] = ("numpy", g.bit_generator.state)
+            out["generators"][name] = {"kind": "numpy", "state": g.bit_generator.state}
     return out
 
 
 def restore_rng(state: dict[str, Any], generators: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    """Restore :func:`capture_rng` (also after a JSON round trip)."""
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
+    np_state = dict(state["numpy"])
+    np_state["state"] = {
+        **np_state["state"],
+        "key": np.asarray(np_state["state"]["key"], dtype=np.uint32),
+    }
+    np.random.set_state(np_state)
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
     for name, g in generators.items():
-        kind, value = state["generators"][name]
-        if kind == "torch":
-            g.set_state(value)
+        entry = state["generators"][name]
+        if entry["kind"] == "torch":
+            g.set_state(entry["state"])
         else:
-            g.bit_generator.state = value
+            g.bit_generator.state = entry["state"]
+
+
+def _split_tensors(obj: Any, tensors: dict[str, torch.Tensor], key: str) -> Any:
+    """``obj`` with every tensor replaced by ``{"__tensor__": key}`` (collected in ``tensors``)."""
+    if isinstance(obj, torch.Tensor):
+        tensors[key] = obj.detach().cpu().contiguous()
+        return {"__tensor__": key}
+    if isinstance(obj, dict):
+        return {k: _split_tensors(v, tensors, f"{key}/{k}") for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_split_tensors(v, tensors, f"{key}/{i}") for i, v in enumerate(obj)]
+    return obj
+
+
+def _join_tensors(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(obj, dict):
+        if set(obj) == {"__tensor__"}:
+            return tensors[obj["__tensor__"]]
+        return {k: _join_tensors(v, tensors) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_join_tensors(v, tensors) for v in obj]
+    return obj
+
+
+# ================================================================== writing
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
@@ -73,6 +150,34 @@ def _write_text_atomic(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def _iteration_of(path: Path) -> int | None:
+    m = _NAME.fullmatch(path.name)
+    return int(m.group(1)) if m else None
+
+
+def complete_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
+    """``(iteration, folder)`` of every complete checkpoint (has ``SHA256SUMS``), sorted by
+    iteration number (not by name)."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [(_iteration_of(p), p) for p in root.iterdir() if p.is_dir()]
+    return sorted((it, p) for it, p in found if it is not None and (p / SUMS).is_file())
+
+
+def remove_stale_temporaries(run_dir: str | Path, keep: Path | None = None) -> None:
+    """Remove half-written ``iter-*.tmp-<pid>/`` folders and ``LATEST.tmp-<pid>`` files that
+    a killed process left (except ``keep``)."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return
+    for stale in root.glob("iter-*.tmp-*"):
+        if stale != keep:
+            shutil.rmtree(stale, ignore_errors=True)
+    for stale in root.glob(f"{LATEST}.tmp-*"):
+        stale.unlink(missing_ok=True)
 
 
 def save_checkpoint(
@@ -85,9 +190,10 @@ def save_checkpoint(
     keep: int = 2,
     tokenizer: Any = None,
 ) -> Path:
-    """Write checkpoint ``iteration`` atomically; keep the newest ``keep`` ones.
+    """Write checkpoint ``iteration`` atomically with its checksums; keep the newest ``keep``.
 
     With ``tokenizer`` the folder is also a complete model folder for ``from_pretrained``.
+    Pruning is by iteration number and never removes the checkpoint just written.
     """
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
@@ -101,49 +207,137 @@ def save_checkpoint(
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(rng, tmp / "rng.pt")
+    tensors: dict[str, torch.Tensor] = {}
+    rng_json = _split_tensors(rng, tensors, "rng")
+    torch.save(tensors, tmp / "rng.pt")
+    (tmp / "rng.json").write_text(json.dumps(rng_json))
     (tmp / "state.json").write_text(
         json.dumps({"iteration": iteration, **state}, indent=1, sort_keys=True)
     )
-    (tmp / _DONE).write_text("ok\n")
+    files = sorted(p for p in tmp.rglob("*") if p.is_file())
+    sums = "".join(f"{_sha256(p)}  {p.relative_to(tmp).as_posix()}\n" for p in files)
+    with open(tmp / SUMS, "w") as fh:  # written last: its presence marks a complete folder
+        fh.write(sums)
+        fh.flush()
+        os.fsync(fh.fileno())
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
     _write_text_atomic(root / LATEST, name + "\n")
-    done = sorted(p for p in root.glob("iter-??????") if (p / _DONE).is_file())
-    for old in done[: max(len(done) - max(keep, 1), 0)]:
+    older = [p for it, p in complete_checkpoints(run_dir) if it < iteration]
+    for old in older[: max(len(older) - (max(keep, 1) - 1), 0)]:
         shutil.rmtree(old, ignore_errors=True)
-    for stale in root.glob("iter-*.tmp-*"):
-        if stale != tmp:
-            shutil.rmtree(stale, ignore_errors=True)
+    remove_stale_temporaries(run_dir)
     return final
 
 
+# ================================================================== finding and verifying
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The folder ``LATEST`` points at, else the newest complete one, else None."""
+    """The complete folder ``LATEST`` points at, else the newest complete one, else None
+    (not verified: see :func:`find_intact_checkpoint`)."""
     root = Path(run_dir) / "checkpoints"
     pointer = root / LATEST
     if pointer.is_file():
         cand = root / pointer.read_text().strip()
-        if (cand / _DONE).is_file():
+        if _iteration_of(cand) is not None and (cand / SUMS).is_file():
             return cand
-    done = sorted(p for p in root.glob("iter-??????") if (p / _DONE).is_file())
-    return done[-1] if done else None
+    done = complete_checkpoints(run_dir)
+    return done[-1][1] if done else None
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """``{"state": ..., "rng": ..., "optimizer": ..., "model_dir": path}``."""
+def verify_checkpoint(path: str | Path) -> None:
+    """Check every file of a checkpoint against ``SHA256SUMS``; raises
+    :class:`CheckpointError` naming the first bad file."""
     path = Path(path)
-    return {
-        "state": json.loads((path / "state.json").read_text()),
-        "rng": torch.load(path / "rng.pt", weights_only=False),
-        "optimizer": torch.load(path / "optimizer.pt", weights_only=False),
-        "model_dir": path,
-    }
+    sums_file = path / SUMS
+    try:
+        lines = sums_file.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{sums_file}: unreadable ({type(err).__name__})") from None
+    listed: dict[str, str] = {}
+    for n, line in enumerate(lines, 1):
+        m = _SUM_LINE.fullmatch(line)
+        if not m:
+            raise CheckpointError(f"{sums_file}: malformed line {n}")
+        listed[m.group(2)] = m.group(1)
+    has_model = "model.safetensors" in listed or "model.safetensors.index.json" in listed
+    for required in ("optimizer.pt", "rng.pt", "rng.json", "state.json"):
+        if required not in listed:
+            raise CheckpointError(f"{sums_file}: does not list {required}")
+    if not has_model:
+        raise CheckpointError(f"{sums_file}: does not list model.safetensors")
+    for rel, digest in listed.items():
+        f = path / rel
+        if not f.is_file():
+            raise CheckpointError(f"{f}: missing")
+        if _sha256(f) != digest:
+            raise CheckpointError(f"{f}: checksum mismatch (file is corrupt)")
+
+
+def find_intact_checkpoint(run_dir: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
+    """The newest checkpoint that passes :func:`verify_checkpoint` (``LATEST``'s target
+    first), and the ``(folder, reason)`` of each newer one that failed."""
+    candidates = [p for _, p in reversed(complete_checkpoints(run_dir))]
+    latest = latest_checkpoint(run_dir)
+    if latest is not None and latest in candidates:
+        candidates.remove(latest)
+        candidates.insert(0, latest)
+    skipped: list[tuple[Path, str]] = []
+    for cand in candidates:
+        try:
+            verify_checkpoint(cand)
+        except CheckpointError as err:
+            skipped.append((cand, str(err)))
+            continue
+        return cand, skipped
+    return None, skipped
+
+
+# ================================================================== loading
+
+
+def load_checkpoint(path: str | Path, *, verify: bool = True) -> dict[str, Any]:
+    """``{"state": ..., "rng": ..., "optimizer": ..., "model_dir": path}``, checksums checked
+    first (``verify``); every failure is a :class:`CheckpointError` naming the file."""
+    path = Path(path)
+    if verify:
+        verify_checkpoint(path)
+
+    def read_json(name: str) -> Any:
+        try:
+            return json.loads((path / name).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise CheckpointError(f"{path / name}: unreadable ({type(err).__name__})") from None
+
+    def read_tensors(name: str) -> Any:
+        try:
+            return torch.load(path / name, map_location="cpu", weights_only=True)
+        except Exception as err:  # torch raises many types for a bad file
+            msg = str(err).strip().splitlines()[0][:120] if str(err).strip() else ""
+            raise CheckpointError(
+                f"{path / name}: unreadable ({type(err).__name__}{': ' + msg if msg else ''})"
+            ) from None
+
+    state = read_json("state.json")
+    rng_json = read_json("rng.json")
+    rng_tensors = read_tensors("rng.pt")
+    optimizer = read_tensors("optimizer.pt")
+    if not isinstance(state, dict) or "iteration" not in state:
+        raise CheckpointError(f"{path / 'state.json'}: not a checkpoint state")
+    if not isinstance(rng_tensors, dict):
+        raise CheckpointError(f"{path / 'rng.pt'}: not a mapping of tensors")
+    try:
+        rng = _join_tensors(rng_json, rng_tensors)
+    except (KeyError, TypeError):
+        raise CheckpointError(f"{path / 'rng.json'}: does not match rng.pt") from None
+    return {"state": state, "rng": rng, "optimizer": optimizer, "model_dir": path}
 
 
 def load_model_weights(model: Any, path: str | Path) -> None:
-    """Load ``model.safetensors`` of a checkpoint into ``model`` (strict)."""
+    """Load ``model.safetensors`` of a checkpoint into ``model`` (strict; a bad file is a
+    :class:`CheckpointError` naming it)."""
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -156,8 +350,17 @@ def load_model_weights(model: Any, path: str | Path) -> None:
     )
     state: dict[str, Any] = {}
     for f in files:
-        state.update(load_file(str(path / f), device=device))
+        try:
+            state.update(load_file(str(path / f), device=device))
+        except Exception as err:  # safetensors raises its own error types
+            raise CheckpointError(f"{path / f}: unreadable ({type(err).__name__})") from None
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"{path / files[0]}: non-finite values in {bad[0]}")
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise RuntimeError(f"checkpoint mismatch: missing {missing}, unexpected {unexpected}")
+        raise CheckpointError(
+            f"{path}: checkpoint does not fit the model (missing {sorted(missing)[:3]}, "
+            f"unexpected {sorted(unexpected)[:3]})"
+        )

@@ -1,7 +1,10 @@
 """Console entry points: ``mvpo-train``, ``mvpo-eval``, ``mvpo-plot``, ``mvpo-build-tiny-model``.
 
-docs/architecture.md (``trainer.py, cli.py (mvpo-train / mvpo-eval / mvpo-play)``); usage in
-docs/training.md. Every ``mvpo-train`` flag is a :class:`mvpo_train.config.TrainConfig` field.
+Usage in docs/training.md. Every ``mvpo-train`` flag is a :class:`mvpo_train.config.TrainConfig`
+field. A user error (a bad flag or config value, a YAML syntax error, a missing file or run
+folder, an unusable checkpoint) prints ONE line ``<prog>: error: <field or file>: <what is
+allowed>`` to stderr and exits with code 2, without a traceback; ``--debug`` shows the
+traceback instead (docs/training.md, "Reliability").
 """
 
 from __future__ import annotations
@@ -10,25 +13,87 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_model_main", "eval_main", "plot_main", "train_main"]
+from mvpo_train.config import ConfigError, OneLineParser
+
+__all__ = ["EXIT_USER_ERROR", "build_model_main", "eval_main", "plot_main", "train_main"]
+
+#: exit code of every user error (argparse's own code for usage errors)
+EXIT_USER_ERROR = 2
+
+
+def _is_user_error(err: BaseException) -> bool:
+    if isinstance(err, ConfigError):
+        return True
+    checkpoint = sys.modules.get("mvpo_train.checkpoint")  # imported only by commands using it
+    return checkpoint is not None and isinstance(err, checkpoint.CheckpointError)
+
+
+def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) -> int:
+    """Run ``main``; a user error becomes one stderr line and exit code 2 (``--debug``:
+    re-raised with its traceback)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return main(argv)
+    except Exception as err:
+        if not _is_user_error(err) or "--debug" in argv:
+            raise
+        message = " ".join(str(err).split("\n")).strip() or type(err).__name__
+        print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+        return EXIT_USER_ERROR
+
+
+def _add_debug(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _task_list(text: str) -> list[int]:
+    try:
+        tasks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated task indices such as 1,8,13, got {text!r}"
+        ) from None
+    if not tasks or min(tasks) < 0:
+        raise argparse.ArgumentTypeError(f"expected task indices >= 0, got {text!r}")
+    return tasks
+
+
+# ================================================================== mvpo-train
 
 
 def train_main(argv: list[str] | None = None) -> int:
     """``mvpo-train [--preset cpu-tiny|gpu-qwen2.5-1.5b] [--config x.yaml] [--field value ...]``."""
+    return _guard("mvpo-train", _train, argv)
+
+
+def _train(argv: list[str]) -> int:
     from mvpo_train.config import build_parser, config_from_args
 
     parser = build_parser("mvpo-train", "Train an LLM agent with PPO + a credit estimator.")
     parser.add_argument(
         "--print-config", action="store_true", help="print the resolved config and exit"
     )
+    _add_debug(parser)
     args = parser.parse_args(argv)
-    try:
-        cfg = config_from_args(args)
-    except (ValueError, KeyError) as err:
-        parser.error(str(err))
+    cfg = config_from_args(args)  # estimator name and kwargs checked here
     if args.print_config:
         import yaml
 
@@ -46,20 +111,27 @@ def train_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ================================================================== mvpo-eval
+
+
 def eval_main(argv: list[str] | None = None) -> int:
     """``mvpo-eval [--run-dir RUN | --model PATH] [--split eval] [--episodes 1] [--sampled]``.
 
     Success per task type on an evaluation split, with the run's config (``RUN/config.yaml``)
-    and its latest checkpoint, or with a model folder / hub id and the ``--preset``.
+    and its newest intact checkpoint, or with a model folder / hub id and the ``--preset``.
     """
+    return _guard("mvpo-eval", _eval, argv)
+
+
+def _eval(argv: list[str]) -> int:
     from mvpo_train.config import PRESETS, TrainConfig, load_config
 
-    p = argparse.ArgumentParser(prog="mvpo-eval", description=eval_main.__doc__)
+    p = OneLineParser(prog="mvpo-eval", description=eval_main.__doc__)
     p.add_argument("--run-dir", default=None, help="a training run folder (config + checkpoints)")
     p.add_argument(
         "--model",
         default=None,
-        help="model folder or hub id (default: the run's latest checkpoint)",
+        help="model folder or hub id (default: the run's newest intact checkpoint)",
     )
     p.add_argument(
         "--preset", default="cpu-tiny", choices=sorted(PRESETS), help="config when no run is given"
@@ -69,38 +141,47 @@ def eval_main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--split", default=None, help="evaluation split (default: the config's eval_split)"
     )
-    p.add_argument("--episodes", type=int, default=None, help="episodes per task")
-    p.add_argument("--max-tasks", type=int, default=None, help="evaluate at most N tasks")
-    p.add_argument("--tasks", default=None, help="evaluate these task indices, e.g. 1,8,13,19")
-    p.add_argument("--max-steps", type=int, default=None, help="episode step limit")
+    p.add_argument("--episodes", type=_int_at_least(1), default=None, help="episodes per task")
+    p.add_argument(
+        "--max-tasks", type=_int_at_least(0), default=None, help="evaluate at most N tasks"
+    )
+    p.add_argument(
+        "--tasks", type=_task_list, default=None, help="evaluate these task indices, e.g. 1,8,13"
+    )
+    p.add_argument("--max-steps", type=_int_at_least(0), default=None, help="episode step limit")
     p.add_argument("--sampled", action="store_true", help="sample actions instead of greedy")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument("--device", default=None, help="cpu | cuda | auto")
     p.add_argument("--out", default=None, help="write the result as JSON here")
+    _add_debug(p)
     args = p.parse_args(argv)
 
-    from mvpo_train.checkpoint import latest_checkpoint
-    from mvpo_train.trainer import _quiet_transformers, evaluate, load_policy
-
-    _quiet_transformers()
     values: dict[str, Any] = dict(PRESETS[args.preset])
     model = args.model
     if args.run_dir:
-        saved = Path(args.run_dir) / "config.yaml"
-        if saved.is_file():
-            values.update(load_config(saved))
-        if model is None:
-            ckpt = latest_checkpoint(args.run_dir)
-            if ckpt is None:
-                p.error(f"no checkpoint in {args.run_dir}")
-            model = str(ckpt)
+        run = Path(args.run_dir)
+        if not run.is_dir():
+            raise ConfigError(f"--run-dir: {run} is not a folder (no such run)")
+        saved = run / "config.yaml"
+        if not saved.is_file():
+            raise ConfigError(f"--run-dir: {run} has no config.yaml (not a training run folder)")
+        values.update(load_config(saved))
+        values.pop("preset", None)
     if args.config:
         values.update(load_config(args.config))
-    for flag, field in (("env_id", "env_id"), ("max_steps", "max_steps"), ("device", "device")):
+        values.pop("preset", None)
+    for flag, name in (("env_id", "env_id"), ("max_steps", "max_steps"), ("device", "device")):
         if getattr(args, flag) is not None:
-            values[field] = getattr(args, flag)
-    values.update(tensorboard=False, progress=False)
+            values[name] = getattr(args, flag)
+    values.update(tensorboard=False, progress=False, resume=False, overwrite=False)
     cfg = TrainConfig(**values)
+
+    from mvpo_train.trainer import _quiet_transformers, check_runtime, evaluate, load_policy
+
+    check_runtime(cfg)
+    if args.run_dir and model is None:
+        model = str(_intact_checkpoint(Path(args.run_dir)))
+    _quiet_transformers()
     import torch
 
     torch.set_num_threads(cfg.threads)
@@ -112,7 +193,7 @@ def eval_main(argv: list[str] | None = None) -> int:
         episodes=args.episodes,
         greedy=not args.sampled,
         max_tasks=args.max_tasks,
-        tasks=[int(x) for x in args.tasks.split(",")] if args.tasks else None,
+        tasks=args.tasks,
         seed=args.seed,
         report_time=True,
     )
@@ -126,11 +207,35 @@ def eval_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _intact_checkpoint(run: Path) -> Path:
+    """The run's newest checkpoint whose checksums hold; says which newer ones it skipped."""
+    from mvpo_train.checkpoint import find_intact_checkpoint, verify_checkpoint
+
+    ckpt, corrupt = find_intact_checkpoint(run)
+    for _path, reason in corrupt:
+        print(f"mvpo-eval: skipped a corrupt checkpoint ({reason})", file=sys.stderr)
+    if ckpt is None:
+        if corrupt:
+            raise ConfigError(f"--run-dir: no intact checkpoint in {run}: {corrupt[-1][1]}")
+        raise ConfigError(f"--run-dir: {run} has no complete checkpoint (give --model instead)")
+    verify_checkpoint(ckpt)
+    if corrupt:
+        print(f"mvpo-eval: evaluating {ckpt.name}", file=sys.stderr)
+    return ckpt
+
+
+# ================================================================== mvpo-plot
+
+
 def plot_main(argv: list[str] | None = None) -> int:
     """``mvpo-plot RUN [RUN ...] [--keys success adv/zero_credit_ratio] [--out curves.png]``."""
+    return _guard("mvpo-plot", _plot, argv)
+
+
+def _plot(argv: list[str]) -> int:
     from mvpo_train.metrics import plot_metrics
 
-    p = argparse.ArgumentParser(prog="mvpo-plot", description=plot_main.__doc__)
+    p = OneLineParser(prog="mvpo-plot", description=plot_main.__doc__)
     p.add_argument("runs", nargs="+", help="run folders or metrics.jsonl files")
     p.add_argument(
         "--keys",
@@ -147,9 +252,14 @@ def plot_main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--labels", nargs="+", default=None, help="legend label per run")
     p.add_argument("--x", default="iteration", help="x axis key (iteration, env_steps)")
-    p.add_argument("--smooth", type=int, default=1, help="moving-average window")
+    p.add_argument("--smooth", type=_int_at_least(1), default=1, help="moving-average window")
     p.add_argument("--out", default="curves.png", help="output PNG")
+    _add_debug(p)
     args = p.parse_args(argv)
+    if args.labels is not None and len(args.labels) != len(args.runs):
+        raise ConfigError(
+            f"--labels: expected one label per run ({len(args.runs)}), got {len(args.labels)}"
+        )
     out = plot_metrics(
         args.runs, keys=args.keys, out=args.out, labels=args.labels, x=args.x, smooth=args.smooth
     )
@@ -157,30 +267,67 @@ def plot_main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ================================================================== mvpo-build-tiny-model
+
+
 def build_model_main(argv: list[str] | None = None) -> int:
     """``mvpo-build-tiny-model [--out data/models/tiny-qwen2]``: tokenizer + tiny Qwen2."""
-    from mvpo_train.tiny_model import TinyModelSpec, build_tiny_model, default_model_path
+    return _guard("mvpo-build-tiny-model", _build_model, argv)
+
+
+def _build_model(argv: list[str]) -> int:
+    from mvpo_train.tiny_model import (
+        DEFAULT_CORPUS_ENV,
+        TinyModelSpec,
+        build_tiny_model,
+        default_model_path,
+    )
 
     spec = TinyModelSpec()
-    p = argparse.ArgumentParser(prog="mvpo-build-tiny-model", description=build_model_main.__doc__)
+    p = OneLineParser(prog="mvpo-build-tiny-model", description=build_model_main.__doc__)
     p.add_argument("--out", default=str(default_model_path()), help="output folder")
     p.add_argument(
-        "--splits", nargs="+", default=["train"], help="bundled ALFWorld splits read for the corpus"
+        "--env-id", default=DEFAULT_CORPUS_ENV, help="env whose tasks feed the tokenizer corpus"
     )
-    p.add_argument("--preset", default="mini", help="bundled ALFWorld preset")
+    p.add_argument("--splits", nargs="+", default=["train"], help="splits read for the corpus")
+    p.add_argument("--preset", default="mini", help="bundled data preset of the env")
+    p.add_argument("--data-dir", default=None, help="real env data instead of the bundled data")
     p.add_argument(
-        "--data-dir", default=None, help="real ALFWorld data instead of the bundled games"
+        "--max-games", type=_int_at_least(1), default=None, help="read at most N tasks per split"
     )
-    p.add_argument("--max-games", type=int, default=None, help="read at most N games per split")
     fields = dataclasses.asdict(spec)
     for name, value in fields.items():
-        p.add_argument(
-            "--" + name.replace("_", "-"),
-            type=type(value),
-            default=value,
-            help=f"model/tokenizer {name}",
-        )
+        kind: Any = type(value)
+        if kind is int and name != "seed":
+            kind = _int_at_least(1)
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=value,
+                       help=f"model/tokenizer {name}")  # fmt: skip
+    _add_debug(p)
     args = p.parse_args(argv)
+    if args.num_attention_heads and args.hidden_size % args.num_attention_heads:
+        raise ConfigError(
+            f"--hidden-size: must be a multiple of --num-attention-heads "
+            f"({args.num_attention_heads}), got {args.hidden_size}"
+        )
+    if args.num_attention_heads % args.num_key_value_heads:
+        raise ConfigError(
+            f"--num-key-value-heads: must divide --num-attention-heads "
+            f"({args.num_attention_heads}), got {args.num_key_value_heads}"
+        )
+    if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
+        raise ConfigError(f"--data-dir: {args.data_dir} is not a folder")
+    out_path = Path(args.out)
+    if out_path.exists() and not out_path.is_dir():
+        raise ConfigError(f"--out: {out_path} exists and is not a folder")
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the env ids)
+
+    if args.env_id not in gym.registry:
+        ours = sorted(k for k in gym.registry if k.startswith("mvpo/"))
+        raise ConfigError(
+            f"--env-id: unknown env id {args.env_id!r}; registered: {', '.join(ours)}"
+        )
     from mvpo_train.trainer import _quiet_transformers
 
     _quiet_transformers()
@@ -188,6 +335,7 @@ def build_model_main(argv: list[str] | None = None) -> int:
     out = build_tiny_model(
         args.out,
         spec,
+        env_id=args.env_id,
         splits=args.splits,
         preset=args.preset,
         data_dir=args.data_dir,

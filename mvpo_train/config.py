@@ -11,23 +11,67 @@ x.yaml`` < explicit flags. Presets:
 * ``gpu-qwen2.5-1.5b``: the seeds' setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
   mode with ``<think>``/``<action>``, 16 groups x 8 rollouts, lr 1e-6, KL 0.01 (low_var_kl),
   clip 0.2, gamma 0.95, 50 steps per ALFWorld episode, 150 iterations, vLLM rollouts).
+
+Validation lives in ONE place, the field declarations (docs/training.md, "Reliability"):
+the type annotation (``int``, ``float``, ``Literal[...]`` for enum-like fields) and the
+bounds in the field metadata (``ge``, ``gt``, ``le``). :meth:`TrainConfig.__post_init__`,
+the argparse ``choices`` and the help texts are all derived from them. The estimator name
+and its ``estimator_kwargs`` are checked when the config is built (by building the
+estimator), so a typo fails before any model loads. Every failure is a :class:`ConfigError`:
+one line naming the field (or file) and what is allowed.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
+import functools
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["PRESETS", "TrainConfig", "build_parser", "config_from_args", "load_config", "preset"]
+__all__ = [
+    "PRESETS",
+    "ConfigError",
+    "TrainConfig",
+    "build_estimator",
+    "build_parser",
+    "changed_fields",
+    "choices_of",
+    "config_from_args",
+    "load_config",
+    "preset",
+    "resume_safe_fields",
+]
+
+
+class ConfigError(ValueError):
+    """A user error in the configuration or in a file a command was given: the message is one
+    line naming the field or file and what is allowed (the CLIs print it and exit with 2)."""
+
+
+# Enum-like fields: the Literal is the only list of allowed values (flags, checks, help).
+ActionMode = Literal["score", "generate"]
+PromptStyle = Literal["compact", "seed"]
+ScoreNorm = Literal["mean", "sum"]
+ScoreLogprob = Literal["choice", "tokens"]
+ScoreImpl = Literal["kv", "concat"]
+Backend = Literal["hf", "vllm"]
+RatioLevel = Literal["token", "sequence"]
+LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
+Vectorization = Literal["sync", "async"]
+Dtype = Literal["float32", "bfloat16", "float16", "auto"]
+AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
+    """A field with its help text and checks: ``ge``/``gt``/``le`` bounds, ``safe=True`` when
+    a resumed run may change it (docs/training.md, "Reliability")."""
     if isinstance(default, dict | list):
         return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help, **kw})
     return field(default=default, metadata={"help": help, **kw})
@@ -38,106 +82,237 @@ class TrainConfig:
     """All settings of ``mvpo-train`` / ``mvpo-eval`` (see the module docstring)."""
 
     # -- run ---------------------------------------------------------------------------------
-    run_dir: str = _f("runs/mvpo-cpu-tiny", "output folder: metrics.jsonl, checkpoints, plots")
+    run_dir: str = _f(
+        "runs/mvpo-cpu-tiny", "output folder: metrics.jsonl, checkpoints, plots", safe=True
+    )
     seed: int = _f(0, "seed of everything random (tasks, sampling, minibatch order)")
-    iterations: int = _f(30, "training iterations (one rollout batch + one update each)")
-    resume: bool = _f(False, "continue from the latest checkpoint in run_dir (bit-for-bit)")
-    save_every: int = _f(1, "save a checkpoint every N iterations (0 = only at the end)")
-    keep_checkpoints: int = _f(2, "how many checkpoints to keep")
-    stop_after: int = _f(0, "stop this process after N iterations as if killed (0 = never; tests)")
-    threads: int = _f(2, "torch CPU threads (torch.set_num_threads)")
-    progress: bool = _f(True, "show a tqdm progress bar")
-    tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
+    iterations: int = _f(30, "training iterations (one rollout batch + one update each)", gt=0,
+                         safe=True)  # fmt: skip
+    resume: bool = _f(
+        False, "continue from the newest intact checkpoint in run_dir (bit-for-bit)", safe=True
+    )
+    overwrite: bool = _f(
+        False,
+        "start afresh in a run_dir that holds a run: the old run is moved to <run_dir>.old-N",
+        safe=True,
+    )
+    save_every: int = _f(
+        1, "save a checkpoint every N iterations (0 = only at the end)", ge=0, safe=True
+    )
+    keep_checkpoints: int = _f(2, "how many checkpoints to keep", gt=0, safe=True)
+    stop_after: int = _f(
+        0, "stop this process after N iterations as if killed (0 = never; tests)", ge=0, safe=True
+    )
+    threads: int = _f(2, "torch CPU threads (torch.set_num_threads)", gt=0)
+    progress: bool = _f(True, "show a tqdm progress bar", safe=True)
+    tensorboard: bool = _f(True, "also log to TensorBoard when it is installed", safe=True)
     # -- environment -------------------------------------------------------------------------
     env_id: str = _f(
         "mvpo/ALFWorld-v0", "Gymnasium env id (mvpo/ALFWorld-v0, mvpo/WebShop-v0, ...)"
     )
     split: str = _f("train", "training split passed to gym.make(split=...)")
     env_kwargs: dict = _f({}, 'extra gym.make keywords as JSON, e.g. \'{"data_dir": "/data"}\'')
-    num_groups: int = _f(4, "task groups per batch (B)")
-    group_size: int = _f(8, "rollouts per task (G)")
-    max_steps: int = _f(20, "episode step limit (0 = the env's registered limit)")
+    num_groups: int = _f(4, "task groups per batch (B)", gt=0)
+    group_size: int = _f(8, "rollouts per task (G)", gt=0)
+    max_steps: int = _f(20, "episode step limit (0 = the env's registered limit)", ge=0)
     tasks: list = _f(
         [1, 8, 13, 19],
         "train only on these task indices of the split (empty = sample all its tasks)",
     )
-    vectorization: str = _f("sync", "gymnasium vector mode: sync | async")
+    vectorization: Vectorization = _f("sync", "gymnasium vector mode")
     # -- policy ------------------------------------------------------------------------------
     model: str = _f("tiny-qwen2", "model folder or hub id ('tiny-qwen2' = the bundled tiny model)")
-    device: str = _f("auto", "cpu | cuda | auto")
-    dtype: str = _f("float32", "float32 | bfloat16 | float16 | auto")
-    attn_implementation: str = _f(
-        "auto", "attention kernel: auto (the model's default) | sdpa | eager | flash_attention_2"
+    device: str = _f("auto", "cpu | cuda | cuda:N | auto")
+    dtype: Dtype = _f("float32", "parameter dtype")
+    attn_implementation: AttnImpl = _f("auto", "attention kernel (auto = the model's default)")
+    action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
+    prompt_style: PromptStyle = _f("compact", "prompt template style")
+    history_length: int = _f(2, "past (observation, action) pairs shown in the prompt", ge=0)
+    temperature: float = _f(1.0, "sampling temperature (also used for every log-prob)", gt=0)
+    score_norm: ScoreNorm = _f(
+        "mean", "score mode: candidate score = mean or sum of token log-probs"
     )
-    action_mode: str = _f("score", "score (rank admissible actions) | generate (free text)")
-    prompt_style: str = _f("compact", "prompt template style: compact | seed")
-    history_length: int = _f(2, "past (observation, action) pairs shown in the prompt")
-    temperature: float = _f(1.0, "sampling temperature (also used for every log-prob)")
-    score_norm: str = _f("mean", "score mode: candidate score = mean or sum of token log-probs")
-    score_logprob: str = _f(
+    score_logprob: ScoreLogprob = _f(
         "choice",
         "score mode policy log-prob for PPO: choice (log-softmax over candidates) | tokens "
         "(the action's token log-probs)",
     )
-    score_impl: str = _f("kv", "score mode batching: kv (reuse prompt KV cache) | concat")
-    max_new_tokens: int = _f(256, "generate mode: response token limit")
-    top_p: float = _f(1.0, "generate mode: nucleus sampling")
-    invalid_penalty: float = _f(0.1, "reward penalty for malformed generations (recorded apart)")
+    score_impl: ScoreImpl = _f("kv", "score mode batching: kv (reuse prompt KV cache) | concat")
+    max_new_tokens: int = _f(256, "generate mode: response token limit", gt=0)
+    top_p: float = _f(1.0, "generate mode: nucleus sampling", gt=0, le=1)
+    invalid_penalty: float = _f(
+        0.1, "reward penalty for malformed generations (recorded apart)", ge=0
+    )
     require_think: bool = _f(False, "generate mode: a missing <think> block is malformed")
-    backend: str = _f("hf", "generate mode backend: hf | vllm")
-    vllm_gpu_memory_utilization: float = _f(0.3, "vllm: share of GPU memory for the engine")
-    max_tokens_per_forward: int = _f(16384, "padded tokens per forward pass (memory bound)")
+    backend: Backend = _f("hf", "generate mode backend")
+    vllm_gpu_memory_utilization: float = _f(
+        0.3, "vllm: share of GPU memory for the engine", gt=0, le=1
+    )
+    max_tokens_per_forward: int = _f(16384, "padded tokens per forward pass (memory bound)", gt=0)
     # -- advantage ---------------------------------------------------------------------------
     estimator: str = _f(
         "mvpo", "credit estimator: grpo gigpo mvpo ecpo progpo beacon rloo reinforce"
     )
-    gamma: float = _f(0.95, "discount of step returns (estimators that take it)")
+    gamma: float = _f(0.95, "discount of step returns (estimators that take it)", ge=0, le=1)
     estimator_kwargs: dict = _f({}, "extra estimator config as JSON (docs/estimators.md fields)")
     # -- optimisation ------------------------------------------------------------------------
-    lr: float = _f(3e-3, "AdamW learning rate")
-    weight_decay: float = _f(0.0, "AdamW weight decay")
-    adam_eps: float = _f(1e-8, "AdamW epsilon")
-    clip_ratio: float = _f(0.2, "PPO clip range (both sides unless clip_ratio_high is set)")
-    clip_ratio_high: float = _f(0.0, "PPO upper clip (0 = same as clip_ratio)")
-    ratio_level: str = _f("token", "PPO ratio per token or per step (sequence)")
-    loss_agg: str = _f("token-mean", "token-mean | seq-mean-token-sum | seq-mean-token-mean")
-    kl_coef: float = _f(0.0, "weight of low_var_kl (k3) to the frozen reference (0 = no reference)")
-    entropy_coef: float = _f(0.0, "entropy bonus weight")
-    ppo_epochs: int = _f(4, "passes over each batch")
-    minibatch_size: int = _f(128, "steps per optimizer step (0 = whole batch)")
-    micro_batch_size: int = _f(64, "steps per forward/backward (gradient accumulation)")
-    max_grad_norm: float = _f(1.0, "gradient clipping norm (0 = off)")
+    lr: float = _f(3e-3, "AdamW learning rate", gt=0)
+    weight_decay: float = _f(0.0, "AdamW weight decay", ge=0)
+    adam_eps: float = _f(1e-8, "AdamW epsilon", gt=0)
+    clip_ratio: float = _f(0.2, "PPO clip range (both sides unless clip_ratio_high is set)", gt=0)
+    clip_ratio_high: float = _f(0.0, "PPO upper clip (0 = same as clip_ratio)", ge=0)
+    ratio_level: RatioLevel = _f("token", "PPO ratio per token or per step (sequence)")
+    loss_agg: LossAgg = _f("token-mean", "PPO loss aggregation")
+    kl_coef: float = _f(
+        0.0, "weight of low_var_kl (k3) to the frozen reference (0 = no reference)", ge=0
+    )
+    entropy_coef: float = _f(0.0, "entropy bonus weight", ge=0)
+    ppo_epochs: int = _f(4, "passes over each batch", gt=0)
+    minibatch_size: int = _f(128, "steps per optimizer step (0 = whole batch)", ge=0)
+    micro_batch_size: int = _f(64, "steps per forward/backward (gradient accumulation)", gt=0)
+    max_grad_norm: float = _f(1.0, "gradient clipping norm (0 = off)", ge=0)
     skip_zero_adv: bool = _f(
         True, "skip steps whose advantage is 0 in the update when kl and entropy are off"
     )
     # -- evaluation --------------------------------------------------------------------------
-    eval_every: int = _f(0, "evaluate every N iterations (0 = never during training)")
-    eval_split: str = _f("eval", "evaluation split")
-    eval_episodes: int = _f(1, "episodes per evaluation task")
-    eval_max_tasks: int = _f(0, "evaluate on at most N tasks (0 = all)")
-    eval_greedy: bool = _f(True, "greedy (argmax) actions in evaluation")
+    eval_every: int = _f(
+        0, "evaluate every N iterations (0 = never during training)", ge=0, safe=True
+    )
+    eval_split: str = _f("eval", "evaluation split", safe=True)
+    eval_episodes: int = _f(1, "episodes per evaluation task", gt=0, safe=True)
+    eval_max_tasks: int = _f(0, "evaluate on at most N tasks (0 = all)", ge=0, safe=True)
+    eval_greedy: bool = _f(True, "greedy (argmax) actions in evaluation", safe=True)
 
     def __post_init__(self) -> None:
-        checks = {
-            "action_mode": ("score", "generate"),
-            "prompt_style": ("compact", "seed"),
-            "score_norm": ("mean", "sum"),
-            "score_logprob": ("choice", "tokens"),
-            "score_impl": ("kv", "concat"),
-            "backend": ("hf", "vllm"),
-            "ratio_level": ("token", "sequence"),
-            "loss_agg": ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean"),
-            "vectorization": ("sync", "async"),
-        }
-        for name, allowed in checks.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        for name in ("iterations", "num_groups", "group_size", "micro_batch_size"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        hints = _hints()
+        for f in dataclasses.fields(self):
+            value = _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
+            setattr(self, f.name, value)
+        for i, t in enumerate(self.tasks):
+            if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+                raise ConfigError(f"tasks[{i}]: expected a task index >= 0, got {t!r}")
+        for name in ("env_kwargs", "estimator_kwargs"):
+            bad = [k for k in getattr(self, name) if not isinstance(k, str)]
+            if bad:
+                raise ConfigError(f"{name}: keys must be strings, got {bad[0]!r}")
+        build_estimator(self)  # unknown estimator or kwarg: fails here, before any model loads
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ validation (one place)
+
+
+_KIND_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+               dict: "a mapping (JSON object)", list: "a list"}  # fmt: skip
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(TrainConfig)
+
+
+def choices_of(name: str) -> tuple[str, ...] | None:
+    """The allowed values of an enum-like field (its ``Literal``), else None."""
+    tp = _hints()[name]
+    return tuple(typing.get_args(tp)) if typing.get_origin(tp) is Literal else None
+
+
+def resume_safe_fields() -> frozenset[str]:
+    """Fields a resumed run may change without changing what it computes (``safe=True``)."""
+    return frozenset(f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("safe"))
+
+
+def _base_type(tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _base_type(args[0])
+    if origin is Literal:
+        return str
+    return origin or tp
+
+
+def _bounds_text(meta: typing.Mapping[str, Any]) -> str:
+    parts = [f"{op} {meta[key]}" for key, op in (("gt", ">"), ("ge", ">="), ("le", "<="))
+             if key in meta]  # fmt: skip
+    return " and ".join(parts)
+
+
+def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any]) -> Any:
+    """``value`` checked against the field's type and bounds (floats: ints and numeric
+    strings such as YAML's ``1e-3`` are converted); raises :class:`ConfigError`."""
+    allowed = typing.get_args(tp) if typing.get_origin(tp) is Literal else None
+    if allowed is not None:
+        if value not in allowed:
+            raise ConfigError(
+                f"{name}: expected one of {', '.join(map(str, allowed))}; got {value!r}"
+            )
+        return value
+    kind = _base_type(tp)
+    ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float and not ok:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        elif isinstance(value, str):
+            try:
+                value, ok = float(value), True
+            except ValueError:
+                ok = False
+    if not ok:
+        raise ConfigError(
+            f"{name}: expected {_KIND_WORDS.get(kind, kind.__name__)}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"{name}: expected a finite number, got {value!r}")
+    if kind in (int, float):
+        bad = (
+            ("gt" in meta and not value > meta["gt"])
+            or ("ge" in meta and not value >= meta["ge"])
+            or ("le" in meta and not value <= meta["le"])
+        )
+        if bad:
+            raise ConfigError(f"{name}: must be {_bounds_text(meta)}, got {value!r}")
+    return value
+
+
+def build_estimator(cfg: TrainConfig) -> Any:
+    """``get_estimator(cfg.estimator, gamma=..., **estimator_kwargs)``; ``gamma`` is dropped
+    for estimators without a discount (GRPO, RLOO, REINFORCE). Bad names or kwargs raise
+    :class:`ConfigError` naming ``estimator`` / ``estimator_kwargs``."""
+    from mvpo_train.credit import available_estimators, get_estimator
+
+    kwargs = dict(cfg.estimator_kwargs)
+    try:
+        try:
+            return get_estimator(cfg.estimator, **{"gamma": cfg.gamma, **kwargs})
+        except TypeError as err:
+            if "gamma" not in str(err) or "gamma" in kwargs:
+                raise
+            return get_estimator(cfg.estimator, **kwargs)
+    except KeyError:
+        raise ConfigError(
+            f"estimator: unknown estimator {cfg.estimator!r}; allowed: "
+            f"{', '.join(available_estimators())}"
+        ) from None
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"estimator_kwargs: {err}".replace("\n", " ")) from None
+
+
+def changed_fields(saved: dict[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
+    """Fields (not resume-safe) whose value differs between a saved config and ``cfg``:
+    ``name -> (saved value, new value)``; a field missing on one side counts as changed."""
+    now = cfg.to_dict()
+    safe = resume_safe_fields()
+    missing = object()
+    out: dict[str, tuple[Any, Any]] = {}
+    for name in sorted((set(saved) | set(now)) - safe):
+        a, b = saved.get(name, missing), now.get(name, missing)
+        if a != b:
+            out[name] = (None if a is missing else a, None if b is missing else b)
+    return out
 
 
 #: preset name -> field overrides
@@ -185,32 +360,52 @@ def preset(name: str, **overrides: Any) -> TrainConfig:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Field values from a YAML (or JSON) file; unknown keys are an error."""
+    """Field values from a YAML (or JSON) file; a missing file, a syntax error, a non-mapping
+    or an unknown key is a :class:`ConfigError` naming the file."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read config file ({err})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{path}: YAML syntax error{where}: {problem}") from None
+    data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of config fields")
+        raise ConfigError(f"{path}: expected a mapping of config fields, got {type(data).__name__}")
     _check_keys(data, str(path))
     return data
 
 
 def _check_keys(data: dict[str, Any], where: str) -> None:
-    valid = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(data) - valid - {"preset"})
+    valid = {f.name for f in dataclasses.fields(TrainConfig)} | {"preset"}
+    unknown = sorted(map(str, set(data) - valid))
     if unknown:
-        raise ValueError(f"{where}: unknown config field(s) {unknown}")
+        hint = difflib.get_close_matches(unknown[0], sorted(valid), n=1)
+        raise ConfigError(
+            f"{where}: unknown config field {unknown[0]!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + "; `mvpo-train --help` lists the fields"
+        )
 
 
 # ------------------------------------------------------------------ argparse from the dataclass
 
 
-def _base_type(tp: Any) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _base_type(args[0])
-    return origin or tp
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors raise :class:`ConfigError` (one line, no usage
+    dump); the CLIs print it and exit with code 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        raise ConfigError(message)
 
 
 def _parse_json(kind: type):
@@ -235,8 +430,9 @@ def _parse_json(kind: type):
 def build_parser(
     prog: str = "mvpo-train", description: str | None = None
 ) -> argparse.ArgumentParser:
-    """``argparse`` flags for every :class:`TrainConfig` field (defaults are resolved later)."""
-    p = argparse.ArgumentParser(
+    """``argparse`` flags for every :class:`TrainConfig` field (defaults are resolved later);
+    enum-like fields get ``choices`` from their ``Literal``."""
+    p = OneLineParser(
         prog=prog,
         description=description or __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -250,12 +446,14 @@ def build_parser(
     p.add_argument(
         "--config", default=None, help="YAML file of config fields (applied after the preset)"
     )
-    hints = typing.get_type_hints(TrainConfig)
+    hints = _hints()
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         kind = _base_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
-        help_text = f"{f.metadata.get('help', '')} (default: {getattr(defaults, f.name)!r})"
+        extra = _bounds_text(f.metadata)
+        help_text = f"{f.metadata.get('help', '')} (default: {getattr(defaults, f.name)!r}"
+        help_text += f"; {extra})" if extra else ")"
         if kind is bool:
             p.add_argument(
                 flag,
@@ -267,7 +465,14 @@ def build_parser(
         elif kind in (dict, list):
             p.add_argument(flag, dest=f.name, type=_parse_json(kind), default=None, help=help_text)
         else:
-            p.add_argument(flag, dest=f.name, type=kind, default=None, help=help_text)
+            p.add_argument(
+                flag,
+                dest=f.name,
+                type=kind,
+                choices=choices_of(f.name),
+                default=None,
+                help=help_text,
+            )
     return p
 
 
@@ -277,7 +482,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     file_values: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
     preset_name = getattr(args, "preset", None) or file_values.pop("preset", None) or "cpu-tiny"
     if preset_name not in PRESETS:
-        raise KeyError(f"unknown preset {preset_name!r}; available: {sorted(PRESETS)}")
+        raise ConfigError(
+            f"preset: unknown preset {preset_name!r}; allowed: {', '.join(sorted(PRESETS))}"
+        )
     values.update(PRESETS[preset_name])
     values.update(file_values)
     for f in dataclasses.fields(TrainConfig):

@@ -119,11 +119,38 @@ class MetricsLogger:
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a ``metrics.jsonl`` (or of ``<run_dir>/metrics.jsonl``)."""
+    """Rows of a ``metrics.jsonl`` (or of ``<run_dir>/metrics.jsonl``).
+
+    A missing file or a malformed line is a :class:`~mvpo_train.config.ConfigError` naming
+    the file and line; only a torn last line (no final newline: the process was killed while
+    writing it, docs/training.md "Reliability") is left out.
+    """
+    from mvpo_train.config import ConfigError
+
     path = Path(path)
     if path.is_dir():
         path = path / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such metrics file (not a run folder?)") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable ({type(err).__name__})") from None
+    lines = text.split("\n")
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):  # the torn last line of a killed writer
+                break
+            raise ConfigError(f"{path}: line {n} is not a JSON object") from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"{path}: line {n} is not a JSON object")
+        rows.append(row)
+    return rows
 
 
 def _smooth(y: np.ndarray, window: int) -> np.ndarray:
@@ -151,10 +178,18 @@ def plot_metrics(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mvpo_train.config import ConfigError
+
     data = [read_metrics(r) for r in runs]
-    keys = [k for k in keys if any(row.get(k) is not None for rows in data for row in rows)]
+    wanted = list(keys)
+    keys = [k for k in wanted if any(row.get(k) is not None for rows in data for row in rows)]
     if not keys:
-        raise ValueError("none of the requested metric keys is in these runs")
+        raise ConfigError(
+            f"--keys: none of {wanted} is in these runs; available: "
+            f"{sorted({k for rows in data for row in rows for k in row})[:12]}"
+        )
+    if x != "iteration" and not any(x in row for rows in data for row in rows):
+        raise ConfigError(f"--x: {x!r} is not a metric of these runs (try iteration, env_steps)")
     labels = (
         list(labels)
         if labels

@@ -19,8 +19,13 @@ spirit of CleanRL; helpers below it do the per-row tensor bookkeeping.
 from __future__ import annotations
 
 import copy
+import os
 import random
+import re
+import shutil
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +38,16 @@ from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.backends import make_backend
 from mvpo_train.batch import StepBatch
 from mvpo_train.checkpoint import (
+    CheckpointError,
     capture_rng,
-    latest_checkpoint,
+    find_intact_checkpoint,
     load_checkpoint,
     load_model_weights,
+    remove_stale_temporaries,
     restore_rng,
     save_checkpoint,
 )
-from mvpo_train.config import TrainConfig
-from mvpo_train.credit import get_estimator
+from mvpo_train.config import ConfigError, TrainConfig, build_estimator, changed_fields
 from mvpo_train.loss import LossConfig, ppo_loss
 from mvpo_train.metrics import MetricsLogger, PhaseTimer
 from mvpo_train.policy import Policy
@@ -49,19 +55,33 @@ from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector, RolloutConfig
 from mvpo_train.tiny_model import resolve_model_path
 
-__all__ = ["build_estimator", "evaluate", "load_policy", "train", "row_logprobs"]
+__all__ = [
+    "RUN_ARTIFACTS",
+    "RunPlan",
+    "build_estimator",
+    "check_runtime",
+    "evaluate",
+    "load_policy",
+    "plan_run",
+    "row_logprobs",
+    "train",
+]
 
 
 # ================================================================== the loop
 
 
 def train(cfg: TrainConfig) -> list[dict[str, Any]]:
-    """Run (or resume) training; returns the metrics rows written by this process."""
+    """Run (or resume) training; returns the metrics rows written by this process.
+
+    Bad settings, a run folder that may not be reused and an unusable checkpoint raise
+    :class:`ConfigError` / :class:`CheckpointError` before anything is written
+    (docs/training.md, "Reliability").
+    """
     _quiet_transformers()
     torch.set_num_threads(cfg.threads)
-    run_dir = Path(cfg.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+    plan = plan_run(cfg)  # the run folder's rules; reads, never writes
+    check_runtime(cfg)
     _seed_everything(cfg.seed)
 
     # -- setup: policy, reference, optimizer, estimator, envs, RNGs ---------------------------
@@ -95,12 +115,12 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         entropy_coef=cfg.entropy_coef,
     )
 
-    # -- resume --------------------------------------------------------------------------------
+    # -- the run folder (setup succeeded: now write) and resume --------------------------------
+    run_dir = plan.open(cfg)
     start, env_steps, metrics_rows = 0, 0, 0
-    ckpt = latest_checkpoint(run_dir) if cfg.resume else None
-    if ckpt is not None:
-        saved = load_checkpoint(ckpt)
-        load_model_weights(policy.model, ckpt)
+    if plan.checkpoint is not None:
+        saved = plan.saved
+        load_model_weights(policy.model, plan.checkpoint)
         optimizer.load_state_dict(saved["optimizer"])
         estimator.load_state_dict(saved["state"]["estimator"])
         restore_rng(saved["rng"], gens)
@@ -109,8 +129,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         metrics_rows = saved["state"]["metrics_rows"]
         if backend is not None:
             backend.sync_weights(policy.model)
-    elif not cfg.resume and (run_dir / "metrics.jsonl").exists():
-        (run_dir / "metrics.jsonl").unlink()
+        if start >= cfg.iterations:
+            _say(f"nothing to do: the run is complete at iteration {start} (raise --iterations)")
     logger = MetricsLogger(run_dir, tensorboard=cfg.tensorboard, keep_rows=metrics_rows)
     eval_state: dict[str, Any] = {}
 
@@ -212,6 +232,137 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
 # ================================================================== setup helpers
 
 
+#: what makes a folder hold a run (other files, e.g. a user's log, do not count)
+RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard")
+
+
+def _say(message: str) -> None:
+    print(f"mvpo-train: {message}", file=sys.stderr, flush=True)
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@dataclass
+class RunPlan:
+    """What :func:`train` will do with ``run_dir`` (decided by :func:`plan_run` before any
+    write; carried out by :meth:`open` once the setup has succeeded)."""
+
+    run_dir: Path
+    checkpoint: Path | None = None  #: the intact checkpoint a resumed run starts from
+    saved: dict[str, Any] = field(default_factory=dict)  #: its loaded contents
+    corrupt: list[tuple[Path, str]] = field(default_factory=list)  #: newer, failed checks
+    move_aside: bool = False  #: --overwrite of a folder that holds a run
+
+    def open(self, cfg: TrainConfig) -> Path:
+        """Move an old run aside or set corrupt checkpoints aside, then write config.yaml."""
+        run_dir = self.run_dir
+        if self.move_aside:
+            n = 1
+            while run_dir.with_name(f"{run_dir.name}.old-{n}").exists():
+                n += 1
+            target = run_dir.with_name(f"{run_dir.name}.old-{n}")
+            os.rename(run_dir, target)
+            _say(f"--overwrite: moved the previous run in {run_dir} to {target}")
+        for path, reason in self.corrupt:
+            target = path.with_name(path.name + ".corrupt")
+            if target.exists():
+                shutil.rmtree(target)
+            os.rename(path, target)
+            _say(f"skipped a corrupt checkpoint ({reason}); kept as {target.name}")
+        if self.checkpoint is not None:
+            remove_stale_temporaries(run_dir)
+            if self.corrupt:
+                _say(f"resuming from the newest intact checkpoint, {self.checkpoint.name}")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+        return run_dir
+
+
+def plan_run(cfg: TrainConfig) -> RunPlan:
+    """Apply the run folder's rules (docs/training.md, "Reliability") without writing:
+
+    * a fresh run refuses a folder that holds a run unless ``overwrite`` (then the old run
+      is moved to ``<run_dir>.old-N``, never mixed with the new one);
+    * ``resume`` needs an intact checkpoint (checksums verified; newer corrupt ones are
+      reported and set aside) and the same config apart from the resume-safe fields.
+    """
+    run_dir = Path(cfg.run_dir)
+    plan = RunPlan(run_dir)
+    if cfg.resume and cfg.overwrite:
+        raise ConfigError("resume: --resume and --overwrite exclude each other")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run_dir: {run_dir} exists and is not a folder")
+    if not cfg.resume:
+        found = [name for name in RUN_ARTIFACTS if (run_dir / name).exists()]
+        if found and not cfg.overwrite:
+            raise ConfigError(
+                f"run_dir: {run_dir} already holds a run ({', '.join(found)}); pass --resume "
+                "to continue it or --overwrite to move it aside and start afresh"
+            )
+        plan.move_aside = bool(found)
+        return plan
+    if not run_dir.is_dir():
+        raise ConfigError(f"run_dir: {run_dir} does not exist, so there is nothing to resume")
+    ckpt, corrupt = find_intact_checkpoint(run_dir)
+    if ckpt is None:
+        if corrupt:
+            raise CheckpointError(f"no intact checkpoint to resume from: {corrupt[-1][1]}")
+        raise ConfigError(
+            f"run_dir: {run_dir} has no complete checkpoint to resume from; run without "
+            "--resume (with --overwrite if the folder holds a run) to start afresh"
+        )
+    saved = load_checkpoint(ckpt, verify=False)  # just verified
+    changed = changed_fields(saved["state"].get("config", {}), cfg)
+    if changed:
+        diff = ", ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in changed.items())
+        raise ConfigError(
+            f"resume: the config differs from the run's in {diff}; a resumed run may change "
+            "only iterations, checkpointing, logging and evaluation fields"
+        )
+    done = int(saved["state"]["iteration"])
+    if cfg.iterations < done:
+        raise ConfigError(
+            f"iterations: the run is already at iteration {done}; expected >= {done}, "
+            f"got {cfg.iterations}"
+        )
+    plan.checkpoint, plan.saved, plan.corrupt = ckpt, saved, corrupt
+    return plan
+
+
+def check_runtime(cfg: TrainConfig) -> None:
+    """The env id is registered and the model exists (before anything heavy loads)."""
+    import gymnasium as gym
+
+    if cfg.env_id not in gym.registry:
+        ours = sorted(k for k in gym.registry if k.startswith("mvpo/"))
+        raise ConfigError(
+            f"env_id: unknown env id {cfg.env_id!r}; registered: {', '.join(ours)} "
+            "(or any other registered Gymnasium id)"
+        )
+    _model_path(cfg.model)
+
+
+def _model_path(name: str) -> str:
+    """``resolve_model_path`` with one-line errors: a local path must be a model folder."""
+    try:
+        path = resolve_model_path(name)
+    except FileNotFoundError as err:
+        raise ConfigError(f"model: {err}") from None
+    looks_local = path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path
+    local = Path(path).expanduser()
+    if local.exists() or looks_local:
+        if not local.is_dir():
+            raise ConfigError(f"model: {path} is not a model folder (it does not exist)")
+        if not (local / "config.json").is_file():
+            raise ConfigError(f"model: {path} is not a model folder (no config.json in it)")
+    elif not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", path):
+        raise ConfigError(f"model: {path!r} is neither a model folder nor a hub id (org/name)")
+    return path
+
+
 def _quiet_transformers() -> None:
     """No per-call progress bars from transformers (loading / saving weights)."""
     try:
@@ -231,16 +382,22 @@ def _seed_everything(seed: int) -> None:
 
 def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
     """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder)."""
-    path = resolve_model_path(model or cfg.model)
-    policy = Policy.from_pretrained(
-        path,
-        device=cfg.device,
-        dtype=cfg.dtype,
-        temperature=cfg.temperature,
-        max_tokens_per_forward=cfg.max_tokens_per_forward,
-        score_impl=cfg.score_impl,
-        attn_implementation=None if cfg.attn_implementation == "auto" else cfg.attn_implementation,
-    )
+    path = _model_path(model or cfg.model)
+    try:
+        policy = Policy.from_pretrained(
+            path,
+            device=cfg.device,
+            dtype=cfg.dtype,
+            temperature=cfg.temperature,
+            max_tokens_per_forward=cfg.max_tokens_per_forward,
+            score_impl=cfg.score_impl,
+            attn_implementation=(
+                None if cfg.attn_implementation == "auto" else cfg.attn_implementation
+            ),
+        )
+    except OSError as err:  # transformers: not a model folder, not in the offline cache
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"model: cannot load {path!r}: {first}") from None
     if getattr(policy.model, "generation_config", None) is not None:
         policy.model.generation_config.do_sample = True
     return policy
@@ -266,18 +423,6 @@ def _make_backend(cfg: TrainConfig, policy: Policy) -> Any:
     if cfg.backend == "vllm":
         kwargs["gpu_memory_utilization"] = cfg.vllm_gpu_memory_utilization
     return make_backend(cfg.backend, policy, **kwargs)
-
-
-def build_estimator(cfg: TrainConfig) -> Any:
-    """``get_estimator(cfg.estimator, gamma=..., **estimator_kwargs)``; ``gamma`` is dropped
-    for estimators without a discount (GRPO, RLOO, REINFORCE)."""
-    kwargs = dict(cfg.estimator_kwargs)
-    try:
-        return get_estimator(cfg.estimator, **{"gamma": cfg.gamma, **kwargs})
-    except TypeError as err:
-        if "gamma" not in str(err) or "gamma" in kwargs:
-            raise
-        return get_estimator(cfg.estimator, **kwargs)
 
 
 def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
