@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from mvpo_train.cli import build_model_main, eval_main, plot_main, train_main
-from mvpo_train.config import PRESETS, TrainConfig, build_parser, config_from_args, preset
+from mvpo_train.config import (
+    PRESETS,
+    ConfigError,
+    TrainConfig,
+    build_parser,
+    changed_fields,
+    choices_of,
+    config_from_args,
+    preset,
+    resume_safe_fields,
+)
 from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 
 
@@ -44,9 +54,9 @@ def test_layering_defaults_preset_yaml_flags(tmp_path):
         "preset: gpu-qwen2.5-1.5b\nlr: 0.001\nestimator: gigpo\nestimator_kwargs: {omega: 0.5}\n"
     )
     cfg = config_from_args(
-        p.parse_args(["--config", str(yaml_file), "--estimator", "grpo", "--no-progress"])
+        p.parse_args(["--config", str(yaml_file), "--estimator", "ecpo", "--no-progress"])
     )
-    assert cfg.lr == 0.001 and cfg.estimator == "grpo" and cfg.progress is False
+    assert cfg.lr == 0.001 and cfg.estimator == "ecpo" and cfg.progress is False
     assert (
         cfg.estimator_kwargs == {"omega": 0.5} and cfg.model == PRESETS["gpu-qwen2.5-1.5b"]["model"]
     )
@@ -54,15 +64,76 @@ def test_layering_defaults_preset_yaml_flags(tmp_path):
     assert cfg.tasks == [3, 5] and cfg.env_kwargs == {"data_dir": "/d"}
 
 
-def test_bad_values_are_rejected(tmp_path):
-    with pytest.raises(ValueError):
+def test_bad_values_are_rejected(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="action_mode: expected one of score, generate"):
         TrainConfig(action_mode="dance")
     bad = tmp_path / "bad.yaml"
     bad.write_text("learning_rate: 1\n")
-    with pytest.raises(SystemExit):
-        train_main(["--config", str(bad)])
+    assert train_main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.yaml: unknown config field 'learning_rate'" in err
     with pytest.raises(KeyError):
         preset("nope")
+    # the estimator and its kwargs are checked when the config is built
+    with pytest.raises(ConfigError, match="estimator: unknown estimator 'gipgo'"):
+        TrainConfig(estimator="gipgo")
+    with pytest.raises(ConfigError, match=r"estimator_kwargs: .*\['lamda_L'\]"):
+        TrainConfig(estimator="mvpo", estimator_kwargs={"lamda_L": 0.3})
+    with pytest.raises(ConfigError, match="estimator_kwargs: eps must be > 0"):
+        TrainConfig(estimator="grpo", estimator_kwargs={"eps": -1.0})
+
+
+def test_enum_fields_choices_and_checks_come_from_their_literal():
+    """One place: the Literal of a field gives the argparse choices and the validation."""
+    import typing
+
+    parser = build_parser()
+    flags = {a.dest: a for a in parser._actions}
+    hints = typing.get_type_hints(TrainConfig)
+    enums = [f.name for f in dataclasses.fields(TrainConfig) if choices_of(f.name)]
+    assert {"action_mode", "loss_agg", "vectorization", "dtype", "backend"} <= set(enums)
+    for name in enums:
+        assert typing.get_origin(hints[name]) is typing.Literal
+        allowed = choices_of(name)
+        assert tuple(flags[name].choices) == allowed
+        assert getattr(TrainConfig(), name) in allowed
+        for value in allowed:
+            assert getattr(TrainConfig(**{name: value}), name) == value
+        with pytest.raises(ConfigError, match=f"^{name}: expected one of"):
+            TrainConfig(**{name: "not-a-choice"})
+    assert flags["lr"].help.endswith("; > 0)") and flags["top_p"].help.endswith("> 0 and <= 1)")
+
+
+def test_types_and_bounds():
+    assert TrainConfig(lr="1e-3").lr == 0.001  # YAML 1.1 reads 1e-3 as a string
+    assert TrainConfig(lr=1).lr == 1.0 and isinstance(TrainConfig(lr=1).lr, float)
+    for kw, match in [
+        ({"num_groups": "four"}, "num_groups: expected an integer, got 'four'"),
+        ({"num_groups": 4.0}, "num_groups: expected an integer"),
+        ({"progress": "yes"}, "progress: expected true or false"),
+        ({"ppo_epochs": -1}, "ppo_epochs: must be > 0, got -1"),
+        ({"minibatch_size": -3}, "minibatch_size: must be >= 0, got -3"),
+        ({"keep_checkpoints": -1}, "keep_checkpoints: must be > 0"),
+        ({"lr": -0.1}, "lr: must be > 0, got -0.1"),
+        ({"lr": float("nan")}, "lr: expected a finite number"),
+        ({"top_p": 1.5}, "top_p: must be > 0 and <= 1, got 1.5"),
+        ({"tasks": [1, -2]}, r"tasks\[1\]: expected a task index >= 0"),
+        ({"env_kwargs": [1]}, "env_kwargs: expected a mapping"),
+    ]:
+        with pytest.raises(ConfigError, match=match):
+            TrainConfig(**kw)
+
+
+def test_resume_safe_fields_and_changed_fields():
+    safe = resume_safe_fields()
+    assert {"iterations", "resume", "overwrite", "stop_after", "keep_checkpoints"} <= safe
+    assert not {"lr", "seed", "estimator", "estimator_kwargs", "num_groups", "model"} & safe
+    base = TrainConfig()
+    saved = base.to_dict()
+    assert changed_fields(saved, TrainConfig(iterations=99, resume=True, progress=False)) == {}
+    diff = changed_fields(saved, TrainConfig(lr=0.01, seed=3))
+    assert diff == {"lr": (0.003, 0.01), "seed": (0, 3)}
+    assert changed_fields({**saved, "old_field": 1}, base) == {"old_field": (1, None)}
 
 
 def test_print_config(capsys):
