@@ -1,0 +1,196 @@
+"""Bad input to the CLIs: one line naming the field or file and what is allowed, exit code 2,
+no traceback (``--debug`` shows it), nothing written (docs/training.md, "Reliability")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mvpo_train.cli import build_model_main, eval_main, plot_main, train_main
+
+MAINS = {
+    "mvpo-train": train_main,
+    "mvpo-eval": eval_main,
+    "mvpo-plot": plot_main,
+    "mvpo-build-tiny-model": build_model_main,
+}
+
+
+def _one_line_error(capsys, prog: str, rc: int) -> str:
+    captured = capsys.readouterr()
+    assert rc == 2, captured
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith(f"{prog}: error: "), lines[0]
+    assert "Traceback" not in captured.err and "Traceback" not in captured.out
+    return lines[0]
+
+
+# (case id, YAML text or None, flags, expected fragment of the one line)
+TRAIN_CASES = [
+    ("yaml-syntax", "lr: [0.1,\nseed: 1\n", [], "YAML syntax error at line"),
+    ("yaml-not-mapping", "- 1\n- 2\n", [], "expected a mapping of config fields"),
+    ("yaml-unknown-field", "learning_rate: 0.1\n", [], "unknown config field 'learning_rate'"),
+    ("yaml-wrong-type", "num_groups: four\n", [], "num_groups: expected an integer, got 'four'"),
+    ("yaml-negative-epochs", "ppo_epochs: -1\n", [], "ppo_epochs: must be > 0, got -1"),
+    ("yaml-negative-keep", "keep_checkpoints: -1\n", [], "keep_checkpoints: must be > 0"),
+    ("yaml-negative-lr", "lr: -0.1\n", [], "lr: must be > 0, got -0.1"),
+    ("yaml-bad-enum", "loss_agg: mean\n", [], "loss_agg: expected one of token-mean"),
+    ("yaml-bad-kwargs", "estimator_kwargs: [1]\n", [], "estimator_kwargs: expected a mapping"),
+    ("flag-wrong-type", None, ["--num-groups", "four"], "--num-groups: invalid int value"),
+    ("flag-negative-minibatch", None, ["--minibatch-size", "-3"], "minibatch_size: must be >= 0"),
+    ("flag-zero-groups", None, ["--group-size", "0"], "group_size: must be > 0, got 0"),
+    ("flag-bad-choice", None, ["--action-mode", "dance"], "--action-mode: invalid choice"),
+    ("flag-bad-json", None, ["--env-kwargs", "[1]"], "expected a JSON dict"),
+    ("flag-negative-task", None, ["--tasks", "[1,-2]"], "tasks[1]: expected a task index >= 0"),
+    ("unknown-estimator", None, ["--estimator", "gipgo"], "estimator: unknown estimator 'gipgo'"),
+    (
+        "unknown-estimator-kwarg",
+        None,
+        ["--estimator-kwargs", '{"lamda_L": 0.3}'],
+        "estimator_kwargs: estimator 'mvpo' got unknown config field(s) ['lamda_L']",
+    ),
+    ("bad-estimator-value", None, ["--estimator-kwargs", '{"eps": -1}'], "eps must be > 0"),
+    ("missing-config-file", None, ["--config", "/nonexistent/x.yaml"], "config file not found"),
+    ("unknown-preset-in-yaml", "preset: huge\n", [], "preset: unknown preset 'huge'"),
+    ("missing-model", None, ["--model", "/nonexistent/model"], "model: /nonexistent/model"),
+    ("unknown-env-id", None, ["--env-id", "mvpo/Nope-v0"], "env_id: unknown env id"),
+    ("resume-missing-run", None, ["--resume"], "does not exist, so there is nothing to resume"),
+    ("resume-and-overwrite", None, ["--resume", "--overwrite"], "exclude each other"),
+]
+
+
+@pytest.mark.parametrize("case", TRAIN_CASES, ids=[c[0] for c in TRAIN_CASES])
+def test_mvpo_train_bad_input(case, tmp_path, capsys, micro):
+    _, yaml_text, flags, expected = case
+    run = tmp_path / "run"
+    model = [] if "--model" in flags else ["--model", str(micro)]
+    argv = ["--run-dir", str(run), *model, *flags]
+    if yaml_text is not None:
+        (tmp_path / "c.yaml").write_text(yaml_text)
+        argv += ["--config", str(tmp_path / "c.yaml")]
+    line = _one_line_error(capsys, "mvpo-train", train_main(argv))
+    assert expected in line
+    assert not run.exists()  # nothing written
+
+
+def test_estimator_is_checked_before_the_model_loads(tmp_path, capsys):
+    """A typo in the estimator is reported even when the model is missing too."""
+    argv = ["--run-dir", str(tmp_path / "r"), "--model", "/nonexistent/m", "--estimator", "x"]
+    assert "estimator: unknown estimator 'x'" in _one_line_error(
+        capsys, "mvpo-train", train_main(argv)
+    )
+
+
+def test_a_failing_command_leaves_the_runs_config_yaml_alone(tmp_path, capsys, train_argv):
+    run = tmp_path / "run"
+    assert train_main(train_argv(run, iterations=1)) == 0
+    before = (run / "config.yaml").read_bytes()
+    metrics = (run / "metrics.jsonl").read_bytes()
+    capsys.readouterr()
+    for flags in (
+        ["--resume", "--lr", "0.5"],  # refused: a changed config
+        ["--resume", "--model", "/nonexistent/m"],  # refused: a missing model
+        ["--overwrite", "--env-id", "mvpo/Nope-v0"],  # refused before the old run is moved
+        ["--resume", "--estimator", "nope"],
+    ):
+        assert train_main(train_argv(run, *flags, iterations=2)) == 2, flags
+        capsys.readouterr()
+        assert (run / "config.yaml").read_bytes() == before, flags
+        assert (run / "metrics.jsonl").read_bytes() == metrics, flags
+    assert not list(tmp_path.glob("run.old-*"))
+
+
+# ------------------------------------------------------------------ mvpo-eval / plot / build
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, train_argv) -> Path:
+    run = tmp_path_factory.mktemp("evalrun") / "run"
+    assert train_main(train_argv(run, iterations=1)) == 0
+    return run
+
+
+def _other_cases(run: Path, tmp: Path) -> list[tuple[str, list[str], str]]:
+    bad_metrics = tmp / "bad.jsonl"
+    bad_metrics.write_text('{"iteration": 1}\nnot json\n{"iteration": 3}\n')
+    (tmp / "syntax.yaml").write_text("a: [\n")
+    (tmp / "norun").mkdir(exist_ok=True)
+    return [
+        ("mvpo-eval", ["--run-dir", str(tmp / "missing")], "--run-dir: "),
+        ("mvpo-eval", ["--run-dir", str(tmp / "norun")], "has no config.yaml"),
+        ("mvpo-eval", ["--run-dir", str(run), "--tasks", "a,b"], "--tasks: expected comma"),
+        ("mvpo-eval", ["--run-dir", str(run), "--episodes", "0"], "--episodes: expected an"),
+        ("mvpo-eval", ["--model", "/nonexistent/m"], "model: /nonexistent/m"),
+        ("mvpo-eval", ["--run-dir", str(run), "--env-id", "Nope-v9"], "env_id: unknown env id"),
+        ("mvpo-eval", ["--config", str(tmp / "syntax.yaml")], "YAML syntax error at line 2"),
+        ("mvpo-eval", ["--preset", "huge"], "--preset: invalid choice"),
+        ("mvpo-plot", [str(tmp / "missing")], "no such metrics file"),
+        ("mvpo-plot", [str(bad_metrics)], "bad.jsonl: line 2 is not a JSON object"),
+        ("mvpo-plot", [str(run), "--keys", "nope"], "--keys: none of ['nope']"),
+        ("mvpo-plot", [str(run), "--smooth", "0"], "--smooth: expected an integer >= 1"),
+        ("mvpo-plot", [str(run), "--labels", "a", "b"], "--labels: expected one label per run"),
+        ("mvpo-plot", [str(run), "--x", "nope"], "--x: 'nope' is not a metric"),
+        ("mvpo-build-tiny-model", ["--hidden-size", "0"], "--hidden-size: expected an integer"),
+        (
+            "mvpo-build-tiny-model",
+            ["--hidden-size", "30", "--num-attention-heads", "4"],
+            "--hidden-size: must be a multiple of --num-attention-heads",
+        ),
+        ("mvpo-build-tiny-model", ["--data-dir", str(tmp / "missing")], "--data-dir: "),
+        ("mvpo-build-tiny-model", ["--env-id", "Nope-v9"], "--env-id: unknown env id"),
+    ]
+
+
+def test_eval_plot_build_bad_input(run_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    for prog, argv, expected in _other_cases(run_dir, tmp_path):
+        if prog == "mvpo-build-tiny-model":
+            argv = [*argv, "--out", str(out)]
+        if prog == "mvpo-plot":
+            argv = [*argv, "--out", str(out / "x.png")]
+        line = _one_line_error(capsys, prog, MAINS[prog](argv))
+        assert expected in line, (prog, argv, line)
+        assert not out.exists(), (prog, argv)
+
+
+def test_eval_reads_the_run_and_plot_skips_only_a_torn_last_line(run_dir, tmp_path, capsys):
+    torn = tmp_path / "m.jsonl"
+    rows = (run_dir / "metrics.jsonl").read_text()
+    torn.write_text(rows + '{"iteration": 2, "succ')  # killed mid-write
+    out = tmp_path / "c.png"
+    assert plot_main([str(torn), "--keys", "success", "--out", str(out)]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    res = tmp_path / "e.json"
+    argv = ["--run-dir", str(run_dir), "--max-tasks", "1", "--out", str(res)]
+    assert eval_main(argv) == 0
+    assert json.loads(res.read_text())["model"].endswith("iter-000001")
+
+
+# ------------------------------------------------------------------ real processes
+
+
+def _run(prog: str, argv: list[str]) -> subprocess.CompletedProcess:
+    fn = {"mvpo-train": "train_main", "mvpo-eval": "eval_main", "mvpo-plot": "plot_main"}[prog]
+    code = f"import sys; from mvpo_train.cli import {fn}; sys.exit({fn}())"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_console_scripts_exit_2_with_one_line_and_debug_shows_the_traceback(tmp_path):
+    (tmp_path / "c.yaml").write_text("num_groups: four\n")
+    res = _run("mvpo-train", ["--config", str(tmp_path / "c.yaml")])
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.splitlines() == [
+        "mvpo-train: error: num_groups: expected an integer, got 'four' (str)"
+    ]
+    res = _run("mvpo-plot", [str(tmp_path / "none")])
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1
+    res = _run("mvpo-train", ["--config", str(tmp_path / "c.yaml"), "--debug"])
+    assert res.returncode == 1
+    assert "Traceback" in res.stderr and "ConfigError: num_groups" in res.stderr
