@@ -1,4 +1,4 @@
-"""SearchQA's paper abstraction, in two variants (docs/estimators.md §3.1, docs/environments.md).
+"""SearchQA's paper abstraction, in two variants (docs/estimators.md §3.1, docs/searchqa.md).
 
 No depth bin: the signature is the number of searches so far and the best thing retrieved,
 ``s{n}|ans`` (a passage holding a golden answer has been retrieved), ``s{n}|bridge`` (the bridge
@@ -28,18 +28,20 @@ Questions, golden answers, the bridge name and compared entities come from ``sta
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from mvpo_abstraction.base import Abstraction, State
 from mvpo_abstraction.registry import register_abstraction
-from mvpo_envs.searchqa.metrics import has_answer, normalize_answer
-from mvpo_envs.searchqa.protocol import INVALID_FEEDBACK
+from mvpo_abstraction.text_rules.searchqa import (
+    INVALID_FEEDBACK,
+    has_answer,
+    information_blocks,
+    normalize_answer,
+    passage_titles,
+)
+from mvpo_abstraction.text_rules.tags import tag_pairs
 
 MILESTONES = ("first_search", "answer_retrieved", "bridge_retrieved", "followup_search", "answered")
-_INFORMATION = re.compile(r"<information>(.*?)</information>", re.DOTALL)
-_TITLE = re.compile(r"Doc \d+\(Title: (.*?)\) ")
-_ANSWER = re.compile(r"<answer>.*?</answer>", re.DOTALL)
 
 
 class _SearchQAAbstraction(Abstraction):
@@ -103,12 +105,12 @@ class SearchQATextAbstraction(_SearchQAAbstraction):
         blocks, answered = [], False
         for turn in state.get("transcript", []):
             observation = turn["observation"]
-            block = _INFORMATION.search(observation)
-            if block is not None:
-                blocks.append(block.group(1))
-            elif observation != INVALID_FEEDBACK and _ANSWER.search(turn["action"]):
+            found = information_blocks(observation)
+            if found:
+                blocks.append(found[0])
+            elif observation != INVALID_FEEDBACK and tag_pairs(turn["action"], ("answer",)):
                 answered = True
-        titles = {normalize_answer(t.strip('"')) for b in blocks for t in _TITLE.findall(b)}
+        titles = {normalize_answer(t) for b in blocks for t in passage_titles(b)}
         return {
             "num_searches": len(blocks),
             "had_info": bool(titles),

@@ -1,27 +1,7 @@
 """``mvpo/SearchQA-v0``: Search-R1's search-and-answer protocol as a Gymnasium text env.
 
-docs/environments.md, "mvpo/SearchQA-v0" and the common contract. One episode is one question.
-
-* Observation at reset: Search-R1's instruction followed by ``Question: ...?`` (``prompt=
-  "search-r1"``, default) or the bare question (``prompt="question"``). ``info["task"]`` is the
-  question.
-* ``<search> query </search>`` -> ``"\\n\\n<information>Doc 1(Title: ...) ...</information>\\n\\n"``
-  (top ``topk`` passages, default 3), reward 0.
-* ``<answer> text </answer>`` -> observation ``""``, reward = exact match (SQuAD normalisation,
-  any golden answer), ``terminated``; ``info`` carries ``em``, ``f1``, ``substring_em``, ``answer``.
-* Anything else (no tag, both tags, nested tags, empty content; see
-  :func:`~mvpo_envs.searchqa.protocol.parse_action`) is an invalid action: Search-R1's fixed
-  feedback text, reward 0, ``invalid_action=True``.
-* ``TimeLimit`` (4 steps in the registration) truncates.
-
-Actions are parsed from the *raw* text (case and line breaks kept), not from the base class's
-canonical lower-cased form: :meth:`step` keeps the raw action for :meth:`_is_admissible` /
-:meth:`_act`. ``info["state"]`` holds what :mod:`mvpo_abstraction.searchqa` reads.
-
-Data: the bundled generated set (``split="train" | "test"``; ``"eval"`` is ``"test"``), or yours
-with ``qa_path=`` (a QA jsonl, or a folder with ``<split>.jsonl``) and ``corpus_path=``.
-Retrieval: ``retriever="bm25" | "dense" | "pyserini" | "http"`` (or a Retriever object) with
-``retriever_kwargs``; local retrievers are shared by every env of a process.
+docs/searchqa.md (usage, protocol, the fidelity table) and docs/environments.md (the common
+contract). The class docstring of :class:`SearchQAEnv` is the reference.
 """
 
 from __future__ import annotations
@@ -33,6 +13,12 @@ from typing import Any
 
 from mvpo_abstraction.base import Abstraction
 from mvpo_envs.base import TextEnv, Transition
+from mvpo_envs.searchqa.budget import (
+    DEFAULT_TOKENIZER,
+    SEARCH_R1_MAX_OBS_TOKENS,
+    cut_to_tokens,
+    resolve_tokenizer,
+)
 from mvpo_envs.searchqa.data import (
     Corpus,
     QAItem,
@@ -56,12 +42,60 @@ from mvpo_envs.searchqa.protocol import (
 from mvpo_envs.searchqa.retrievers import LOCAL_BACKENDS, Hit, Retriever, shared_retriever
 
 PROMPTS = ("search-r1", "question")
+#: Search-R1's ``max_turns`` in its training and evaluation scripts (search-able turns)
+SEARCH_R1_MAX_TURNS = 4
 #: longest raw action kept in ``state["transcript"]``
 TRANSCRIPT_ACTION_CHARS = 2000
 
 
 class SearchQAEnv(TextEnv):
-    """Search-R1 question answering over a retriever; see the module docstring."""
+    """Question answering with a search engine, as Search-R1 trains it.
+
+    One episode is one question. The agent writes ``<search> query </search>`` to retrieve the
+    top ``topk`` passages, and ends with ``<answer> text </answer>``.
+
+    **Action space**: text (:class:`~mvpo_envs.spaces.AnyText`), the model's whole output for
+    the turn. It is parsed from the raw text (case and line breaks kept) with ``parse_mode``:
+    ``"search-r1"`` (default; Search-R1's rule: cut after the first ``</search>``, else after
+    the first ``</answer>``, then the first ``<(search|answer)>(.*?)</\\1>``, empty content
+    allowed) or ``"strict"`` (exactly one non-empty tag pair). A non-``str`` action raises
+    ``TypeError``; nothing a model writes raises.
+
+    **Observation space**: text. At reset, Search-R1's instruction followed by ``Question:
+    ...?`` (``prompt="search-r1"``) or the bare question (``prompt="question"``). After a search,
+    ``"\\n\\n<information>Doc 1(Title: T) text\\n...</information>\\n\\n"``; after an
+    answer, ``""``; after an unparsable output, Search-R1's fixed invalid-action text
+    (:data:`~mvpo_abstraction.text_rules.searchqa.INVALID_FEEDBACK`). Every step's observation
+    is cut to its first ``max_obs_tokens`` tokens of ``tokenizer`` (Search-R1's
+    ``max_obs_length=500``; :mod:`mvpo_envs.searchqa.budget`).
+
+    **Reward**: on the answer step, exact match after SQuAD normalisation against any golden
+    answer (Search-R1's ``em_check``), 0 or 1; every other step 0. ``info`` adds ``em``,
+    ``f1``, ``substring_em``, ``answer``, ``question_type``, ``golden_answers`` and the common
+    contract (docs/environments.md).
+
+    **Episode end**: ``terminated`` on the answer. Search-R1's turn budget (``max_turns=4``):
+    turns 1..``max_turns`` may search; turn ``max_turns + 1`` is the final, answer-only turn
+    (Search-R1's last generation with ``do_search=False``): an answer there scores as usual; a
+    search returns the empty ``<information></information>`` block and an unparsable output the
+    invalid text, and either ends the episode with ``truncated=True``. The registration's
+    ``TimeLimit`` should be ``max_turns + 1`` (5); with ``max_turns=None`` the env sets no
+    budget and only ``TimeLimit`` truncates (every turn may search: the behaviour before v0
+    revision 2).
+
+    **Arguments**: ``split`` (``"train"``/``"test"``/``"eval"`` of the bundled set, or
+    ``<qa_path>/<split>.jsonl``), ``corpus_path``, ``qa_path`` (FlashRAG jsonl), ``retriever``
+    (``"bm25"``, ``"dense"``, ``"pyserini"``, ``"http"`` or a
+    :class:`~mvpo_envs.searchqa.retrievers.Retriever`), ``retriever_kwargs`` (backend options,
+    plus ``query_cache_size``), ``topk`` (3), ``abstraction`` (``"searchqa"``), ``render_mode``
+    (``"human"``/``"ansi"``), ``prompt``, ``parse_mode``, ``max_items``, ``max_turns`` (4 or
+    ``None``), ``max_obs_tokens`` (500 or ``None`` = no cut), ``tokenizer`` (``"tiny-qwen2"``,
+    the default policy's; pass your policy's model folder).
+
+    **Version history**: v0 revision 2 (this one): Search-R1's parse rule, turn budget and
+    observation cut became the defaults (were ``"strict"`` parsing, 4 steps that may all
+    search, no cut; all three remain as options). v0: first release.
+    """
 
     invalid_feedback = INVALID_FEEDBACK
     default_abstraction = "searchqa"
@@ -77,16 +111,26 @@ class SearchQAEnv(TextEnv):
         abstraction: str | Abstraction | None = None,
         render_mode: str | None = None,
         prompt: str = "search-r1",
-        parse_mode: str = "strict",
+        parse_mode: str = "search-r1",
         max_items: int | None = None,
+        max_turns: int | None = SEARCH_R1_MAX_TURNS,
+        max_obs_tokens: int | None = SEARCH_R1_MAX_OBS_TOKENS,
+        tokenizer: Any = DEFAULT_TOKENIZER,
     ):
         if prompt not in PROMPTS:
             raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
         if parse_mode not in PARSE_MODES:
             raise ValueError(f"parse_mode must be one of {PARSE_MODES}, got {parse_mode!r}")
-        if not isinstance(topk, int) or topk <= 0:
+        if not isinstance(topk, int) or isinstance(topk, bool) or topk <= 0:
             raise ValueError(f"topk must be a positive int, got {topk!r}")
+        for name, value in (("max_turns", max_turns), ("max_obs_tokens", max_obs_tokens)):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value <= 0
+            ):
+                raise ValueError(f"{name} must be a positive int or None, got {value!r}")
         self.split, self.topk, self.prompt, self.parse_mode = split, topk, prompt, parse_mode
+        self.max_turns, self.max_obs_tokens = max_turns, max_obs_tokens
+        self.tokenizer = resolve_tokenizer(tokenizer) if max_obs_tokens is not None else None
         self.qa_path = resolve_qa_path(qa_path, split)
         self.items: list[QAItem] = subset(load_qa(self.qa_path), max_items)
         self.retriever = self._make_retriever(
@@ -97,6 +141,8 @@ class SearchQAEnv(TextEnv):
         self._raw_action: str | None = None
         self._parsed = ParsedAction(None)
         self._state: dict[str, Any] = {}
+        self._turns = 0
+        self._final_turn = False
 
     @staticmethod
     def _make_retriever(
@@ -119,11 +165,22 @@ class SearchQAEnv(TextEnv):
 
     # -- Gymnasium API: keep the raw action text ------------------------------------------------
     def step(self, action: str):
-        self._raw_action = action if isinstance(action, str) else None
+        if not isinstance(action, str):
+            return super().step(action)  # raises the contract's TypeError
+        self._turns += 1
+        self._final_turn = self.max_turns is not None and self._turns > self.max_turns
+        self._raw_action = action
         try:
-            return super().step(action)
+            observation, reward, terminated, truncated, info = super().step(action)
         finally:
             self._raw_action = None
+        if self._final_turn and not terminated:
+            truncated, self._done = True, True  # the answer-only turn ended without an answer
+        return observation, reward, terminated, truncated, info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._turns, self._final_turn = 0, False
+        return super().reset(seed=seed, options=options)
 
     # -- TextEnv hooks ---------------------------------------------------------------------------
     def task_text(self) -> str:
@@ -140,8 +197,9 @@ class SearchQAEnv(TextEnv):
         self._state = {
             "question": item.question,
             "golden_answers": list(item.golden_answers),
-            "question_type": item.type,
-            "bridge": meta.get("bridge"),
+            # one type per key (docs/environments.md, "Info contract"): "" = absent
+            "question_type": item.type or "",
+            "bridge": str(meta.get("bridge") or ""),
             "entities": list(meta.get("entities") or []),
             "supporting_ids": [str(i) for i in meta.get("supporting_ids") or []],
             "num_searches": 0,
@@ -154,13 +212,15 @@ class SearchQAEnv(TextEnv):
             "answer_seen": False,
             "bridge_seen": False,
             "answered": False,
-            "answer": None,
+            "answer": "",
             "em": 0.0,
             "f1": 0.0,
             "substring_em": 0.0,
-            "last_action": None,
-            "last_action_type": None,
+            "last_action": "",
+            "last_action_type": "",
             "transcript": [],
+            "turn": 0,
+            "observation_cut": False,
         }
         observation = make_prompt(item.question) if self.prompt == "search-r1" else item.question
         return self._transition(observation)
@@ -170,9 +230,10 @@ class SearchQAEnv(TextEnv):
         state = self._state
         state["last_action"], state["last_action_type"] = raw, parsed.kind
         if parsed.kind == "search":
-            hits = self.retriever.search([parsed.content], self.topk)[0]
+            # the final turn runs with do_search=False: the block comes back empty
+            hits = [] if self._final_turn else self.retriever.search([parsed.content], self.topk)[0]
             self._record_search(parsed.content, hits)
-            observation = format_information(hits)
+            observation = self._cut(format_information(hits))
             self._log(raw, observation)
             return self._transition(observation)
         scores = score_answer(parsed.content, self._item.golden_answers)
@@ -186,13 +247,20 @@ class SearchQAEnv(TextEnv):
         state["num_invalid"] += 1
         state["last_action_type"] = "invalid"
         state["last_action"] = self._raw_action if self._raw_action is not None else command
-        self._log(state["last_action"], self.invalid_feedback)
+        observation = self._cut(self.invalid_feedback)
+        self._log(state["last_action"], observation)
         done = bool(state["answered"])
-        return self._transition(
-            self.invalid_feedback, won=done and state["em"] == 1.0, terminal=done
-        )
+        return self._transition(observation, won=done and state["em"] == 1.0, terminal=done)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _cut(self, observation: str) -> str:
+        """Search-R1's ``max_obs_length`` cut (see :mod:`mvpo_envs.searchqa.budget`)."""
+        if self.max_obs_tokens is None:
+            return observation
+        cut, was_cut = cut_to_tokens(observation, self.tokenizer, self.max_obs_tokens)
+        self._state["observation_cut"] = was_cut
+        return cut
+
     def _record_search(self, query: str, hits: list[Hit]) -> None:
         state, golds = self._state, self._item.golden_answers
         state["num_searches"] += 1
@@ -232,6 +300,12 @@ class SearchQAEnv(TextEnv):
             return support[1] in ids
         return normalize_answer(bridge) in titles
 
+    def _templates(self) -> list[str]:
+        """The action templates of the next turn: answer only on the final turn."""
+        if self.max_turns is not None and self._turns + 1 > self.max_turns:
+            return [t for t in ACTION_TEMPLATES if t.startswith("<answer>")]
+        return list(ACTION_TEMPLATES)
+
     def _log(self, action: str, observation: str) -> None:
         self._state["transcript"].append(
             {"action": action[:TRANSCRIPT_ACTION_CHARS], "observation": observation}
@@ -246,7 +320,8 @@ class SearchQAEnv(TextEnv):
         terminal: bool = False,
     ) -> Transition:
         state = self._state
-        over = terminated or terminal
+        state["turn"] = self._turns
+        over = terminated or terminal or self._final_turn
         extras = {
             "em": state["em"],
             "f1": state["f1"],
@@ -257,7 +332,7 @@ class SearchQAEnv(TextEnv):
         }
         return Transition(
             observation=observation,
-            admissible=[] if over else list(ACTION_TEMPLATES),
+            admissible=[] if over else self._templates(),
             # a snapshot: the tracker keeps the previous state, which later steps must not mutate
             state=copy.deepcopy({**state, "won": won, "observation": observation}),
             reward=reward,

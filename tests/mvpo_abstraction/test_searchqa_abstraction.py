@@ -62,7 +62,8 @@ def test_bridge_episode_milestones_in_order(bm25, abstraction: str) -> None:
 def test_invalid_actions_change_nothing(bm25, abstraction: str) -> None:
     env = _env(bm25, abstraction)
     env.reset(seed=0)
-    *_, info = env.step("<search>a</search><answer>b</answer>")
+    *_, info = env.step("<search>a</answer>")  # invalid under both parse modes
+    assert info["invalid_action"]
     assert info["milestones"] == [] and info["signature"] == "s0|none"
     assert not info["progress"]["answered"]
 

@@ -51,7 +51,8 @@ def test_check_env(bm25) -> None:
 def test_make_with_defaults_offline(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MVPO_CACHE_DIR", str(tmp_path))
     env = gym.make("mvpo/SearchQA-v0")
-    assert env.spec.max_episode_steps == 4
+    base = env.unwrapped
+    assert (base.max_turns, base.max_obs_tokens, base.parse_mode) == (4, 500, "search-r1")
     obs, info = env.reset(seed=0)
     assert CONTRACT <= set(info) and obs.endswith(f"Question: {info['task']}\n")
     assert env.unwrapped.retriever.name == "bm25" and env.unwrapped.split == "train"
@@ -122,23 +123,38 @@ def test_wrong_answer_scores(env) -> None:
     assert reward == 0.0 and terminated and info["substring_em"] == 1.0 and 0.0 < info["f1"] < 1.0
 
 
+STRICT_INVALID = [
+    "",
+    "hello",
+    "<search></search>",
+    "<answer> </answer>",
+    "<search>a</search><answer>b</answer>",
+    "<search><search>x</search></search>",
+    "<search>no end",
+    "search[foo]",
+    "<Answer>x</Answer>",
+    "\x00\x01 <search",
+    "x" * 20_000,
+]
+#: invalid under Search-R1's rule too (the others above are searches or answers there)
+SEARCH_R1_INVALID = [
+    "",
+    "hello",
+    "<search>no end",
+    "search[foo]",
+    "<Answer>x</Answer>",
+    "\x00\x01 <search",
+    "<answer>a</search>",
+    "x" * 20_000,
+]
+
+
 @pytest.mark.parametrize(
-    "action",
-    [
-        "",
-        "hello",
-        "<search></search>",
-        "<answer> </answer>",
-        "<search>a</search><answer>b</answer>",
-        "<search><search>x</search></search>",
-        "<search>no end",
-        "search[foo]",
-        "<Answer>x</Answer>",
-        "\x00\x01 <search",
-        "x" * 20_000,
-    ],
+    "parse_mode,action",
+    [("strict", a) for a in STRICT_INVALID] + [("search-r1", a) for a in SEARCH_R1_INVALID],
 )
-def test_malformed_output_is_an_invalid_action(env, action: str) -> None:
+def test_malformed_output_is_an_invalid_action(bm25, parse_mode: str, action: str) -> None:
+    env = gym.make("mvpo/SearchQA-v0", split="test", retriever=bm25, parse_mode=parse_mode)
     _, before = env.reset(seed=2)
     obs, reward, terminated, truncated, info = env.step(action)
     assert obs == INVALID_FEEDBACK and reward == 0.0 and not terminated and not truncated
@@ -147,18 +163,98 @@ def test_malformed_output_is_an_invalid_action(env, action: str) -> None:
     assert info["admissible_actions"] == list(ACTION_TEMPLATES)
 
 
+@pytest.mark.parametrize(
+    "action,kind,content",
+    [
+        ("<search></search>", "search", ""),  # an empty query is a search in Search-R1
+        ("<answer>a</answer><search>q</search>", "answer", "a"),  # first pair after the cut
+        ("<search>a</search><answer>b</answer>", "search", "a"),
+        ("<search><search>x</search></search>", "search", "<search>x"),
+    ],
+)
+def test_default_parse_is_search_r1s(env, action: str, kind: str, content: str) -> None:
+    env.reset(seed=2)
+    *_, info = env.step(action)
+    assert not info["invalid_action"] and info["state"]["last_action_type"] == kind
+    if kind == "search":
+        assert info["state"]["queries"] == [content]
+    else:
+        assert info["state"]["answer"] == content and info["state"]["queries"] == []
+
+
 def test_non_string_action_raises(env) -> None:
     env.reset(seed=0)
     with pytest.raises(TypeError, match="text action"):
         env.step(3)
 
 
-def test_time_limit_is_four_turns(env) -> None:
-    env.reset(seed=4)
+def test_search_r1_turn_budget_four_search_turns_then_an_answer_only_turn(bm25) -> None:
+    # Search-R1's run_llm_loop: max_turns=4 turns that search, then one turn with do_search=False
+    for env in (
+        SearchQAEnv(split="test", retriever=bm25),
+        gym.make("mvpo/SearchQA-v0", split="test", retriever=bm25, max_episode_steps=5),
+    ):
+        _, info = env.reset(seed=4)
+        for _ in range(4):
+            obs, _, terminated, truncated, info = env.step(f"<search>{info['task']}</search>")
+            assert obs.count("Doc ") == 3 and not terminated and not truncated
+        assert info["admissible_actions"] == ["<answer> text </answer>"]
+        obs, reward, terminated, truncated, info = env.step("<search>one more</search>")
+        assert obs == "\n\n<information></information>\n\n" and reward == 0.0
+        assert truncated and not terminated and not info["invalid_action"]
+        assert info["state"]["num_searches"] == 5 and info["admissible_actions"] == []
+        assert info["state"]["last_hits"] == [] and info["state"]["turn"] == 5
+
+
+def test_final_turn_answer_scores_and_invalid_output_ends_the_episode(bm25) -> None:
+    env = SearchQAEnv(split="test", retriever=bm25)
+    gold = env.items[3].golden_answers[0]
+    env.reset(options={"task_index": 3})
+    for _ in range(4):
+        env.step("<search>x</search>")
+    assert env.step(f"<answer>{gold}</answer>")[1:4] == (1.0, True, False)
+    env.reset(options={"task_index": 3})
+    for _ in range(4):
+        env.step("hello")
+    obs, reward, terminated, truncated, info = env.step("still no tag")
+    assert obs == INVALID_FEEDBACK and (reward, terminated, truncated) == (0.0, False, True)
+    assert info["invalid_action"] and info["state"]["num_invalid"] == 5
+
+
+def test_legacy_turns_every_step_searches_until_the_time_limit(bm25) -> None:
+    env = gym.make(
+        "mvpo/SearchQA-v0", split="test", retriever=bm25, max_turns=None, max_episode_steps=4
+    )
+    _, info = env.reset(seed=4)
     for turn in range(4):
-        *_, terminated, truncated, info = env.step(f"<search>query {turn}</search>")
-        assert not terminated
+        obs, _, terminated, truncated, info = env.step(f"<search>{info['task']}</search>")
+        assert obs.count("Doc ") == 3 and not terminated and truncated == (turn == 3)
+        assert info["admissible_actions"] == list(ACTION_TEMPLATES)
     assert truncated and info["state"]["num_searches"] == 4
+
+
+def test_observation_cut_to_its_token_budget(bm25) -> None:
+    from mvpo_envs.searchqa.budget import resolve_tokenizer
+
+    tok = resolve_tokenizer("tiny-qwen2")
+    full_env = SearchQAEnv(split="test", retriever=bm25, topk=40, max_obs_tokens=None)
+    cut_env = SearchQAEnv(split="test", retriever=bm25, topk=40)  # default budget: 500
+    full_env.reset(seed=1)
+    cut_env.reset(seed=1)
+    action = "<search> town river population founded region </search>"
+    full, *_, full_info = full_env.step(action)
+    cut, *_, info = cut_env.step(action)
+    n_full = len(tok.encode(full, add_special_tokens=False).ids)
+    n_cut = len(tok.encode(cut, add_special_tokens=False).ids)
+    assert n_full > 500 and 495 <= n_cut <= 500  # a re-tokenised prefix may merge at the end
+    assert full.startswith(cut) and not cut.endswith("</information>\n\n")
+    assert info["state"]["observation_cut"] and not full_info["state"]["observation_cut"]
+    # the retriever's hits are recorded whole either way
+    assert info["state"]["retrieved_ids"] == full_info["state"]["retrieved_ids"]
+    with pytest.raises(FileNotFoundError, match="tokenizer"):
+        SearchQAEnv(split="test", retriever=bm25, tokenizer="/nonexistent/model")
+    with pytest.raises(ValueError, match="max_obs_tokens"):
+        SearchQAEnv(split="test", retriever=bm25, max_obs_tokens=0)
 
 
 def test_steps_after_the_answer_are_invalid(bm25) -> None:
@@ -184,11 +280,13 @@ def test_options_topk_prompt_and_parse_mode(bm25) -> None:
         retriever=bm25,
         topk=5,
         prompt="question",
-        parse_mode="search-r1",
+        parse_mode="strict",
     )
     obs, info = env.reset(seed=0)
     assert obs == info["task"]
-    obs, *_ = env.step("<search>Gilholm</search><answer>too early</answer>")
+    obs, *_, info = env.step("<search>Gilholm</search><answer>too early</answer>")
+    assert obs == INVALID_FEEDBACK and info["invalid_action"]
+    obs, *_ = env.step("<search>Gilholm</search>")
     assert obs.count("Doc ") == 5
     with pytest.raises(ValueError):
         SearchQAEnv(split="test", retriever=bm25, prompt="chat")
@@ -220,7 +318,7 @@ def test_real_flashrag_data(realdata: Path, tmp_path: Path) -> None:
     assert obs.endswith("Question: who got the first nobel prize in physics?\n")
     obs, *_, info = env.step("<search>Evan Morris lobbyist</search>")
     assert 'Doc 1(Title: "Evan Morris")' in obs
-    assert not info["state"]["bridge_seen"] and info["state"]["question_type"] is None
+    assert not info["state"]["bridge_seen"] and info["state"]["question_type"] == ""
     *_, info = env.step("<answer>Wilhelm Conrad Röntgen</answer>")
     assert info["won"] and info["em"] == 1.0
     with pytest.raises(ValueError, match="corpus_path"):

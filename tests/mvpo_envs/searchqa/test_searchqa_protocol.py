@@ -25,8 +25,9 @@ from mvpo_envs.searchqa.protocol import (
     ],
 )
 def test_strict_valid(text: str, kind: str, content: str) -> None:
-    parsed = parse_action(text)
-    assert (parsed.kind, parsed.content) == (kind, content) and parsed.valid
+    for mode in ("strict", "search-r1"):
+        parsed = parse_action(text, mode)
+        assert (parsed.kind, parsed.content) == (kind, content) and parsed.valid
 
 
 @pytest.mark.parametrize(
@@ -47,12 +48,13 @@ def test_strict_valid(text: str, kind: str, content: str) -> None:
     ],
 )
 def test_strict_invalid(text: str) -> None:
-    parsed = parse_action(text)
+    parsed = parse_action(text, "strict")
     assert parsed.kind is None and not parsed.valid and parsed.error
 
 
 def test_search_r1_mode_reproduces_reference_rule() -> None:
     # Search-R1 cuts after the first </search>, then takes the first complete tag pair
+    assert parse_action("<search>a</search><answer>b</answer>").kind == "search"  # the default
     assert parse_action("<answer>a</answer><search>q</search>", "search-r1").kind == "answer"
     assert parse_action("<search>q</search><answer>a</answer>", "search-r1").content == "q"
     assert parse_action("<search></search>", "search-r1").kind == "search"  # empty allowed
