@@ -99,3 +99,12 @@ def test_step_groups_stay_inside_their_rollout_group():
     assert diag["zero_credit_ratio"] == 2 / 8  # the two rows of (1, s)
     assert diag["num_step_groups"] == 6
     assert diag["singleton_ratio"] == 4 / 8
+
+
+def test_config_bounds_are_checked():
+    import pytest
+
+    for bad in ({"eps": 0.0}, {"eps": -1e-6}, {"similarity_threshold": 0.0}, {"gamma": 1.5}):
+        with pytest.raises(ValueError):
+            get_estimator("gigpo", **bad)
+    get_estimator("gigpo", similarity_threshold=1.0)  # the upper bound is allowed

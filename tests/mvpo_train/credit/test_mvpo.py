@@ -234,3 +234,47 @@ def test_unknown_config_field_is_a_clear_type_error():
         get_estimator("mvpo", kappa_schedule="cosine")
     with pytest.raises(ValueError, match="F_norm"):
         get_estimator("mvpo", F_norm="max")
+
+
+def test_worked_example_loop_and_scale_diagnostics():
+    b = worked_example()
+    _, diag = get_estimator("mvpo")(b)
+    # regions: C's {cab1, cab2} holds 3 visits of one trajectory -> L = 2; the 9 others L = 0
+    assert diag["loop_mean"] == pytest.approx(2 / 10, abs=1e-15)
+    assert diag["d_scale"] == pytest.approx(np.sqrt(2.306328125 / 8), abs=1e-12)  # std, no eps
+    # every trajectory failed: phi_success_mean is NaN, phi_failure_mean the mean of the
+    # trajectories' mean phi (A: .36875 .75 1 1 ; B: .36875 0 0 0 ; C: .36875 -1 -1 -1 ;
+    # D: .36875 .75 .5 .5)
+    assert np.isnan(diag["phi_success_mean"])
+    traj_means = [3.11875 / 4, 0.36875 / 4, -2.63125 / 4, 2.11875 / 4]
+    assert diag["phi_failure_mean"] == pytest.approx(np.mean(traj_means), abs=1e-12)
+
+
+def test_terminal_value_counts_a_milestone_fired_on_the_winning_step():
+    """``p_{i,T} = p_{i,T-1} + m_{i,T-1}``: a milestone on the last step is progress made."""
+    b = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 1], anchors=["s", "a"], signatures=["s", "a"],
+             milestones=[(), ("m",)]),
+        dict(group=0, rewards=[0, 1], anchors=["s", "a"], signatures=["s", "a"],
+             milestones=[(), ("m",)]),
+    ])  # fmt: skip
+    est = MVPO()
+    est.amp.add_names(["m"])
+    pot = potential_terms(b.canonical(), est.config, est.amp)
+    # v: t0 = 0 + .95 * (1 + 1) ; t1 = 0 + (1 + 1). Terminal = 0 + 1 + 1 = 2 -> D = .1, 0
+    np.testing.assert_allclose(pot.v, [1.9, 2.0, 1.9, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(pot.d, [0.1, 0.0, 0.1, 0.0], atol=1e-12)
+
+
+def test_repair_singletons_leaves_informative_groups_alone():
+    """With ``repair_singletons`` only |S| = 1 joins the routed rows; |S| = 2 with varying
+    returns keeps GiGPO's A^S."""
+    b = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 1], anchors=["s", "x"], milestones=[("m",), ()]),
+        dict(group=0, rewards=[0, 0], anchors=["s", "y"]),
+    ])  # fmt: skip
+    g, _ = get_estimator("gigpo")(b)
+    m, diag = get_estimator("mvpo", repair_singletons=True)(b)
+    # s = {traj 0 t0, traj 1 t0} informative; x and y singletons (routed)
+    assert diag["repaired_ratio"] == 2 / 4
+    np.testing.assert_array_equal(m[[0, 2]], g[[0, 2]])
