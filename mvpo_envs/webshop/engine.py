@@ -24,6 +24,7 @@ search, next/prev by page, sub-pages, else item page: a product or an option).
 from __future__ import annotations
 
 import json
+import random
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,6 +74,12 @@ class Session:
     options: dict[str, str] = field(default_factory=dict)
     visited: list[str] = field(default_factory=list)
     reward: RewardBreakdown | None = None
+    #: ``get_reward``'s ``rule`` (``"original"`` or ``"fixed"``)
+    reward_rule: str = "original"
+    #: seeds the ``<r>`` special query (WebShop draws from the global ``random``)
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    #: WebShop's ``<r>``/``<a>``/``<c>``/``<q>`` search forms are honoured
+    special_queries: bool = True
 
 
 def _segment(text: Any) -> str | None:
@@ -115,14 +122,57 @@ class WebShopEngine:
         """WebShop's ``get_top_n_product_from_keywords`` (plain keyword search)."""
         return list(self._search(keywords))
 
+    def special_results(self, keywords: str, rng: random.Random) -> list[str] | None:
+        """WebShop's special queries (first space-separated word), else ``None``.
+
+        ``<r>``: 50 products drawn at random (``rng``); ``<a> attr``: products with that
+        attribute; ``<c> cat``: products of that category (the first word after ``<c>``; none
+        without one, where WebShop raises ``IndexError``); ``<q> query``: products of that
+        query. All in catalog order, not capped at 50 (docs/fidelity.md, WebShop).
+        """
+        words = keywords.split(" ")
+        head, rest = words[0], words[1:]
+        products = list(self.products.values())
+        if head == "<r>":
+            return [p["asin"] for p in rng.sample(products, k=min(SEARCH_RETURN_N, len(products)))]
+        if head == "<a>":
+            attribute = " ".join(rest).strip()
+            return [p["asin"] for p in products if attribute in (p.get("Attributes") or [])]
+        if head == "<c>":
+            category = rest[0].strip() if rest else None
+            return [p["asin"] for p in products if category and p.get("category") == category]
+        if head == "<q>":
+            query = " ".join(rest).strip()
+            return [p["asin"] for p in products if p.get("query") == query]
+        return None
+
     # -- session transitions -------------------------------------------------------------------
-    def start(self, goal: Goal) -> Session:
-        return Session(goal=goal)
+    def start(
+        self,
+        goal: Goal,
+        reward_rule: str = "original",
+        seed: int = 0,
+        special_queries: bool = True,
+    ) -> Session:
+        return Session(
+            goal=goal,
+            reward_rule=reward_rule,
+            rng=random.Random(seed),
+            special_queries=special_queries,
+        )
 
     def search(self, s: Session, keywords: str, page: int = 1) -> None:
-        """Run a search and show results page ``page`` (resets the item and options)."""
+        """Run a search and show results page ``page`` (resets the item and options).
+
+        As in WebShop, a page change re-runs the query (``<r>`` draws a new sample). With
+        ``s.special_queries`` the ``<r>``/``<a>``/``<c>``/``<q>`` forms are honoured.
+        """
         s.keywords = keywords
-        s.results = self.top_n(keywords)
+        found = self.special_results(keywords, s.rng) if s.special_queries else None
+        if found is not None:
+            s.results = found
+        else:
+            s.results = self.top_n(keywords)
         s.results_page = page
         s.asin = None
         s.options = {}
@@ -184,7 +234,9 @@ class WebShopEngine:
 
     def buy(self, s: Session) -> float:
         assert s.asin is not None, "buy now is only clickable on an item page"
-        s.reward = get_reward(self.product(s), s.goal, self.prices[s.asin], s.options, self.nouns)
+        s.reward = get_reward(
+            self.product(s), s.goal, self.prices[s.asin], s.options, self.nouns, s.reward_rule
+        )
         s.page = "done"
         return s.reward.score
 
@@ -304,13 +356,14 @@ class WebShopEngine:
         item = self.products[s.asin] if s.asin and s.page != "search" else None
         return {
             "page": s.page,
-            "query": s.keywords,
-            "results_page": s.results_page,
-            "total_results": len(s.results) if s.page == "results" else None,
+            # one type per key (docs/environments.md, "Info contract"): "" / -1 / -1.0 = absent
+            "query": s.keywords if s.keywords is not None else "",
+            "results_page": s.results_page if s.results_page is not None else -1,
+            "total_results": len(s.results) if s.page == "results" else -1,
             "visible_asins": [v["asin"] for v in visible],
             "visible_products": visible,
-            "item_asin": s.asin if item is not None else None,
-            "item_title": item.get("Title", "") if item is not None else None,
+            "item_asin": s.asin if item is not None and s.asin is not None else "",
+            "item_title": str(item.get("Title", "")) if item is not None else "",
             "item_options": {k: list(v) for k, v in item.get("options", {}).items()}
             if item
             else {},
@@ -329,10 +382,10 @@ class WebShopEngine:
                 "price_upper": float(goal.get("price_upper", 0) or 0),
             },
             "purchased": s.page == "done",
-            "task_score": s.reward.score if s.reward else None,
+            "task_score": float(s.reward.score) if s.reward else -1.0,
             "item_match_score": (
-                reward_without_options(item, goal, self.prices[s.asin], self.nouns)
+                float(reward_without_options(item, goal, self.prices[s.asin], self.nouns))
                 if item is not None and s.asin is not None
-                else None
+                else -1.0
             ),
         }

@@ -2,18 +2,20 @@
 
 docs/environments.md, "mvpo/WebShop-v0" and "Common contract". Observations are WebShop's text
 mode (visible strings joined by `` [SEP] ``, see :mod:`mvpo_envs.webshop.engine`); actions are
-``search[<query>]`` (on the search page only) and ``click[<clickable>]``. ``click[buy now]``
+``search[<query>]`` (any page, as in WebShop) and ``click[<clickable>]``. ``click[buy now]``
 ends the episode with reward = WebShop's score (``info["task_score"]``); ``won`` iff the score
 is 1.0. Gymnasium's ``TimeLimit`` truncates at 15 steps.
 
 ``info["admissible_actions"]`` lists ``click[x]`` for every clickable of the page (WebShop's
 ``get_available_actions``, minus ``search``) and, on the search page, the template
-``search[<query>]``: any non-empty text in the brackets is a valid search. An inadmissible
+``search[<query>]``: any non-empty text in the brackets is a valid search (accepted on every
+page with the default ``protocol="original"``, docs/fidelity.md). An inadmissible
 action is a no-op as in WebShop: the same page comes back, reward 0, ``invalid_action=True``.
 
 Data (kwargs): bundled catalog by default (``split="train"|"test"|"all"``); ``data_dir=`` or
 ``$WEBSHOP_DATA`` for WebShop's own files (:func:`mvpo_envs.webshop.data.load_data_dir`);
-``goal_source="synthetic"|"human"``; ``search_backend="bm25s"|"pyserini"``.
+``goal_source="synthetic"|"human"``; ``search_backend="bm25s"|"pyserini"``;
+``reward="original"|"fixed"``; ``protocol="original"|"strict"`` (see :class:`WebShopEnv`).
 """
 
 from __future__ import annotations
@@ -33,11 +35,16 @@ from mvpo_envs.webshop.data import (
 )
 from mvpo_envs.webshop.engine import Session, WebShopEngine
 from mvpo_envs.webshop.nouns import NounExtractor, default_noun_extractor, extractor_name
+from mvpo_envs.webshop.reward import REWARD_RULES
 from mvpo_envs.webshop.search import make_retriever
 from mvpo_envs.webshop.text_view import initial_view, update_view
 
 SEARCH_TEMPLATE = "search[<query>]"
 _ACTION = re.compile(r"^(search|click)\[(.*)\]$", re.DOTALL)
+#: WebShop's ``parse_action``: ``re.match`` (no end anchor, ``.`` stops at a newline)
+_ORIGINAL_ACTION = re.compile(r"(.+)\[(.+)\]")
+#: ``protocol=``: WebShop's action handling, or the stricter mvpo-v0 form (docs/fidelity.md)
+PROTOCOLS = ("original", "strict")
 
 _DATA_CACHE: dict[tuple, WebShopData] = {}
 _ENGINE_CACHE: dict[tuple, WebShopEngine] = {}
@@ -47,6 +54,18 @@ def parse_action(command: str) -> tuple[str, str] | None:
     """``"click[next >]" -> ("click", "next >")``; ``None`` when it is neither form."""
     m = _ACTION.match(command.strip())
     return (m.group(1), m.group(2).strip()) if m else None
+
+
+def parse_action_original(action: str) -> tuple[str, str | None]:
+    """WebShop's ``parse_action`` then ``step``'s lower-casing: ``(name, lower-cased arg)``.
+
+    ``"click[Buy Now]" -> ("click", "buy now")``; ``"Search[x]" -> ("Search", "x")`` (the
+    name is case-sensitive, so that is a no-op); ``"search[]" -> ("search[]", None)``.
+    """
+    m = _ORIGINAL_ACTION.match(action)
+    if m is None:
+        return action, None
+    return m.group(1), m.group(2).lower()
 
 
 def load_data(
@@ -82,7 +101,54 @@ def make_engine(
 
 
 class WebShopEnv(TextEnv):
-    """WebShop text environment; see the module docstring."""
+    """WebShop's text-mode shopping task (``mvpo/WebShop-v0``).
+
+    ## Description
+    The agent reads a shopping instruction ("i need a sulfate free shampoo ... with size:
+    8 fl oz, and price lower than 30.00 dollars"), searches a product catalog, opens products,
+    picks options and buys one. The score is WebShop's ``get_reward`` of the purchase
+    (docs/webshop.md; every deviation from the original is an opt-in, docs/fidelity.md).
+
+    ## Action space
+    Free text (:class:`mvpo_envs.spaces.AnyText`): ``search[<query>]`` or ``click[<name>]``.
+    ``protocol="original"`` (default) handles them as WebShop's ``WebAgentTextEnv.step``:
+    WebShop's ``parse_action`` regex, a case-sensitive action name, the argument lower-cased
+    (not stripped); ``search[...]`` works on every page, the done page included; the special
+    queries ``<r>``, ``<a>``, ``<c>``, ``<q>``; a click needs a clickable of the page (not
+    ``search``). ``info["admissible_actions"]`` lists what WebShop's ``get_available_actions``
+    offers: the ``search[<query>]`` template on the search page, ``click[x]`` per clickable.
+
+    ## Observation space
+    Free text: WebShop's ``observation_mode="text"`` page (visible strings joined by
+    `` [SEP] ``). ``info["state"]`` holds structured page facts for the abstraction.
+
+    ## Rewards
+    0 on every step except ``click[buy now]``: WebShop's score in [0, 1]
+    (``info["task_score"]``, parts in ``info["reward_info"]``); ``reward="original"``
+    (default) keeps WebShop's option-matching quirk on synthetic goals.
+
+    ## Starting state
+    The search page of the task chosen by ``reset(seed=..., options=...)`` (see
+    :func:`mvpo_envs.base.select_task_index`); goals are WebShop's, shuffled with seed 233.
+
+    ## Episode end
+    Termination: a purchase (``won`` iff the score is 1.0). Truncation: Gymnasium's
+    ``TimeLimit`` at 15 steps. With ``protocol="original"`` a step after a purchase is
+    handled as WebShop does (a search starts over; nothing is clickable on the done page).
+
+    ## Arguments
+    ``split`` ("train" | "test" | "all": the first ``num_test_goals`` goals are the test
+    split), ``data_dir`` (or ``$WEBSHOP_DATA``: WebShop's own files; bundled catalog when
+    unset), ``goal_source`` ("synthetic" | "human"), ``search_backend`` ("bm25s" | "pyserini"),
+    ``reward`` ("original" | "fixed"), ``protocol`` ("original" | "strict": search only on
+    the search page, no special queries, action names compared after lower-casing and
+    collapsing spaces), ``abstraction``, ``render_mode``, ``products_file``, ``num_products``,
+    ``num_test_goals``, ``cache_dir``, ``nouns``.
+
+    ## Version history
+    * v0: WebShop's protocol and reward by default; ``reward="fixed"`` and
+      ``protocol="strict"`` keep the earlier mvpo behaviour as opt-ins.
+    """
 
     default_abstraction = "webshop"
     invalid_feedback = ""  # WebShop's no-op shows the same page again (see _invalid)
@@ -100,12 +166,27 @@ class WebShopEnv(TextEnv):
         num_test_goals: int = NUM_TEST_GOALS,
         cache_dir: str | os.PathLike | bool | None = True,
         nouns: NounExtractor | None = None,
+        reward: str = "original",
+        protocol: str = "original",
     ):
+        if reward not in REWARD_RULES:
+            raise ValueError(f"reward must be one of {REWARD_RULES}, got {reward!r}")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         data_dir = data_dir if data_dir is not None else os.environ.get("WEBSHOP_DATA") or None
         self.data = load_data(data_dir, goal_source, products_file, num_products)
         self.split = split
         self.goal_source = goal_source
+        self.reward_rule = reward
+        self.protocol = protocol
         self.goals = self.data.split(split, num_test_goals)
+        if not self.goals:
+            raise ValueError(
+                f"no tasks to play: split={split!r} of the {len(self.data.goals)} "
+                f"{goal_source} goals in {self.data.source} is empty (the first "
+                f"num_test_goals={num_test_goals} goals form 'test', the rest 'train'); pass "
+                "split='test' or split='all', or a smaller num_test_goals"
+            )
         ids = [f"{goal_source}-{split}-{i:05d}-{g['asin']}" for i, g in enumerate(self.goals)]
         super().__init__(ids, abstraction, render_mode)
         self.nouns = nouns or default_noun_extractor()
@@ -115,17 +196,44 @@ class WebShopEnv(TextEnv):
         self._text_view: dict[str, Any] = {}
         self._clickables: dict[str, Any] = {}
         self._canon: dict[str, str] = {}
+        self._raw_action = ""
+
+    # -- Gymnasium API ---------------------------------------------------------------------------
+    def step(self, action: str):
+        """Gymnasium's ``step``; WebShop reads the action as typed (not canonicalised)."""
+        self._raw_action = action if isinstance(action, str) else ""
+        if self.protocol == "original":
+            self._done = False  # WebShop keeps the session after a purchase
+        return super().step(action)
 
     # -- TextEnv hooks ---------------------------------------------------------------------------
     def _start(self, task_index: int) -> Transition:
-        self._session = self.engine.start(self.goals[task_index])
+        self._session = self.engine.start(
+            self.goals[task_index],
+            reward_rule=self.reward_rule,
+            seed=int(self.np_random.integers(2**31)),
+            special_queries=self.protocol == "original",
+        )
         observation = self.engine.render(self._session)
         self._text_view = initial_view(observation)
         return self._transition(observation, "", 0.0)
 
+    def _original_action(self) -> tuple[str, str] | None:
+        """The raw action as WebShop's ``step`` accepts it: ``(kind, arg)`` or ``None``."""
+        name, arg = parse_action_original(self._raw_action)
+        if name == "search" and arg:
+            return "search", arg
+        if name == "click" and arg is not None and arg in self._clickables and arg != "search":
+            return "click", arg
+        return None
+
     def _is_admissible(self, command: str) -> bool:
+        if self._session is None:
+            return False
+        if self.protocol == "original":
+            return self._original_action() is not None
         parsed = parse_action(command)
-        if parsed is None or self._session is None:
+        if parsed is None:
             return False
         kind, arg = parsed
         if kind == "search":
@@ -133,13 +241,18 @@ class WebShopEnv(TextEnv):
         return arg in self._canon and arg != "search"
 
     def _act(self, command: str) -> Transition:
-        assert self._session is not None
-        kind, arg = parse_action(command) or ("", "")
+        if self._session is None:
+            raise RuntimeError("call reset() first")
+        if self.protocol == "original":
+            kind, arg = self._original_action() or ("", "")
+        else:
+            kind, arg = parse_action(command) or ("", "")
+            arg = self._canon.get(arg, arg) if kind == "click" else arg
         reward = 0.0
         if kind == "search":
             self.engine.search(self._session, arg)
         else:
-            score = self.engine.click(self._session, self._canon[arg])
+            score = self.engine.click(self._session, arg)
             reward = float(score) if score is not None else 0.0
         observation = self.engine.render(self._session)
         self._text_view = update_view(self._text_view, command, observation, valid=True)
@@ -147,7 +260,8 @@ class WebShopEnv(TextEnv):
 
     def _invalid(self, command: str) -> Transition:
         """WebShop's no-op: the same page, reward 0 (the base class flags ``invalid_action``)."""
-        assert self._last is not None
+        if self._last is None:
+            raise RuntimeError("call reset() first")
         self._text_view = update_view(self._text_view, command, self._last.observation, valid=False)
         state = {**self._last.state, "last_action": command, "text_view": dict(self._text_view)}
         return Transition(
@@ -166,7 +280,8 @@ class WebShopEnv(TextEnv):
     # -- helpers -------------------------------------------------------------------------------
     def _transition(self, observation: str, command: str, reward: float) -> Transition:
         s = self._session
-        assert s is not None
+        if s is None:
+            raise RuntimeError("call reset() first")
         self._clickables = self.engine.clickables(s) if s.page != "done" else {}
         self._canon = {canonical_command(name): name for name in self._clickables}
         admissible = [SEARCH_TEMPLATE] if s.page == "search" else []

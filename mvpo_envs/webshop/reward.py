@@ -8,7 +8,12 @@ Behaviour of ``web_agent_site/engine/goal.py`` (``get_reward`` and helpers, main
 * attribute matched: fuzzy token-set ratio > 85 against one of the product's ``Attributes``,
   else the attribute is a substring of the lower-cased title, bullet points or description;
 * option matched: each goal option (colour-normalised) has a purchased option value
-  (colour-normalised) with token-set ratio > 85;
+  (colour-normalised) with token-set ratio > 85. The goal options the original matches are
+  ``goal["goal_options"].items()`` for synthetic goals (a name -> value dict): ``(name, value)``
+  tuples, so ``normalize_color`` tests tuple membership (only a value that *is* a colour name is
+  normalised) and the fuzzy ratio compares ``str((name, value))`` (the option name joins the
+  tokens). Human goals store a list of values and are matched as strings. ``rule="original"``
+  (default) reproduces this; ``rule="fixed"`` matches the dict's values as strings;
 * ``r_type`` from the product-name nouns: ``title_score`` = share of the goal name's nouns
   found in the purchased name's nouns (0.2 when the goal name has none); 1.0, or 0.5 when
   neither the query, two product-category levels nor ``title_score > 0.2`` match; 0.1 when
@@ -51,18 +56,40 @@ def token_set_ratio(a: str, b: str) -> int:
     return int(round(fuzz.token_set_ratio(pa, pb)))
 
 
-def normalize_color(value: str) -> str:
-    """The first colour of WebShop's colour list contained in ``value``, else ``value``."""
+def normalize_color(value: Any) -> Any:
+    """The first colour of WebShop's colour list contained in ``value``, else ``value``.
+
+    "Contained" is Python's ``in``: a substring test for a string, element equality for the
+    ``(name, value)`` tuples the original rule passes (see :func:`goal_option_keys`).
+    """
     for color in COLOR_SET:
         if color in value:
             return color
     return value
 
 
+#: ``get_reward(rule=...)``: WebShop's rule, quirks included, or the corrected option matcher
+REWARD_RULES = ("original", "fixed")
+
+
 def goal_option_values(goal: Mapping[str, Any]) -> list[str]:
     """Goal options as a list of values (synthetic goals store a name -> value dict)."""
     options = goal.get("goal_options") or []
     return list(options.values()) if isinstance(options, Mapping) else list(options)
+
+
+def goal_option_keys(goal: Mapping[str, Any], rule: str = "original") -> list[Any]:
+    """What the option matcher compares purchased values with (module docstring, ``rule``).
+
+    ``"original"``: ``(name, value)`` tuples for a dict (WebShop passes ``.items()``), the
+    values for a list; ``"fixed"``: always the values.
+    """
+    if rule not in REWARD_RULES:
+        raise ValueError(f"reward rule must be one of {REWARD_RULES}, got {rule!r}")
+    options = goal.get("goal_options") or []
+    if isinstance(options, Mapping) and rule == "original":
+        return list(options.items())
+    return goal_option_values(goal)
 
 
 def noun_type_reward(
@@ -106,8 +133,12 @@ def attribute_matches(purchased: Mapping[str, Any], goal_attributes: Sequence[st
     return count
 
 
-def option_matches(purchased_options: Iterable[str], goal_options: Sequence[str]) -> int:
-    """How many goal options some purchased option value matches (colour-normalised, fuzzy)."""
+def option_matches(purchased_options: Iterable[str], goal_options: Sequence[Any]) -> int:
+    """How many goal options some purchased option value matches (colour-normalised, fuzzy).
+
+    A goal option may be a ``(name, value)`` tuple (the original rule): it is compared as
+    ``str(tuple)``, as thefuzz does with a non-string.
+    """
     bought = [normalize_color(o) for o in purchased_options]
     count = 0
     for g_option in (normalize_color(o) for o in goal_options):
@@ -143,14 +174,19 @@ def get_reward(
     price: float,
     options: Mapping[str, str],
     nouns: NounExtractor | None = None,
+    rule: str = "original",
 ) -> RewardBreakdown:
-    """Score of buying ``purchased`` at ``price`` with selected ``options`` for ``goal``."""
+    """Score of buying ``purchased`` at ``price`` with selected ``options`` for ``goal``.
+
+    ``rule``: ``"original"`` (WebShop's, default) or ``"fixed"`` (goal option values matched
+    as strings); see the module docstring.
+    """
+    g_options = goal_option_keys(goal, rule)
     nouns = nouns or default_noun_extractor()
     type_info = noun_type_reward(purchased, goal, nouns)
     price_upper = float(goal.get("price_upper", 0) or 0)
     r_price = (price <= price_upper) if price_upper > 0 else None
     attrs = list(goal.get("attributes") or [])
-    g_options = goal_option_values(goal)
     n_attr = attribute_matches(purchased, attrs)
     n_opt = option_matches(options.values(), g_options)
     denom = len(attrs) + len(g_options) + 1

@@ -163,7 +163,19 @@ def test_reviews_page(env):
 
 @pytest.mark.parametrize(
     "action",
-    ["search[shoes]", "click[foo]", "hello", "click[search]", "click[buy now]", "search[]", ""],
+    [
+        "click[foo]",
+        "hello",
+        "click[search]",
+        "click[buy now]",
+        "search[]",
+        "",
+        "Search[shoes]",  # WebShop's action name is case-sensitive
+        " search[shoes]",  # ... and not stripped
+        "CLICK[next >]",
+        "click[ next > ]",  # the argument is lower-cased, not stripped
+        "search[shoes",
+    ],
 )
 def test_invalid_actions_are_no_ops(env, action):
     obs, _, _, _, info = _to_results(env, seed=2)
@@ -181,7 +193,16 @@ def test_non_string_action_raises(env):
         env.step(3)
 
 
-def test_actions_are_case_and_space_insensitive(env):
+def test_original_lower_cases_the_argument_only(env):
+    _, info = env.reset(seed=0)
+    _, *_, info = env.step(f"search[{info['task'].upper()}]")
+    assert info["invalid_action"] is False and info["state"]["query"] == info["task"].lower()
+    _, *_, info = env.step("click[Next >]")
+    assert info["invalid_action"] is False and info["state"]["results_page"] == 2
+
+
+def test_strict_protocol_is_case_and_space_insensitive():
+    env = WebShopEnv(split="test", protocol="strict")
     _, info = env.reset(seed=0)
     _, *_, info = env.step(f"  Search[{info['task']}]  ")
     assert info["invalid_action"] is False
