@@ -178,14 +178,14 @@ class WebShopStateAbstraction(_WebShopAbstraction):
         return str(state.get("page_text", ""))
 
     def _fits(self, state: State) -> bool:
-        if state.get("item_asin") is None:
+        if not state.get("item_asin"):  # "" = no item page
             return False
         if state["item_asin"] == state["goal"]["asin"]:
             return True
         return (state.get("item_match_score") or 0.0) >= self.match_threshold
 
     def _ms_search_issued(self, prev: State | None, state: State, action: str | None) -> bool:
-        return state.get("query") is not None
+        return bool(state.get("query"))  # "" = no search yet
 
     def _ms_relevant_listed(self, prev: State | None, state: State, action: str | None) -> bool:
         goal = state["goal"]

@@ -24,7 +24,7 @@ import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import gymnasium as gym
 
@@ -33,6 +33,42 @@ from mvpo_abstraction.registry import make_abstraction
 from mvpo_envs.spaces import AnyText
 
 _WS = re.compile(r"\s+")
+
+
+class Info(TypedDict, total=False):
+    """The info dict of every mvpo env (docs/environments.md, "Info contract").
+
+    Every key has one Python type per env, whatever the page or episode phase, so Gymnasium's
+    vector merge (which types its array from the first env that reports a key) never fails or
+    truncates. Where a value can be absent, a documented sentinel stands in for ``None``: ``""``
+    for text, ``-1`` / ``-1.0`` for numbers. Set by :meth:`TextEnv.reset` and
+    :meth:`TextEnv.step` on every call:
+    """
+
+    #: the instruction shown to the agent (ALFWorld's goal text, WebShop's instruction, the question)
+    task: str
+    #: a stable id of the task: the same on every machine and worker count
+    task_id: str
+    #: the commands valid now (canonical form; templates such as ``search[<query>]``); ``[]`` at the end
+    admissible_actions: list[str]
+    #: the observation the next action is taken in (the text the step/reset returned)
+    anchor: str
+    #: the abstraction's signature of the history so far
+    signature: str
+    #: milestones that fired on this transition (``[]`` at reset)
+    milestones: list[str]
+    #: every milestone of the abstraction -> whether it has fired in this episode
+    progress: dict[str, bool]
+    #: the episode is won (ALFWorld: goal reached; WebShop: score 1.0; SearchQA: EM 1)
+    won: bool
+    #: the action was inadmissible or malformed (the benchmark's no-op was returned)
+    invalid_action: bool
+    #: structured env facts the abstraction reads (env-specific keys, one type each)
+    state: dict[str, Any]
+
+
+#: the keys every mvpo env puts in every info (env-specific extras come on top)
+INFO_KEYS: tuple[str, ...] = tuple(Info.__annotations__)
 
 
 def canonical_command(text: str) -> str:
