@@ -6,24 +6,29 @@ actions are ALFWorld commands (``go to countertop 1``, ``take apple 1 from count
 ...). Reward 1 and ``terminated`` when the goal is reached; Gymnasium's ``TimeLimit``
 truncates at 50 steps (``max_episode_steps=`` in ``gym.make`` changes it).
 
-Data: the bundled generated games by default (``split="train" | "eval"``, ``preset="mini"``),
-or real ALFWorld data with ``data_dir=`` / ``$ALFWORLD_DATA`` (``split="train" | "valid_seen" |
-"valid_unseen"``), see :mod:`mvpo_envs.alfworld.data`.
+Data: the bundled ALFWorld-scale generated games by default (``preset="alfworld"``, splits
+``"train" | "valid_seen" | "valid_unseen"``, ``"eval"`` = ``"valid_unseen"``; ``num_games=N``
+generates the first N games of a split once into a cache; the small ``preset="mini"`` and
+``"standard"`` sets have ``"train" | "eval"``), or real ALFWorld data with ``data_dir=`` /
+``$ALFWORLD_DATA`` (``split="train" | "valid_seen" | "valid_unseen"``), see
+:mod:`mvpo_envs.alfworld.data` and docs/alfworld_generator.md.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from mvpo_abstraction.base import Abstraction
 from mvpo_envs.alfworld.data import (
+    DEFAULT_PRESET,
     TASK_TYPES,
     AlfworldGame,
-    bundled_split_dir,
     collect_games,
     real_split_dir,
+    select_split_dir,
     user_real_data_dir,
 )
 from mvpo_envs.alfworld.engine import AlfworldEngine, EngineStep
@@ -33,10 +38,53 @@ from mvpo_envs.base import TextEnv, Transition
 
 START_LOCATION = "middle of room"
 TASK_PREFIX = "Your task is to: "
+#: ``protocol=``: ALFWorld's command handling, or mvpo-v0's lenient one (docs/fidelity.md)
+PROTOCOLS = ("original", "lenient")
 
 
 class AlfworldEnv(TextEnv):
-    """ALFWorld text environment on the real engine; see the module docstring."""
+    """ALFWorld's text games on ALFWorld's own TextWorld PDDL engine (``mvpo/ALFWorld-v0``).
+
+    ## Description
+    A household task ("put a clean apple in fridge.") in a room of numbered receptacles; the
+    agent walks to receptacles, opens them, takes, cleans, heats, cools, slices or examines
+    objects until the goal holds. Six task types (``info["task_type"]``); every rule is
+    ALFWorld's unless an opt-in says otherwise (docs/fidelity.md).
+
+    ## Action space
+    Free text (:class:`mvpo_envs.spaces.AnyText`): an ALFWorld command. With
+    ``protocol="original"`` (default) it is handled as ALFWorld does: leading and trailing
+    whitespace stripped, then an exact, case-sensitive match against the admissible commands
+    (``GO TO CABINET 1`` and ``go  to  cabinet  1`` are ``Nothing happens.``).
+    ``info["admissible_actions"]`` lists ALFWorld's ``admissible_commands``.
+
+    ## Observation space
+    Free text: the engine's feedback (the room and task intro at reset); an inadmissible
+    command gives ``Nothing happens.`` (reward 0, ``invalid_action=True``).
+
+    ## Rewards
+    1.0 on the step that reaches the goal, else 0.
+
+    ## Starting state
+    The game chosen by ``reset(seed=..., options=...)`` (see
+    :func:`mvpo_envs.base.select_task_index`), at its initial state.
+
+    ## Episode end
+    Termination: the goal holds (``won``). Truncation: Gymnasium's ``TimeLimit`` at 50 steps.
+    With ``protocol="original"`` a step after the win repeats the final step as ALFWorld's
+    batch env does: the same observation and info, reward (score) 1.0, ``terminated=True``
+    (no milestone fires again).
+
+    ## Arguments
+    ``split``, ``data_dir`` (or ``$ALFWORLD_DATA``), ``preset``, ``task_types``,
+    ``abstraction``, ``render_mode``, ``max_cached_games`` (see the module docstring) and
+    ``protocol``: ``"original"`` or ``"lenient"`` (commands compared after lower-casing and
+    collapsing spaces; after a win, ``Nothing happens.`` with ``invalid_action=True``).
+
+    ## Version history
+    * v0: ALFWorld's command matching and after-win behaviour by default;
+      ``protocol="lenient"`` keeps the earlier mvpo behaviour as an opt-in.
+    """
 
     invalid_feedback = "Nothing happens."
     default_abstraction = "alfworld"
@@ -45,21 +93,23 @@ class AlfworldEnv(TextEnv):
         self,
         split: str = "train",
         data_dir: str | os.PathLike | None = None,
-        preset: str = "mini",
+        preset: str = DEFAULT_PRESET,
         task_types: Sequence[str] = TASK_TYPES,
         abstraction: str | Abstraction | None = None,
         render_mode: str | None = None,
         max_cached_games: int = 64,
+        protocol: str = "original",
+        num_games: int | None = None,
     ):
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        self.protocol = protocol
+        self._raw_action = ""
         data_dir = data_dir if data_dir is not None else user_real_data_dir()
         if data_dir:
             split_dir = real_split_dir(data_dir, split)
         else:
-            if split not in ("train", "eval"):
-                raise ValueError(
-                    f"the bundled ALFWorld set has splits 'train' and 'eval', not {split!r}"
-                )
-            split_dir = bundled_split_dir(split, preset)
+            split_dir = select_split_dir(split, preset, num_games)
         self.split = split
         self.games: list[AlfworldGame] = collect_games(split_dir, tuple(task_types))
         super().__init__([g.task_id for g in self.games], abstraction, render_mode)
@@ -69,7 +119,25 @@ class AlfworldEnv(TextEnv):
         self._location = START_LOCATION
         self._text_view = TextView()
 
+    # -- Gymnasium API ---------------------------------------------------------------------------
+    def step(self, action: str):
+        """Gymnasium's ``step``; ALFWorld's command handling with ``protocol="original"``."""
+        if self.protocol == "original" and self._done and isinstance(action, str):
+            # ALFWorld's batch env copies the final step over once the game has ended
+            info = copy.deepcopy(self._last_info)
+            info.update(milestones=[], invalid_action=False)
+            return self._last.observation, float(self._last.reward), True, False, info
+        self._raw_action = action if isinstance(action, str) else ""
+        return super().step(action)
+
+    def _command(self, command: str) -> str:
+        """What the engine receives: ALFWorld strips the typed text, lenient canonicalises."""
+        return self._raw_action.strip() if self.protocol == "original" else command
+
     # -- TextEnv hooks ---------------------------------------------------------------------------
+    def _is_admissible(self, command: str) -> bool:
+        return self._command(command) in self._admissible_set
+
     def _start(self, task_index: int) -> Transition:
         self._game = self.games[task_index]
         self._engine.load(self._game.game_file)
@@ -80,6 +148,7 @@ class AlfworldEnv(TextEnv):
         return self._transition(result, "")
 
     def _act(self, command: str) -> Transition:
+        command = self._command(command)
         result = self._engine.step(command)
         if command.startswith("go to "):
             self._location = command[len("go to ") :]

@@ -20,7 +20,7 @@ import textworld
 from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
 from textworld.envs import PddlEnv
 
-from mvpo_envs.alfworld.engine import restored_argv
+from mvpo_envs.alfworld.engine import CachedPddlEnv, restored_argv
 
 
 class VerificationError(RuntimeError):
@@ -39,10 +39,39 @@ class PlayReport:
     feedback: list[str] = field(default_factory=list)
 
 
-class Engine:
-    """One ALFWorld PDDL engine, reused from game to game."""
+class _NoReplanTranslations:
+    """Translator for an engine that never plans: the planner's copy reuses the plain one.
 
-    def __init__(self) -> None:
+    ``PddlState`` translates every problem twice: once to play it, once more (``optimize=True``)
+    only for the planner behind ``policy_commands``. Play (admissible commands, effects, goal
+    check) reads the first translation only, so an engine that never asks the planner can hand
+    the planner the same translation and save half of each load.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def pddl2sas(self, domain: str, problem: str, verbose: bool = False, optimize: bool = False):
+        return self._inner.pddl2sas(domain, problem, verbose=verbose, optimize=False)
+
+
+class Engine:
+    """One ALFWorld PDDL engine, reused from game to game.
+
+    ``cached=True`` (default) uses :class:`mvpo_envs.alfworld.engine.CachedPddlEnv`, ALFWorld's
+    ``PddlEnv`` with the translation and command-text caches (same observations, about twice
+    as fast on whole rooms); ``cached=False`` the plain ``PddlEnv``. ``planner=False`` makes
+    an engine that cannot be asked for the planner's plan and loads games faster
+    (:class:`_NoReplanTranslations`).
+    """
+
+    def __init__(self, cached: bool = True, planner: bool = True) -> None:
+        if not planner and not cached:
+            raise ValueError("planner=False needs cached=True")
+        self.planner = planner
         self.infos = textworld.EnvInfos(
             won=True,
             admissible_commands=True,
@@ -51,7 +80,10 @@ class Engine:
             extras=["gamefile"],
         )
         with restored_argv():
-            self.env = AlfredInfos(AlfredDemangler(PddlEnv(self.infos), shuffle=False))
+            base = CachedPddlEnv(self.infos) if cached else PddlEnv(self.infos)
+            if not planner:
+                base._translations = _NoReplanTranslations(base._translations)
+            self.env = AlfredInfos(AlfredDemangler(base, shuffle=False))
 
     def play(
         self,
@@ -65,6 +97,8 @@ class Engine:
         lower-cased PDDL names), for walkthroughs built before the names are known.
         Raises :class:`VerificationError` unless the last command, and only it, wins.
         """
+        if ask_planner and not self.planner:
+            raise ValueError("this engine was built with planner=False")
         with restored_argv():
             t0 = time.perf_counter()
             self.env.load(game if isinstance(game, str) else dict(game))

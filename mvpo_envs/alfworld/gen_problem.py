@@ -13,6 +13,7 @@ Everything is drawn from one ``random.Random`` over sorted sequences, so a seed 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from dataclasses import dataclass, field
@@ -54,6 +55,21 @@ class Knobs:
     openable_share: float | None  # share of filler receptacles of openable types; None: scene mix
     extra_targets: tuple[int, int]  # copies of the target type beyond what the task needs
     max_walkthrough: int  # longer solutions are rejected (the game is drawn again)
+    world: str = "sampled"  # "sampled": a few receptacles (the knobs); "room": the whole room
+    planner_check: bool = True  # also ask the engine's planner for a plan at reset
+
+    def as_meta(self) -> dict:
+        """The knobs as written to files: new fields only when they differ from the default.
+
+        A ``room`` world uses neither the receptacle nor the object knobs; they are left out.
+        """
+        out = dataclasses.asdict(self)
+        if self.world == "room":
+            return {k: out[k] for k in ("max_walkthrough", "planner_check", "world")}
+        for name in ("world", "planner_check"):
+            if out[name] == Knobs.__dataclass_fields__[name].default:
+                del out[name]
+        return out
 
 
 @dataclass(frozen=True)

@@ -190,14 +190,33 @@ def load_scene(number: int) -> Scene:
     )
 
 
+#: ALFRED's published dataset split of the scenes: valid_unseen and test scenes; every other
+#: scene is a train scene (ALFWorld's train and valid_seen games come from those)
+ALFRED_VALID_UNSEEN_SCENES = (10, 219, 308, 424)
+ALFRED_TEST_SCENES = (9, 29, 215, 226, 315, 325, 404, 425)
+SCENE_POOLS = ("train", "test", "alfred_seen", "alfred_unseen")
+
+
 def scene_numbers(pool: str) -> tuple[int, ...]:
-    """ALFRED's scene split: ``train`` (7-30, 207-230, ...) or ``test`` (1-6, 201-206, ...)."""
+    """A scene pool.
+
+    ``train`` (7-30, 207-230, ...) and ``test`` (1-6, 201-206, ...): the split of
+    ``alfworld.gen.constants`` (ALFRED's generator). ``alfred_seen``: ALFRED's dataset train
+    scenes (all but its valid_unseen and test scenes); ``alfred_unseen``: ALFRED's
+    valid_unseen scenes (10, 219, 308, 424), as ALFWorld's ``valid_unseen`` games use.
+    """
+    every = tuple(constants.TRAIN_SCENE_NUMBERS) + tuple(constants.TEST_SCENE_NUMBERS)
     if pool == "train":
         numbers = constants.TRAIN_SCENE_NUMBERS
     elif pool == "test":
         numbers = constants.TEST_SCENE_NUMBERS
+    elif pool == "alfred_seen":
+        held = set(ALFRED_VALID_UNSEEN_SCENES) | set(ALFRED_TEST_SCENES)
+        numbers = [n for n in every if n not in held]
+    elif pool == "alfred_unseen":
+        numbers = ALFRED_VALID_UNSEEN_SCENES
     else:
-        raise ValueError(f"unknown scene pool {pool!r}; use 'train' or 'test'")
+        raise ValueError(f"unknown scene pool {pool!r}; use one of {list(SCENE_POOLS)}")
     available = {
         int(p.name[9:].split("-")[0]) for p in layouts_dir().glob("FloorPlan*-openable.json")
     }

@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import json
+import multiprocessing
 import os
 import random
 import shlex
@@ -41,6 +42,12 @@ from alfworld.agents.utils.misc import add_task_to_grammar
 from tqdm import tqdm
 
 from mvpo_envs.alfworld.data import TASK_TYPES
+from mvpo_envs.alfworld.gen_alfworld import (
+    ALFWORLD_SPLIT_SIZES,
+    SPLIT_POOLS,
+    sample_room_problem,
+    task_sequence,
+)
 from mvpo_envs.alfworld.gen_engine import Engine, PlayReport, VerificationError
 from mvpo_envs.alfworld.gen_problem import Knobs, Problem, sample_problem
 from mvpo_envs.alfworld.gen_scene import scene_numbers
@@ -67,7 +74,20 @@ PRESETS: dict[str, Knobs] = {
         extra_targets=(0, 2),
         max_walkthrough=30,
     ),
+    # ALFWorld scale: the whole room, every object type in 1-3 copies, ALFWorld's task mix and
+    # splits (see gen_alfworld); the engine verifies the walkthrough, no planner needed
+    "alfworld": Knobs(
+        receptacles=(0, 0),
+        distractors=(0, 0),
+        openable_share=None,
+        extra_targets=(0, 0),
+        max_walkthrough=30,
+        world="room",
+        planner_check=False,
+    ),
 }
+#: the preset whose games keep ALFWorld's splits (train / valid_seen / valid_unseen)
+ALFWORLD_PRESET = "alfworld"
 DEFAULT_SPLIT_SIZES = {"train": 36, "eval": 18}
 MAX_ATTEMPTS = 200
 
@@ -182,11 +202,11 @@ def make_draw(problem: Problem, seed: int, logic: tuple[str, str], meta: dict) -
     return Draw(problem, trial_id, game, traj)
 
 
-def verify_draw(engine: Engine, draw: Draw) -> PlayReport:
+def verify_draw(engine: Engine, draw: Draw, ask_planner: bool = True) -> PlayReport:
     """Play the constructed walkthrough on the engine; the planner must find a plan too."""
     steps = draw.problem.plan
-    report = engine.play(draw.game, lambda names: [s.render(names) for s in steps], True)
-    if not report.planner_commands:
+    report = engine.play(draw.game, lambda names: [s.render(names) for s in steps], ask_planner)
+    if ask_planner and not report.planner_commands:
         raise VerificationError("the engine's planner finds no plan")
     return report
 
@@ -229,6 +249,12 @@ class SplitConfig:
     seed: int
     task_types: tuple[str, ...]
     scene_pool: str
+    mix: str = "cycle"  # "cycle": game i has task_types[i % n]; "alfworld": ALFWorld's mix
+
+    def task_type(self, index: int) -> str:
+        if self.mix == "alfworld":
+            return task_sequence(self.split, self.task_types, index + 1)[index]
+        return self.task_types[index % len(self.task_types)]
 
     def meta(self, index: int, attempt: int, gseed: int) -> dict:
         """The ``mvpo_generator`` block of a game's traj_data.json."""
@@ -237,7 +263,7 @@ class SplitConfig:
             "version": GENERATOR_VERSION,
             "alfworld_version": alfworld_version(),
             "preset": self.preset,
-            "knobs": dataclasses.asdict(self.knobs),
+            "knobs": self.knobs.as_meta(),
             "seed": self.seed,
             "split": self.split,
             "index": index,
@@ -249,21 +275,29 @@ class SplitConfig:
 
 
 def draw_game(
-    cfg: SplitConfig, index: int, engine: Engine, result: SplitResult
+    cfg: SplitConfig,
+    index: int,
+    engine: Engine,
+    result: SplitResult,
+    task_type: str | None = None,
 ) -> tuple[Draw, PlayReport]:
     """Draw game ``index`` from seed after seed until one is short enough and verified."""
-    task_type = cfg.task_types[index % len(cfg.task_types)]
+    task_type = task_type or cfg.task_type(index)
     pool = scene_numbers(cfg.scene_pool)
     logic = wheel_logic()
     for attempt in range(MAX_ATTEMPTS):
         gseed = game_seed(cfg.seed, cfg.split, index, attempt)
-        problem = sample_problem(random.Random(gseed), task_type, pool, cfg.knobs)
+        rng = random.Random(gseed)
+        if cfg.knobs.world == "room":
+            problem = sample_room_problem(rng, task_type, pool)
+        else:
+            problem = sample_problem(rng, task_type, pool, cfg.knobs)
         if len(problem.plan) > cfg.knobs.max_walkthrough:
             result.too_long += 1
             continue
         draw = make_draw(problem, gseed, logic, cfg.meta(index, attempt, gseed))
         try:
-            return draw, verify_draw(engine, draw)
+            return draw, verify_draw(engine, draw, cfg.knobs.planner_check)
         except VerificationError as err:
             result.failed.append(f"{cfg.split}[{index}] attempt {attempt}: {err}")
     raise RuntimeError(f"{cfg.split}[{index}] ({task_type}): no valid game in {MAX_ATTEMPTS} draws")
@@ -278,19 +312,62 @@ def write_game(split_dir: Path, draw: Draw, report: PlayReport) -> dict:
     return _record(split_dir, game_dir, draw, len(report.commands))
 
 
+_WORKER_ENGINE: Engine | None = None
+
+
+def _worker_draw(job: tuple[SplitConfig, int, str]) -> tuple[Draw, PlayReport, SplitResult]:
+    """Draw one game in a worker process (one engine per process)."""
+    global _WORKER_ENGINE
+    cfg, index, task_type = job
+    if _WORKER_ENGINE is None:
+        _WORKER_ENGINE = Engine(planner=cfg.knobs.planner_check)
+    part = SplitResult()
+    draw, report = draw_game(cfg, index, _WORKER_ENGINE, part, task_type)
+    report.feedback = []  # not needed by the writer; keeps the pickle small
+    return draw, report, part
+
+
 def generate_split(
-    split_dir: Path, cfg: SplitConfig, size: int, engine: Engine, progress: tqdm | None = None
+    split_dir: Path,
+    cfg: SplitConfig,
+    size: int,
+    engine: Engine | None,
+    progress: tqdm | None = None,
+    workers: int = 1,
 ) -> SplitResult:
-    """Write ``size`` verified games; game ``i`` has task type ``task_types[i % len]``."""
+    """Write ``size`` verified games; game ``i`` has task type ``cfg.task_type(i)``.
+
+    With ``workers > 1`` games are drawn and verified in that many processes; every game
+    depends only on (seed, split, index), so the files are the same bytes either way.
+    """
     result = SplitResult()
-    for index in range(size):
-        draw, report = draw_game(cfg, index, engine, result)
+    if cfg.mix == "alfworld":
+        types = task_sequence(cfg.split, cfg.task_types, size)
+    else:
+        types = [cfg.task_type(i) for i in range(size)]
+    jobs = [(cfg, index, types[index]) for index in range(size)]
+
+    def take(draw: Draw, report: PlayReport, part: SplitResult) -> None:
+        result.too_long += part.too_long
+        result.failed += part.failed
         result.games.append(write_game(split_dir, draw, report))
         result.timings.append((report.load_s, report.reset_s, report.steps_s))
         result.planner_lengths.append(len(report.planner_commands or []))
         if progress is not None:
             progress.update(1)
             progress.set_postfix(too_long=result.too_long, failed=len(result.failed))
+
+    if workers > 1 and size > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(workers, size)) as pool:
+            for draw, report, part in pool.imap(_worker_draw, jobs, chunksize=4):
+                take(draw, report, part)
+    else:
+        engine = engine or Engine(planner=cfg.knobs.planner_check)
+        for job in jobs:
+            part = SplitResult()
+            draw, report = draw_game(cfg, job[1], engine, part, job[2])
+            take(draw, report, part)
     result.games.sort(key=lambda g: g["relpath"])
     return result
 
@@ -324,9 +401,21 @@ class RunResult:
     splits: dict[str, SplitResult]
 
 
+def split_scene_pool(preset: str, split: str, eval_scenes: str = "test") -> str:
+    """The scene pool of a split: ALFWorld's splits for ``alfworld``, else train / eval."""
+    if preset == ALFWORLD_PRESET:
+        if split not in SPLIT_POOLS:
+            raise ValueError(
+                f"the {ALFWORLD_PRESET!r} preset has ALFWorld's splits {sorted(SPLIT_POOLS)}, "
+                f"not {split!r}"
+            )
+        return SPLIT_POOLS[split]
+    return "train" if split == "train" else eval_scenes
+
+
 def generate(
     out: str | Path,
-    split_sizes: dict[str, int],
+    split_sizes: dict[str, int] | None = None,
     *,
     preset: str = "mini",
     seed: int = 0,
@@ -337,10 +426,22 @@ def generate(
     command: str = "",
     overwrite: bool = False,
     show_progress: bool = True,
+    workers: int = 1,
 ) -> RunResult:
-    """Generate every split under ``out`` and update the manifest."""
+    """Generate every split under ``out`` and update the manifest.
+
+    ``split_sizes`` defaults to ALFWorld's (3,553 / 140 / 134) for the ``alfworld`` preset,
+    else to ``DEFAULT_SPLIT_SIZES``.
+    """
     out = Path(out)
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
     knobs = knobs or PRESETS[preset]
+    if split_sizes is None:
+        split_sizes = dict(
+            ALFWORLD_SPLIT_SIZES if preset == ALFWORLD_PRESET else DEFAULT_SPLIT_SIZES
+        )
+    pools = {split: split_scene_pool(preset, split, eval_scenes) for split in split_sizes}
     unknown = [t for t in task_types if t not in TASK_TYPES]
     if unknown:
         raise ValueError(f"unknown task types {unknown}; known: {list(TASK_TYPES)}")
@@ -350,7 +451,7 @@ def generate(
             if not overwrite:
                 raise FileExistsError(f"{split_dir} is not empty (use --overwrite)")
             shutil.rmtree(split_dir)
-    engine = Engine()
+    engine = Engine(planner=knobs.planner_check) if workers <= 1 else None
     entry = {
         "command": command,
         "generator": GENERATOR,
@@ -358,7 +459,7 @@ def generate(
         "alfworld_version": alfworld_version(),
         "preset": preset,
         "seed": seed,
-        "knobs": dataclasses.asdict(knobs),
+        "knobs": knobs.as_meta(),
         "splits": {},
     }
     results = {}
@@ -367,9 +468,10 @@ def generate(
         total=total, desc="alfworld games", disable=not show_progress, file=sys.stderr
     ) as bar:
         for split, size in split_sizes.items():
-            pool = "train" if split == "train" else eval_scenes
-            cfg = SplitConfig(split, preset, knobs, seed, tuple(task_types), pool)
-            results[split] = generate_split(out / split, cfg, size, engine, bar)
+            pool = pools[split]
+            mix = "alfworld" if preset == ALFWORLD_PRESET else "cycle"
+            cfg = SplitConfig(split, preset, knobs, seed, tuple(task_types), pool, mix)
+            results[split] = generate_split(out / split, cfg, size, engine, bar, workers)
             entry["splits"][split] = split_summary(results[split], pool)
     manifest_path = Path(manifest) if manifest else out / MANIFEST_FILE
     update_manifest(manifest_path, out, entry)
@@ -449,8 +551,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--split-sizes",
         type=_split_sizes,
-        default=DEFAULT_SPLIT_SIZES,
-        help="games per split, e.g. train=36,eval=18 (default)",
+        default=None,
+        help="games per split, e.g. train=36,eval=18 (default; with --preset alfworld: "
+        "ALFWorld's train=3553,valid_seen=140,valid_unseen=134)",
     )
     p.add_argument("--preset", choices=sorted(PRESETS), default="mini")
     p.add_argument("--seed", type=int, default=0)
@@ -482,12 +585,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="only check a manifest: file hashes, and replay every walkthrough",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes drawing and verifying games (same files for any number)",
+    )
     return p
 
 
 def knobs_from_args(args: argparse.Namespace) -> Knobs:
     """The preset's knobs with the command line's overrides."""
     knobs = PRESETS[args.preset]
+    if knobs.world == "room":
+        given = [
+            flag
+            for flag, value in (
+                ("--receptacles", args.receptacles),
+                ("--distractors", args.distractors),
+                ("--extra-targets", args.extra_targets),
+                ("--openable-share", args.openable_share),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} do not apply to --preset {args.preset} (whole rooms); "
+                "only --max-walkthrough does"
+            )
     overrides = {
         "receptacles": args.receptacles,
         "distractors": args.distractors,
@@ -528,22 +653,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.out:
         parser.error("--out is required (or --check MANIFEST)")
     task_types = tuple(t.strip() for t in args.task_types.split(",") if t.strip())
-    for split in args.split_sizes:
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    try:
+        knobs = knobs_from_args(args)
+        split_sizes = args.split_sizes or dict(
+            ALFWORLD_SPLIT_SIZES if args.preset == ALFWORLD_PRESET else DEFAULT_SPLIT_SIZES
+        )
+        for split in split_sizes:
+            split_scene_pool(args.preset, split, args.eval_scenes)
+    except ValueError as err:
+        parser.error(str(err))
+    for split in split_sizes:
         split_dir = Path(args.out) / split
         if not args.overwrite and split_dir.is_dir() and any(split_dir.iterdir()):
             parser.error(f"{split_dir} is not empty (use --overwrite to replace it)")
     run = generate(
         args.out,
-        args.split_sizes,
+        split_sizes,
         preset=args.preset,
         seed=args.seed,
-        knobs=knobs_from_args(args),
+        knobs=knobs,
         task_types=task_types,
         eval_scenes=args.eval_scenes,
         manifest=args.manifest,
         command=shlex.join([GENERATOR, *raw]),
         overwrite=args.overwrite,
         show_progress=not args.quiet,
+        workers=args.workers,
     )
     for split, info in run.entry["splits"].items():
         print(

@@ -230,13 +230,15 @@ def test_bundle_covers_six_types_per_split(manifest):
     assert "mini" in manifest["sets"]
     mini = manifest["sets"]["mini"]["splits"]
     assert mini["train"]["n_games"] >= 36 and mini["eval"]["n_games"] >= 18
-    for entry in manifest["sets"].values():
-        assert set(entry["splits"]) == {"train", "eval"}
+    assert set(manifest["sets"]) == {"alfworld", "mini", "standard"}
+    for key, entry in manifest["sets"].items():
+        splits = {"train", "valid_seen", "valid_unseen"} if key == "alfworld" else {"train", "eval"}
+        assert set(entry["splits"]) == splits
         for info in entry["splits"].values():
             assert set(info["task_types"]) == set(TASK_TYPES)
     assert all(g["walkthrough_len"] <= 8 for g in mini["train"]["games"] + mini["eval"]["games"])
     size = sum(p.stat().st_size for p in BUNDLE.rglob("*") if p.is_file())
-    assert size <= 6 * 1024 * 1024
+    assert size <= 10 * 1024 * 1024
 
 
 def test_alfworld_own_collector_accepts_every_bundled_game(manifest):

@@ -1,0 +1,394 @@
+"""How ALFWorld-like are the generated games? Generated sets vs real ALFWorld, side by side.
+
+docs/alfworld_generator.md, "Statistics". For each set of games this prints, per room (game):
+receptacles, objects in receptacles, objects per receptacle (mean and most on one), admissible
+commands at reset, the stored walkthrough's length per task type, and the success rate of a
+uniform-random policy over the admissible commands in 50 steps (seeded), played on ALFWorld's
+engine (``mvpo_envs.alfworld.engine.AlfworldEngine``).
+
+Columns:
+
+* the bundled generated sets (``data/alfworld/<preset>/``), all splits; ``--games DIR`` adds any
+  folder of games (e.g. a generated full split from the cache);
+* ``real``: ALFWorld games under ``$MVPO_REALDATA/alfworld`` (default ``../shared/realdata``),
+  when present;
+* ``ReAct prompts``: numbers read from the initial observations and trajectories of the 18
+  rooms (6 task types x 3) of ALFWorld's few-shot prompt file in the ReAct repository
+  (``ysymyth/ReAct``, ``prompts/alfworld_3prompts.json``, the ``act_*`` entries). The numbers
+  are stored below; ``--react-prompts FILE`` recomputes them from a copy of that file. The
+  prompts show receptacles at the start and the objects *seen* on the receptacles the agent
+  visited, and their action counts are those of ReAct's successful runs, not an expert's.
+
+Usage: ``python benchmarks/alfworld_stats.py [--episodes 5] [--markdown OUT.md]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from mvpo_envs.alfworld.data import TASK_TYPES, collect_games  # noqa: E402
+from mvpo_envs.alfworld.engine import AlfworldEngine, read_game_file  # noqa: E402
+
+SHORT = {
+    "pick_and_place_simple": "pick",
+    "look_at_obj_in_light": "look",
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "heat",
+    "pick_cool_then_place_in_recep": "cool",
+    "pick_two_obj_and_place": "pick_two",
+}
+REACT_KIND = {
+    "put": "pick_and_place_simple",
+    "examine": "look_at_obj_in_light",
+    "clean": "pick_clean_then_place_in_recep",
+    "heat": "pick_heat_then_place_in_recep",
+    "cool": "pick_cool_then_place_in_recep",
+    "puttwo": "pick_two_obj_and_place",
+}
+#: derived from ysymyth/ReAct prompts/alfworld_3prompts.json (act_* entries) with
+#: ``--react-prompts``: receptacles listed at reset per room; objects seen on each receptacle
+#: the agent looked at; commands of each successful run per task type
+REACT = {
+    "receptacles": [13, 20, 18, 29, 20, 10, 30, 29, 27, 35, 34, 28, 11, 11, 39, 14, 22, 11],
+    "seen_per_receptacle": [
+        3,
+        2,
+        1,
+        4,
+        0,
+        1,
+        4,
+        5,
+        3,
+        4,
+        2,
+        5,
+        0,
+        0,
+        0,
+        1,
+        0,
+        0,
+        1,
+        1,
+        2,
+        0,
+        4,
+        16,
+        4,
+        15,
+        4,
+        0,
+        1,
+        4,
+        5,
+        3,
+        4,
+        2,
+        4,
+        5,
+        2,
+        0,
+        1,
+        3,
+        3,
+        0,
+        7,
+        11,
+        2,
+        16,
+        2,
+        0,
+        11,
+        8,
+        0,
+        1,
+        1,
+        0,
+        4,
+        8,
+        14,
+        0,
+        0,
+        0,
+        1,
+        0,
+        0,
+        1,
+        4,
+        4,
+        15,
+        14,
+        3,
+        0,
+        7,
+        2,
+        6,
+        3,
+        3,
+        4,
+        5,
+        5,
+        0,
+        1,
+        3,
+        7,
+        11,
+        8,
+        1,
+        2,
+        0,
+        0,
+        2,
+        0,
+        0,
+        0,
+        7,
+        3,
+        0,
+        1,
+        7,
+        3,
+        3,
+        0,
+        0,
+        0,
+        3,
+        9,
+        4,
+        0,
+        3,
+    ],  # fmt: skip
+    "commands": {
+        "pick_and_place_simple": [6, 12, 16],
+        "pick_clean_then_place_in_recep": [8, 14, 6],
+        "pick_heat_then_place_in_recep": [9, 8, 9],
+        "pick_cool_then_place_in_recep": [5, 20, 8],
+        "pick_two_obj_and_place": [12, 8, 24],
+        "look_at_obj_in_light": [14, 11, 5],
+    },
+}
+
+_SEEN_LINE = re.compile(
+    r"(?:On the \S+ \d+|You open the \S+ \d+\. The \S+ \d+ is open\. In it), you see (.*)\.$"
+)
+
+
+def react_numbers(path: Path) -> dict:
+    """Recompute :data:`REACT` from a copy of ReAct's ``alfworld_3prompts.json``."""
+    prompts = json.loads(path.read_text(encoding="utf-8"))
+    out: dict = {"receptacles": [], "seen_per_receptacle": [], "commands": defaultdict(list)}
+    for key, text in prompts.items():
+        if not key.startswith("act_"):
+            continue
+        intro = re.search(r"you see (.*?)\.\n", text)
+        if intro is None:
+            raise ValueError(f"{path}: {key} has no initial observation")
+        out["receptacles"].append(len(intro.group(1).split(", ")))
+        for line in text.split("\n"):
+            seen = _SEEN_LINE.match(line)
+            if seen:
+                items = seen.group(1)
+                out["seen_per_receptacle"].append(
+                    0 if items == "nothing" else len(items.split(", "))
+                )
+        kind = REACT_KIND[key.split("_")[1]]
+        out["commands"][kind].append(sum(1 for ln in text.split("\n") if ln.startswith("> ")))
+    out["commands"] = dict(out["commands"])
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# per-game measurements
+
+
+@dataclass
+class GameStats:
+    task_type: str
+    receptacles: int
+    objects: int
+    per_receptacle_max: int
+    per_receptacle_mean: float
+    admissible: int
+    walkthrough: int
+    random_wins: int = 0
+    random_episodes: int = 0
+
+
+@dataclass
+class SetStats:
+    name: str
+    games: list[GameStats] = field(default_factory=list)
+
+
+def problem_counts(problem: str) -> tuple[int, int, int, float]:
+    """Receptacles, objects in receptacles, most and mean objects per receptacle (from :init)."""
+    init = problem.split("(:init", 1)[1].split("(:goal", 1)[0]
+    recs = set(re.findall(r"\(receptacleType (\S+) \S+\)", init))
+    held = re.findall(r"\(inReceptacle (\S+) (\S+)\)", init)
+    per = Counter(r for _, r in held)
+    objects = {o for o, _ in held}
+    return len(recs), len(objects), max(per.values(), default=0), len(held) / max(1, len(recs))
+
+
+def random_policy(
+    engine: AlfworldEngine, episodes: int, steps: int, seed: int, key: str
+) -> tuple[int, int]:
+    """Wins of a uniform-random policy over the admissible commands (seeded per game)."""
+    rng = random.Random(f"{seed}:{key}")
+    wins = 0
+    for _ in range(episodes):
+        state = engine.reset()
+        for _ in range(steps):
+            state = engine.step(rng.choice(sorted(state.admissible)))
+            if state.won:
+                wins += 1
+                break
+    return wins, episodes
+
+
+def measure_set(name: str, folders: list[Path], episodes: int, steps: int, seed: int) -> SetStats:
+    out = SetStats(name)
+    engine = AlfworldEngine(cached=True)
+    for folder in folders:
+        for game in collect_games(folder):
+            data = read_game_file(game.game_file)
+            recs, objs, most, mean = problem_counts(data["pddl_problem"])
+            engine.load(game.game_file)
+            first = engine.reset()
+            stats = GameStats(
+                task_type=game.task_type,
+                receptacles=recs,
+                objects=objs,
+                per_receptacle_max=most,
+                per_receptacle_mean=mean,
+                admissible=len(first.admissible),
+                walkthrough=len(data.get("walkthrough") or []),
+            )
+            if episodes:
+                key = f"{name}:{game.task_id}"
+                stats.random_wins, stats.random_episodes = random_policy(
+                    engine, episodes, steps, seed, key
+                )
+            out.games.append(stats)
+    engine.close()
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# the table
+
+
+def _dist(values: list[float], digits: int = 0) -> str:
+    if not values:
+        return "–"
+    fmt = f"{{:.{digits}f}}"
+    med = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(values[0])
+    return f"{fmt.format(min(values))}–{fmt.format(max(values))} (median {fmt.format(med)})"
+
+
+def table(sets: list[SetStats], react: dict, episodes: int, steps: int) -> str:
+    header = ["", *(f"{s.name} ({len(s.games)} games)" for s in sets), "ReAct prompts (18 rooms)"]
+    rows = []
+
+    def row(label: str, cells: list[str], react_cell: str) -> None:
+        rows.append([label, *cells, react_cell])
+
+    row(
+        "receptacles per room",
+        [_dist([g.receptacles for g in s.games]) for s in sets],
+        _dist(react["receptacles"]),
+    )
+    row(
+        "objects in receptacles per room",
+        [_dist([g.objects for g in s.games]) for s in sets],
+        "–",
+    )
+    row(
+        "objects per receptacle (mean over a room)",
+        [_dist([g.per_receptacle_mean for g in s.games], 1) for s in sets],
+        f"{statistics.fmean(react['seen_per_receptacle']):.1f} (on receptacles looked at)",
+    )
+    row(
+        "most objects on one receptacle",
+        [_dist([g.per_receptacle_max for g in s.games]) for s in sets],
+        f"{max(react['seen_per_receptacle'])} (most seen)",
+    )
+    row(
+        "admissible commands at reset",
+        [_dist([g.admissible for g in s.games]) for s in sets],
+        _dist([n + 2 for n in react["receptacles"]]) + " (receptacles + look, inventory)",
+    )
+    for task in TASK_TYPES:
+        row(
+            f"walkthrough length: {SHORT[task]}",
+            [_dist([g.walkthrough for g in s.games if g.task_type == task]) for s in sets],
+            _dist(react["commands"].get(task, [])) + " (ReAct's runs)",
+        )
+    cells = []
+    for s in sets:
+        wins = sum(g.random_wins for g in s.games)
+        eps = sum(g.random_episodes for g in s.games)
+        cells.append(f"{100 * wins / eps:.1f}% ({wins}/{eps})" if eps else "–")
+    row(f"random policy wins in {steps} steps", cells, "–")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--presets", default="alfworld,standard,mini", help="bundled presets to measure")
+    p.add_argument("--games", action="append", default=[], help="extra folder of games (NAME=DIR)")
+    p.add_argument("--episodes", type=int, default=5, help="random-policy episodes per game")
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--react-prompts", type=Path, help="recompute the ReAct column from this file")
+    p.add_argument("--markdown", type=Path, help="also write the table (and the command) here")
+    args = p.parse_args(argv)
+    react = react_numbers(args.react_prompts) if args.react_prompts else REACT
+    if args.react_prompts and react != REACT:
+        print("note: the prompt file gives other numbers than the stored ones", file=sys.stderr)
+    t0 = time.perf_counter()
+    sets = []
+    data_root = REPO / "data" / "alfworld"
+    for preset in [x for x in args.presets.split(",") if x]:
+        folders = sorted(d for d in (data_root / preset).iterdir() if d.is_dir())
+        sets.append(measure_set(preset, folders, args.episodes, args.steps, args.seed))
+    for spec in args.games:
+        name, _, folder = spec.partition("=")
+        sets.append(measure_set(name, [Path(folder)], args.episodes, args.steps, args.seed))
+    realdata = Path(os.environ.get("MVPO_REALDATA", REPO.parent / "shared" / "realdata"))
+    real_root = realdata / "alfworld" / "json_2.1.1"
+    if real_root.is_dir():
+        folders = sorted(d for d in real_root.iterdir() if d.is_dir())
+        sets.append(measure_set("real", folders, args.episodes * 8, args.steps, args.seed))
+    text = table(sets, react, args.episodes, args.steps)
+    print(text)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    if args.markdown:
+        command = "python benchmarks/alfworld_stats.py " + " ".join(argv or sys.argv[1:])
+        args.markdown.write_text(
+            f"# Generated vs real ALFWorld games\n\n`{command.strip()}`\n\n{text}\n",
+            encoding="utf-8",
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
