@@ -6,7 +6,9 @@ its G sub-envs. Every step, the model is called once for all still-running envs 
 an env whose episode ended gets the no-op ``""`` and its Gymnasium ``NEXT_STEP`` autoreset
 result is ignored. One row per env step, with
 
-* ``group``, ``traj`` (= sub-env index), ``t``, ``reward`` (env reward + format penalty),
+* ``group``, ``traj`` (= sub-env index), ``t``, ``reward`` (env reward + the invalid-action
+  penalty: ``-invalid_penalty`` when the output was malformed *or* the env flagged the action
+  inadmissible, in both action modes; the rule is in :mod:`mvpo_train.projection`),
   ``terminated``, ``truncated`` from the vector env;
 * ``anchor`` = ``info["anchor"]`` and ``signature`` = ``info["signature"]`` of the observation
   the action was taken in; ``milestones`` = ``info["milestones"]`` of the transition;
@@ -118,7 +120,10 @@ class RolloutCollector:
             obs2, rewards, terminated, truncated, infos2 = venv.step(actions)
             info2 = unbatch_infos(infos2, n)
             for k, i in enumerate(idx):
-                penalty = 0.0 if step["format_ok"][k] else -float(cfg.invalid_penalty)
+                # the invalid-action rule (mvpo_train.projection): malformed or inadmissible,
+                # one penalty either way, in both action modes
+                invalid = not step["format_ok"][k] or bool(info2[i].get("invalid_action", False))
+                penalty = -float(cfg.invalid_penalty) if invalid else 0.0
                 env_reward = float(rewards[i])
                 traj_rows[i].append(len(rows))
                 rows.append(

@@ -217,6 +217,11 @@ def test_prompt_builder_keeps_recent_history():
         ("<action>a</action><action>b</action>", INVALID_ACTION, False),
         ("<action>去冰箱</action>", INVALID_ACTION, False),
         ("<action>look", INVALID_ACTION, False),
+        ("<think>хорошо</think><action>look</action>", INVALID_ACTION, False),  # Cyrillic
+        ("<think>λ</think><action>look</action>", INVALID_ACTION, False),  # Greek
+        ("<action>한국</action>", INVALID_ACTION, False),  # Hangul
+        ("<think>café, naïve, Straße 2°C ✓ 😀</think><action>look</action>", "look", True),
+        ("<ACTION>look</Action>", "look", True),  # tags case-insensitive
     ],
 )
 def test_action_tag_projection(text, action, valid):
@@ -228,10 +233,16 @@ def test_require_think_and_search_answer():
     assert not action_tag("<action>look</action>", require_think=True).valid
     assert (
         search_answer("<think>a</think><search> who  is </search>").action
-        == "<search>who is</search>"
+        == "<search>who  is</search>"  # Search-R1 strips the query, nothing more
     )
     assert search_answer("<answer>Paris</answer>").action == "<answer>Paris</answer>"
     assert not search_answer("Paris").valid
+    # Search-R1's rule: cut after the first </search>, then the first complete pair
+    assert search_answer("<answer>a</answer><search>q</search>").action == "<answer>a</answer>"
+    assert search_answer("<search></search>").action == "<search></search>"  # empty allowed
+    assert not search_answer("<SEARCH>q</SEARCH>").valid  # case-sensitive there
+    assert search_answer("<think>t</think><search>q</search>", require_think=True).valid
+    assert not search_answer("<search>q</search><think>t</think>", require_think=True).valid
     assert get_projection("action_tag") is action_tag
     with pytest.raises(KeyError):
         get_projection("nope")

@@ -132,3 +132,42 @@ def test_wellformed_generation_reaches_the_env(micro, venv):
     assert all(batch.extras["format_ok"]) and set(batch.action.tolist()) == {"look"}
     assert not any(batch.extras["invalid_action"])
     assert (batch.reward == 0).all()
+
+
+class _Scripted:
+    """A backend that writes a fixed text (stands beside the real HF backend tests above)."""
+
+    name = "scripted"
+
+    def __init__(self, tok, text: str):
+        self.ids = tok.encode(text, add_special_tokens=False)
+
+    def generate(self, prompts, max_new_tokens, greedy=False):
+        return [list(self.ids)] * len(prompts)
+
+    def sync_weights(self, model):
+        pass
+
+    def close(self):
+        pass
+
+
+def test_wellformed_but_inadmissible_action_gets_the_penalty(micro, venv):
+    # the invalid-action rule: malformed OR inadmissible -> one -invalid_penalty
+    col = _collector(micro, venv, action_mode="generate", invalid_penalty=0.5)
+    col.backend = _Scripted(
+        col.policy.tokenizer, "<think>ok</think><action>fly to the moon</action>"
+    )
+    batch = col.collect([0, 1])
+    ex = batch.extras
+    assert all(ex["format_ok"]) and all(ex["invalid_action"])
+    np.testing.assert_allclose(ex["format_penalty"], -0.5)
+    np.testing.assert_allclose(batch.reward, np.asarray(ex["env_reward"]) - 0.5)
+    assert (batch.reward < 0).all()  # no invalid step can look better than a valid no-reward one
+
+
+def test_score_mode_actions_are_admissible_and_unpenalised(micro, venv):
+    batch = _collector(micro, venv, invalid_penalty=0.5).collect([0, 1])
+    ex = batch.extras
+    assert not any(ex["invalid_action"]) and all(ex["format_ok"])
+    np.testing.assert_allclose(ex["format_penalty"], 0.0)
