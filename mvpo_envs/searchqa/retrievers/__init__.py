@@ -38,13 +38,24 @@ def retriever_class(name: str) -> type[Retriever]:
 
 
 def make_retriever(name: str, corpus: Corpus | None = None, **kwargs: Any) -> Retriever:
-    """A new retriever ``name`` over ``corpus`` (ignored by ``http``)."""
+    """A new retriever ``name`` over ``corpus`` (ignored by ``http``).
+
+    ``query_cache_size`` (an int >= 0; 0 disables the cache) is taken by every backend: it
+    sizes the instance's query cache (:class:`~mvpo_envs.searchqa.retrievers.base.Retriever`);
+    the other keywords go to the backend's constructor.
+    """
+    cache_size = kwargs.pop("query_cache_size", None)
+    if cache_size is not None and (
+        not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 0
+    ):
+        raise ValueError(f"query_cache_size must be an int >= 0, got {cache_size!r}")
     cls = retriever_class(name)
     if name in ("bm25", "dense") and corpus is None:
         raise ValueError(f"the {name!r} retriever needs a corpus")
-    if name == "http":
-        return cls(**kwargs)
-    return cls(corpus, **kwargs)
+    retriever = cls(**kwargs) if name == "http" else cls(corpus, **kwargs)
+    if cache_size is not None:
+        retriever.query_cache_size = cache_size
+    return retriever
 
 
 def shared_retriever(name: str, corpus: Corpus | None = None, **kwargs: Any) -> Retriever:

@@ -38,11 +38,16 @@ class Retriever(ABC):
 
     :meth:`search` keeps an LRU cache of ``(query, topk) -> hits`` (``query_cache_size``
     entries, 0 disables it): the G rollouts of a group often send the same query (the question
-    itself, first of all), and the backends are deterministic.
+    itself, first of all), and the backends are deterministic. Set it per instance with the
+    ``query_cache_size`` keyword of :func:`~mvpo_envs.searchqa.retrievers.make_retriever` (and so
+    of the env's ``retriever_kwargs``).
     """
 
     name: str = "retriever"
     query_cache_size: int = 4096
+    #: whether :meth:`search` may run in several threads at once (the server serialises the
+    #: calls of a retriever that says no; docs/searchqa.md, "Server")
+    thread_safe: bool = False
 
     def search(self, queries: Sequence[str], topk: int = 3) -> list[list[Hit]]:
         if isinstance(queries, str):

@@ -41,6 +41,7 @@ class BM25Retriever(Retriever):
     """``bm25s`` BM25 over a :class:`~mvpo_envs.searchqa.data.Corpus`."""
 
     name = "bm25"
+    thread_safe = True  # read-only index; each call is independent
 
     def __init__(
         self,

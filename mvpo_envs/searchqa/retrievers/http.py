@@ -25,6 +25,7 @@ class HttpRetriever(Retriever):
     """Query a retrieval server; ``retries`` extra attempts on connection errors."""
 
     name = "http"
+    thread_safe = True  # each call is its own HTTP request
 
     def __init__(self, url: str = DEFAULT_URL, timeout: float = 30.0, retries: int = 2):
         if not url.startswith(("http://", "https://")):

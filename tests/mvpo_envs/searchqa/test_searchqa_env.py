@@ -329,3 +329,25 @@ def test_render(bm25) -> None:
     env = SearchQAEnv(split="test", retriever=bm25, render_mode="ansi")
     env.reset(seed=0)
     assert "[signature] s0|none" in env.render()
+
+
+def test_query_cache_size_is_a_retriever_keyword(tmp_path) -> None:
+    env = gym.make(
+        "mvpo/SearchQA-v0",
+        split="test",
+        retriever_kwargs={"cache_dir": str(tmp_path), "query_cache_size": 0},
+    )
+    retriever = env.unwrapped.retriever
+    assert retriever.query_cache_size == 0
+    env.reset(seed=0)
+    obs, *_ = env.step("<search>Gilholm</search>")
+    assert obs.count("Doc ") == 3 and "_qcache" not in retriever.__dict__  # nothing cached
+    cached = SearchQAEnv(
+        split="test", retriever_kwargs={"cache_dir": str(tmp_path), "query_cache_size": 2}
+    )
+    cached.reset(seed=0)
+    for query in ("a town", "a river", "a book"):
+        cached.step(f"<search>{query}</search>")
+    assert len(cached.retriever.__dict__["_qcache"]) == 2  # LRU bound honoured
+    with pytest.raises(ValueError, match="query_cache_size"):
+        SearchQAEnv(split="test", retriever_kwargs={"query_cache_size": -1})
