@@ -95,3 +95,16 @@ def test_row_order_does_not_matter():
 def test_loop_edges_empty_and_no_loop():
     a, b = loop_edges(np.array([0, 1, 2]), np.array([0, 0, 0]))
     assert len(a) == 0 and len(b) == 0
+
+
+def test_rows_grouped_by_trajectory_but_not_in_time_order():
+    """Rows sorted by trajectory with steps reversed inside each: still sorted by (traj, t)
+    before the loop rule runs (a loop is a stretch in *time*)."""
+    sig = np.array(["s", "a", "b", "a", "c"], dtype=object)
+    traj = np.zeros(5, np.int64)
+    t = np.arange(5)
+    base = viability_regions(sig, traj, t, np.zeros(5, np.int64))
+    assert base.tolist() == [0, 1, 1, 1, 2]  # a..b..a merged; s and c apart
+    rev = np.arange(5)[::-1]
+    out = viability_regions(sig[rev], traj[rev], t[rev], np.zeros(5, np.int64))
+    np.testing.assert_array_equal(out, base[rev])

@@ -36,3 +36,14 @@ def test_reinforce_is_the_return():
     b = batch()
     adv, _ = get_estimator("reinforce")(b)
     np.testing.assert_array_equal(adv, [1.0, 1.0, 0.0, 0.5, 1.0])
+
+
+def test_rloo_two_equal_returns_are_a_zero_credit_group():
+    b = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 1]),
+        dict(group=0, rewards=[1]),
+        dict(group=1, rewards=[0]),  # alone: no comparison, not zero-credit
+    ])  # fmt: skip
+    adv, diag = get_estimator("rloo")(b)
+    np.testing.assert_array_equal(adv, [0.0, 0.0, 0.0, 0.0])
+    assert diag["zero_credit_ratio"] == 3 / 4
