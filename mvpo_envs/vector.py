@@ -7,6 +7,14 @@ picks its task as a pure function of the seed (``seed % num_tasks``, see
 ``[s_0]*G + [s_1]*G + ...`` puts group ``b`` on task ``s_b`` in every sub-env, whether the
 vector env is sync or async and however many worker processes it has.
 
+Vectorization backends (``vectorization_mode``): ``"sync"`` (Gymnasium's ``SyncVectorEnv``, one
+process) and ``"async"`` (:class:`~mvpo_envs.async_worker.TextAsyncVectorEnv`, one worker
+process per sub-env, its own worker protocol so async == sync on the same seeds, and a named
+:class:`WorkerCrashedError` instead of a hang). Both build every sub-env with the same
+``gym.make(env_id, **env_kwargs)``. A backend is one function in :data:`BACKENDS`
+``(env_fns, vector_kwargs) -> gymnasium.vector.VectorEnv``: adding one (e.g. Ray actors) is
+adding an entry; it must honour seeds per sub-env and ``NEXT_STEP`` autoreset.
+
 Autoreset: Gymnasium's default ``NEXT_STEP`` mode. An env that finished is reset on the next
 ``step`` call (its action is ignored, its result is a fresh episode). The trainer's rollout
 stops feeding a finished env to the model and discards those autoreset results; for a new
@@ -15,31 +23,44 @@ batch of groups it calls :meth:`GroupedVectorEnv.reset_groups` again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from mvpo_envs.async_worker import TextAsyncVectorEnv, WorkerCrashedError
 
-class WorkerCrashedError(RuntimeError):
-    """An async vector-env worker process died; names the workers and their exit codes."""
+__all__ = ["BACKENDS", "GroupedVectorEnv", "WorkerCrashedError", "unbatch_infos"]
 
-    def __init__(self, dead: list[tuple[int, int | None]], cause: BaseException):
-        self.dead = dead
-        desc = ", ".join(f"worker {i} (exit code {code})" for i, code in dead) or "a worker"
-        super().__init__(
-            f"{desc} died during step ({type(cause).__name__}: {cause}); "
-            "close this vector env and make a new one"
-        )
+EnvFn = Callable[[], gym.Env]
+
+
+def _sync_backend(env_fns: list[EnvFn], vector_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    return gym.vector.SyncVectorEnv(env_fns, **vector_kwargs)
+
+
+def _async_backend(env_fns: list[EnvFn], vector_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    # free text does not fit Gymnasium's shared-memory buffers: observations go through pipes
+    return TextAsyncVectorEnv(env_fns, **{"shared_memory": False, **vector_kwargs})
+
+
+#: vectorization mode -> constructor ``(env_fns, vector_kwargs) -> VectorEnv``
+BACKENDS: dict[str, Callable[[list[EnvFn], dict[str, Any]], gym.vector.VectorEnv]] = {
+    "sync": _sync_backend,
+    "async": _async_backend,
+}
 
 
 class GroupedVectorEnv:
     """A Gymnasium vector env of ``num_groups * group_size`` copies of one env id.
 
-    Sub-env ``i`` belongs to group ``i // group_size``. ``vectorization_mode`` is ``"sync"``
-    (one process) or ``"async"`` (one process per sub-env; a crashed worker raises in the
-    parent instead of hanging, see :meth:`step`).
+    Sub-env ``i`` belongs to group ``i // group_size``. ``vectorization_mode`` is a key of
+    :data:`BACKENDS`: ``"sync"`` (one process) or ``"async"`` (one worker process per sub-env;
+    a dead or stopped worker raises :class:`WorkerCrashedError` naming it, and :meth:`close`
+    returns within seconds). ``vector_kwargs`` go to the backend (for ``"async"``:
+    ``call_timeout``, ``stopped_grace``, ``close_timeout`` and Gymnasium's ``AsyncVectorEnv``
+    keywords); ``env_kwargs`` to ``gym.make``.
     """
 
     def __init__(
@@ -58,16 +79,14 @@ class GroupedVectorEnv:
         self.num_groups = num_groups
         self.group_size = group_size
         self.num_envs = num_groups * group_size
-        vector_kwargs = dict(vector_kwargs or {})
-        if vectorization_mode == "async":
-            vector_kwargs.setdefault("shared_memory", False)
-        self.env = gym.make_vec(
-            env_id,
-            num_envs=self.num_envs,
-            vectorization_mode=vectorization_mode,
-            vector_kwargs=vector_kwargs,
-            **env_kwargs,
-        )
+        if vectorization_mode not in BACKENDS:
+            raise ValueError(
+                f"vectorization_mode must be one of {sorted(BACKENDS)}, got {vectorization_mode!r}"
+            )
+        self.env_id = env_id
+        self.vectorization_mode = vectorization_mode
+        env_fns = [_EnvFactory(env_id, env_kwargs) for _ in range(self.num_envs)]
+        self.env = BACKENDS[vectorization_mode](env_fns, dict(vector_kwargs or {}))
         self.num_tasks = len(self.env.get_attr("task_ids")[0])
         self.group_of_env = np.repeat(np.arange(num_groups), group_size)
 
@@ -82,27 +101,40 @@ class GroupedVectorEnv:
         return [int(i) for i in rng.choice(self.num_tasks, size=self.num_groups, replace=replace)]
 
     def reset_groups(self, task_indices: Sequence[int]) -> tuple[list[str], dict[str, Any]]:
-        """Reset every env; group ``b`` plays task ``task_indices[b]``."""
-        try:
-            obs, infos = self.env.reset(seed=self.group_seeds(task_indices))
-        except (EOFError, ConnectionError, BrokenPipeError) as err:
-            raise WorkerCrashedError(self._dead_workers(), err) from err
+        """Reset every env; group ``b`` plays task ``task_indices[b]``.
+
+        Every sub-env starts a fresh episode, whatever its autoreset state was.
+        """
+        obs, infos = self.env.reset(seed=self.group_seeds(task_indices))
         return list(obs), infos
 
     def step(self, actions: Sequence[str]):
-        """Step every env. A dead async worker raises :class:`WorkerCrashedError` at once."""
-        try:
-            obs, rewards, terminated, truncated, infos = self.env.step(tuple(actions))
-        except (EOFError, ConnectionError, BrokenPipeError) as err:
-            raise WorkerCrashedError(self._dead_workers(), err) from err
+        """Step every env. A dead or stopped async worker raises :class:`WorkerCrashedError`."""
+        obs, rewards, terminated, truncated, infos = self.env.step(tuple(actions))
         return list(obs), rewards, terminated, truncated, infos
 
-    def _dead_workers(self) -> list[tuple[int, int | None]]:
-        processes = getattr(self.env, "processes", [])
-        return [(i, p.exitcode) for i, p in enumerate(processes) if not p.is_alive()]
-
     def close(self) -> None:
+        """Close every sub-env (async: returns within seconds, no worker left behind)."""
         self.env.close()
+
+    def __enter__(self) -> GroupedVectorEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _EnvFactory:
+    """``gym.make(env_id, **env_kwargs)`` as a picklable callable (for any worker start method)."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any]):
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs)
+
+    def __call__(self) -> gym.Env:
+        import mvpo_envs  # noqa: F401  (registers the ids in a spawned worker)
+
+        return gym.make(self.env_id, **self.env_kwargs)
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

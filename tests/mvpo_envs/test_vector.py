@@ -48,6 +48,35 @@ def test_async_worker_crash_is_reported_not_hung():
         venv.step(["look", "look"])
 
 
+def _searchqa_batches(mode: str) -> list:
+    """Three batches; every episode ends on its batch's last step (search, then answer)."""
+    log = []
+    with GroupedVectorEnv("mvpo/SearchQA-v0", 2, 2, vectorization_mode=mode) as venv:
+        for tasks in ([0, 1], [2, 3], [4, 1]):
+            obs, infos = venv.reset_groups(tasks)
+            ids = [i["task_id"] for i in unbatch_infos(infos, venv.num_envs)]
+            log.append((obs, ids))
+            for action in ("<search> {} </search>", "<answer> {} </answer>"):
+                words = [i["task"].split()[-1] for i in unbatch_infos(infos, venv.num_envs)]
+                obs, rewards, term, trunc, infos = venv.step([action.format(w) for w in words])
+                step_ids = [i["task_id"] for i in unbatch_infos(infos, venv.num_envs)]
+                assert step_ids == ids, f"{mode}: a sub-env left its group's task"
+                log.append((obs, rewards.tolist(), term.tolist(), trunc.tolist(), step_ids))
+            assert all(log[-1][2]), "every episode must end on the batch's last step"
+    return log
+
+
+def test_async_equals_sync_across_batches_ending_on_the_last_step():
+    """Gymnasium 1.4's async worker without shared memory kept its autoreset flag across
+    ``reset``: the first step of the next batch reset the env unseeded (another task)."""
+    assert _searchqa_batches("async") == _searchqa_batches("sync")
+
+
+def test_unknown_vectorization_mode_is_one_clear_error():
+    with pytest.raises(ValueError, match="vectorization_mode must be one of"):
+        GroupedVectorEnv("mvpo/SearchQA-v0", 1, 1, vectorization_mode="threads")
+
+
 def test_unbatch_infos_roundtrip_nested_dicts():
     infos = {
         "a": np.array([1, 2]),
