@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
@@ -27,6 +28,7 @@ from mvpo_envs.searchqa.data import (
     load_qa,
 )
 from mvpo_envs.searchqa.evaluation import oracle_em, retrieval_recall
+from mvpo_envs.searchqa.oracle import OracleAgent, golden_answer_seen, run_oracle
 from mvpo_envs.searchqa.retrievers import make_retriever, shared_retriever
 from mvpo_envs.searchqa.retrievers.base import Retriever, index_key
 from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
@@ -262,3 +264,47 @@ def test_oracle_reaches_high_em_on_every_eval_question(backend: str, request) ->
     assert result["episodes"] == 200
     assert result["em"] >= 0.95, result
     assert set(result["by_type"]) == {"single", "bridge", "comparison"}
+
+
+def _flashrag_questions(path: Path, items) -> Path:
+    """A FlashRAG question file: id, question, golden_answers only (no type, no metadata)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for item in items:
+            row = {"id": item.id, "question": item.question, "golden_answers": item.golden_answers}
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_golden_oracle_works_on_any_flashrag_question_file(bm25, test_items, tmp_path) -> None:
+    qa = _flashrag_questions(tmp_path / "test.jsonl", test_items[:40])
+    env = gym.make(
+        "mvpo/SearchQA-v0",
+        split="test",
+        qa_path=qa,
+        corpus_path=bundled_corpus_path(),
+        retriever=bm25,
+    )
+    results = [run_oracle(env, i) for i in range(40)]
+    assert {r["kind"] for r in results} == {"golden"}
+    for r in results:
+        shown = [t["observation"] for t in r["info"]["state"]["transcript"]]
+        seen = golden_answer_seen(shown, r["info"]["golden_answers"])
+        # it answers a golden answer exactly when one was shown to it, "unknown" otherwise
+        assert r["em"] == (1.0 if seen is not None else 0.0)
+        assert r["info"]["answer"] == (seen if seen is not None else "unknown")
+    assert np.mean([r["em"] for r in results]) >= 0.9
+    with pytest.raises(ValueError, match="golden_answers"):
+        OracleAgent().reset("a question?", {}, [])
+
+
+def test_golden_oracle_on_real_flashrag_files(realdata: Path, tmp_path: Path) -> None:
+    folder = realdata / "searchqa"
+    env = gym.make(
+        "mvpo/SearchQA-v0",
+        qa_path=folder / "nq_test_17.jsonl",
+        corpus_path=folder / "wiki18_sample_1000.jsonl",
+        retriever_kwargs={"cache_dir": str(tmp_path)},
+    )
+    results = [run_oracle(env, i) for i in range(len(env.unwrapped.items))]
+    assert {r["kind"] for r in results} == {"golden"} and len(results) == 17
+    assert all(r["steps"] <= 3 for r in results)
