@@ -3,7 +3,8 @@
 
 ``RUN_DIR`` is a run folder (its ``records/iter-K.npz`` is read; without ``--iteration`` the
 newest) or a record file. Writes ``<out>.html`` (default ``RUN_DIR/inspect/iter-K.html``, next
-to the file for a record file) and, with ``--png``, ``<out>.png``. Bad input gets one line on
+to the file for a record file), with ``--png`` ``<out>.png`` (matplotlib) and with
+``--screenshot`` ``<out>.screenshot.png`` (headless Chromium). Bad input gets one line on
 stderr and exit code 2.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mvpo_train.inspect.browser import BrowserError
 from mvpo_train.records import RecordError, find_records, read_batch_record
 
 __all__ = ["main"]
@@ -39,6 +41,14 @@ def _parser() -> argparse.ArgumentParser:
         "--png-estimator", help="estimator coloured in the PNG (default: the trained one)"
     )
     ap.add_argument("--png-minus", help="draw the PNG as --png-estimator minus this estimator")
+    ap.add_argument(
+        "--screenshot",
+        nargs="?",
+        const="",
+        metavar="FRAGMENT",
+        help="also write <out>.screenshot.png with headless Chromium; optional view, e.g. "
+        "'est=mvpo&minus=gigpo'",
+    )
     ap.add_argument("--out", "-o", help="output path without or with .html")
     return ap
 
@@ -93,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
 
             png = write_png(data, out.with_suffix(".png"), args.png_estimator, args.png_minus)
             print(f"wrote {png}")
-    except (RecordError, ValueError, KeyError) as err:
+        if args.screenshot is not None:
+            from mvpo_train.inspect.browser import screenshot
+
+            shot = screenshot(html_path, out.with_suffix(".screenshot.png"), args.screenshot)
+            print(f"wrote {shot}")
+    except (RecordError, ValueError, KeyError, BrowserError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
         print(f"mvpo-inspect: {msg}", file=sys.stderr)
         return 2
