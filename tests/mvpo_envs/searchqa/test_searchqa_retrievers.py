@@ -116,11 +116,36 @@ def test_dense_search_and_cache(dense: DenseRetriever, corpus: Corpus, tmp_path:
 
 
 def test_pyserini_is_optional_with_a_clear_error(corpus: Corpus, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "pyserini", None)
-    monkeypatch.setitem(sys.modules, "pyserini.search", None)
+    from mvpo_envs.searchqa.retrievers import pyserini as backend
+
+    monkeypatch.setattr(backend, "_PROBED", {backend.PROBE_MODULE: "probe failed (test)"})
     monkeypatch.setitem(sys.modules, "pyserini.search.lucene", None)
-    with pytest.raises(ImportError, match=r"mvpo\[pyserini\]"):
+    with pytest.raises(ImportError, match="probe failed.*jdk.incubator.vector"):
         make_retriever("pyserini", corpus)
+
+
+def test_pyserini_probe_survives_a_child_that_exits(tmp_path: Path, monkeypatch) -> None:
+    """A module whose import exits the interpreter (as a JVM that cannot start does) becomes an
+    ImportError here, and this process goes on."""
+    from mvpo_envs.searchqa.retrievers import pyserini as backend
+
+    (tmp_path / "jvm_exits_on_import.py").write_text(
+        "import sys, os\n"
+        "sys.stderr.write('Error occurred during initialization of boot layer\\n')\n"
+        "sys.stderr.flush()\n"
+        "os._exit(1)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setattr(backend, "_PROBED", {})
+    with pytest.raises(ImportError, match=r"exit 1: Error occurred during initialization"):
+        backend.probe_import("jvm_exits_on_import", timeout=120)
+    with pytest.raises(ImportError, match="exit 1"):  # remembered, not probed again
+        backend.probe_import("jvm_exits_on_import", timeout=120)
+    backend.probe_import("json", timeout=120)  # a module that imports fine passes
+    assert backend._PROBED == {
+        "jvm_exits_on_import": backend._PROBED["jvm_exits_on_import"],
+        "json": "",
+    }
 
 
 def test_pyserini_plumbing_with_a_stand_in_searcher(
