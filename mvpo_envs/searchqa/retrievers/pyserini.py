@@ -57,8 +57,7 @@ def probe_import(module: str = PROBE_MODULE, timeout: float = PROBE_TIMEOUT) -> 
                 text=True,
                 timeout=timeout,
             )
-            lines = [line for line in (done.stderr or "").splitlines() if line.strip()]
-            last = lines[-1].strip() if lines else "no message"
+            last = _cause(done.stderr or "")
             _PROBED[module] = (
                 ""
                 if done.returncode == 0
@@ -69,6 +68,19 @@ def probe_import(module: str = PROBE_MODULE, timeout: float = PROBE_TIMEOUT) -> 
             _PROBED[module] = f"importing {module} took over {timeout:.0f} s"
     if _PROBED[module]:
         raise ImportError(f"{_PROBED[module]}; {INSTALL_HINT}")
+
+
+def _cause(stderr: str) -> str:
+    """The most telling line of a failed import: the last unindented ``...Error``/``...Exception``
+    line (a Java stack trace ends in indented frames), else the last line; at most 300 chars."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    errors = [
+        line
+        for line in lines
+        if not line[:1].isspace() and ("Error" in line or "Exception" in line)
+    ]
+    chosen = errors[-1] if errors else (lines[-1].strip() if lines else "no message")
+    return chosen[:300]
 
 
 def _lucene_searcher() -> Any:
