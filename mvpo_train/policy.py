@@ -311,12 +311,23 @@ class Policy:
             return out
         return self._candidate_matrices_kv(prompts, candidates, lens)
 
-    def _candidate_matrices_kv(
-        self, prompts, candidates, lens
-    ) -> list[tuple[torch.Tensor, list[int]]]:
-        dev = self.device
-        out: list[tuple[torch.Tensor, list[int]]] = [(torch.zeros(0, 0), [])] * len(prompts)
-        # prompt chunks sized by the candidate pass, the larger of the two
+    # ------------------------------------------------------------------ KV-cache candidate scorer
+    # The "kv" scorer computes, for every env b and every candidate c of b, the log-prob of each
+    # token of c given prompt b, in two forwards per group of envs:
+    #
+    #   1. prompt pass: the group's prompts, right-padded, with the KV cache kept; the hidden
+    #      state at each prompt's last real token gives the log-prob of every candidate's FIRST
+    #      token (one LM-head row per env);
+    #   2. candidate pass: one row per (env, candidate), attending to its env's cached prompt
+    #      keys/values (the cache rows repeated per candidate) plus its own earlier tokens; it
+    #      gives the log-probs of tokens 2..n of each candidate.
+    #
+    # Rows are 0-padded: the padded matrix sums to each candidate's total log-prob.
+
+    def _budget_groups(self, prompts, candidates) -> list[list[int]]:
+        """Consecutive env indices grouped so that each group's candidate pass (every
+        candidate with its prompt: the larger of the two passes) stays under
+        ``max_tokens_per_forward`` tokens; an env over budget on its own is a group alone."""
         cost = [
             sum(len(prompts[b]) + len(c) for c in candidates[b]) or 1 for b in range(len(prompts))
         ]
@@ -331,45 +342,93 @@ class Policy:
             acc += c
         if cur:
             groups.append(cur)
-        for group in groups:
-            P = max(len(prompts[b]) for b in group)
-            ids = torch.tensor(
-                [list(prompts[b]) + [self.pad_id] * (P - len(prompts[b])) for b in group]
-            )
-            mask = torch.tensor(
-                [[1] * len(prompts[b]) + [0] * (P - len(prompts[b])) for b in group]
-            )
-            plen = mask.sum(-1)
-            pos = torch.arange(P).unsqueeze(0).expand(len(group), -1)
-            ids, mask, pos, plen = ids.to(dev), mask.to(dev), pos.to(dev), plen.to(dev)
-            hidden, cache = self._hidden(ids, mask, pos, use_cache=True)
-            h_last = hidden[torch.arange(len(group), device=dev), plen - 1]  # [g, H]
-            first = torch.log_softmax(self._head(h_last).float() / self.temperature, dim=-1)
-            counts = [len(candidates[b]) for b in group]
-            if sum(counts) == 0:
+        return groups
+
+    def _prompt_pass(
+        self, group: list[int], prompts
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Step 1: ``(cache, mask [g, P], prompt_len [g], first_logp [g, vocab])``.
+
+        ``first_logp[k]`` is the temperature-scaled log-softmax at env ``group[k]``'s last
+        prompt token: the distribution of any candidate's first token.
+        """
+        dev = self.device
+        P = max(len(prompts[b]) for b in group)
+        ids = torch.tensor(
+            [list(prompts[b]) + [self.pad_id] * (P - len(prompts[b])) for b in group]
+        )
+        mask = torch.tensor([[1] * len(prompts[b]) + [0] * (P - len(prompts[b])) for b in group])
+        prompt_len = mask.sum(-1)
+        pos = torch.arange(P).unsqueeze(0).expand(len(group), -1)
+        ids, mask, pos, prompt_len = ids.to(dev), mask.to(dev), pos.to(dev), prompt_len.to(dev)
+        hidden, cache = self._hidden(ids, mask, pos, use_cache=True)
+        h_last = hidden[torch.arange(len(group), device=dev), prompt_len - 1]  # [g, H]
+        first_logp = torch.log_softmax(self._head(h_last).float() / self.temperature, dim=-1)
+        return cache, mask, prompt_len, first_logp
+
+    def _candidate_rows(
+        self, group: list[int], candidates
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+        """All candidates of the group as rows: ``(row_env [R], ids [R, C], mask [R, C],
+        counts)``, where ``row_env[r]`` is the position in ``group`` of row ``r``'s env and
+        ``counts[k]`` the number of candidates of ``group[k]``."""
+        dev = self.device
+        counts = [len(candidates[b]) for b in group]
+        row_env = torch.repeat_interleave(torch.arange(len(group)), torch.tensor(counts)).to(dev)
+        flat = [list(c) for b in group for c in candidates[b]]
+        C = max(len(c) for c in flat)
+        ids = torch.tensor([c + [self.pad_id] * (C - len(c)) for c in flat], device=dev)
+        mask = torch.tensor([[1] * len(c) + [0] * (C - len(c)) for c in flat], device=dev)
+        return row_env, ids, mask, counts
+
+    def _candidate_pass(
+        self,
+        cache: Any,
+        prompt_mask: torch.Tensor,
+        prompt_len: torch.Tensor,
+        row_env: torch.Tensor,
+        cand_ids: torch.Tensor,
+        cand_mask: torch.Tensor,
+    ) -> torch.Tensor:
+        """Step 2: log-probs ``[R, C-1]`` of candidate tokens 2..C given the cached prompt.
+
+        Each row gets a copy of its env's cache rows; its attention mask is the prompt's
+        (padding included) followed by its own tokens, and its positions continue after the
+        prompt's real length. The last candidate token is never fed (nothing to predict).
+        """
+        dev = self.device
+        cache_rows = _make_cache([(k_[row_env], v_[row_env]) for k_, v_ in _cache_tensors(cache)])
+        attention = torch.cat([prompt_mask[row_env], cand_mask], dim=1)
+        C = cand_ids.shape[1]
+        positions = prompt_len[row_env].unsqueeze(1) + torch.arange(C, device=dev).unsqueeze(0)
+        hidden, _ = self._hidden(
+            cand_ids[:, :-1], attention[:, :-1], positions[:, :-1], cache=cache_rows
+        )
+        rest, _ = self._logp_and_entropy(self._head(hidden), cand_ids[:, 1:], False)
+        return rest
+
+    def _candidate_matrices_kv(
+        self, prompts, candidates, lens
+    ) -> list[tuple[torch.Tensor, list[int]]]:
+        """The ``"kv"`` scorer (see the comment above): per env, the 0-padded
+        ``[n_candidates, longest]`` token log-prob matrix and the candidate lengths."""
+        dev = self.device
+        out: list[tuple[torch.Tensor, list[int]]] = [(torch.zeros(0, 0), [])] * len(prompts)
+        for group in self._budget_groups(prompts, candidates):
+            cache, prompt_mask, prompt_len, first_logp = self._prompt_pass(group, prompts)
+            if sum(len(candidates[b]) for b in group) == 0:
                 for b in group:
                     out[b] = (torch.zeros(0, 0, device=dev), [])
                 continue
-            kv = _cache_tensors(cache)
-            row_env = torch.repeat_interleave(torch.arange(len(group)), torch.tensor(counts)).to(
-                dev
-            )
-            flat = [list(c) for b in group for c in candidates[b]]
-            C = max(len(c) for c in flat)
-            cids = torch.tensor([c + [self.pad_id] * (C - len(c)) for c in flat], device=dev)
-            cmask = torch.tensor([[1] * len(c) + [0] * (C - len(c)) for c in flat], device=dev)
-            lp0 = first[row_env].gather(-1, cids[:, :1])  # first candidate token, [R, 1]
-            if C > 1:
-                cache_rows = _make_cache([(k_[row_env], v_[row_env]) for k_, v_ in kv])
-                am = torch.cat([mask[row_env], cmask], dim=1)
-                cpos = plen[row_env].unsqueeze(1) + torch.arange(C, device=dev).unsqueeze(0)
-                ch, _ = self._hidden(cids[:, :-1], am[:, :-1], cpos[:, :-1], cache=cache_rows)
-                rest, _ = self._logp_and_entropy(self._head(ch), cids[:, 1:], False)
-                lp = torch.cat([lp0, rest], dim=1)
-            else:
-                lp = lp0
-            lp = lp * cmask.to(lp.dtype)
-            for b, m in zip(group, torch.split(lp, counts), strict=True):
+            row_env, cand_ids, cand_mask, counts = self._candidate_rows(group, candidates)
+            logp = first_logp[row_env].gather(-1, cand_ids[:, :1])  # first tokens, [R, 1]
+            if cand_ids.shape[1] > 1:
+                rest = self._candidate_pass(
+                    cache, prompt_mask, prompt_len, row_env, cand_ids, cand_mask
+                )
+                logp = torch.cat([logp, rest], dim=1)
+            logp = logp * cand_mask.to(logp.dtype)  # zero the padding
+            for b, m in zip(group, torch.split(logp, counts), strict=True):
                 out[b] = (m, lens[b])
         return out
 
