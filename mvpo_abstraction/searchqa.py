@@ -24,6 +24,9 @@ by title string, not by passage id (two passages with the bridge's name both cou
 tests the golden answer against the whole formatted block rather than passage by passage (an
 answer split across two passages' boundary could match; on the bundled set they agree, tested).
 Questions, golden answers, the bridge name and compared entities come from ``state`` in both.
+The string rules (``<information>`` blocks, ``Doc i(Title: T)`` headers, the has-answer test,
+the invalid-action text) are Search-R1's, from :mod:`mvpo_abstraction.text_rules.searchqa`,
+the one home the environment imports them from too.
 """
 
 from __future__ import annotations
