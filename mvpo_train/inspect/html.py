@@ -3,7 +3,8 @@
 One HTML file: the data as JSON in a ``<script type="application/json">`` block, the CSS and a
 vanilla-JS renderer inline; no network access, no external asset. The page reads its view from
 the URL fragment: ``#est=gigpo`` selects the estimator, ``#est=mvpo&minus=gigpo`` shows the
-difference, ``&label=routing|region|value|none`` picks the text inside each cell.
+difference, ``&label=routing|region|value|none`` picks the text inside each cell and ``&row=K`` pins the
+details of record row ``K``.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ step; click to pin it.</p></aside></div>
 """
 
 _CSS = """
-:root{--cell:18px;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222}
+:root{--cell:16px;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222}
 body{margin:0;background:#fafafa}
 header{padding:10px 16px;background:#263238;color:#eceff1}
 header h1{font-size:18px;margin:0 0 4px 0}
@@ -161,11 +162,12 @@ main{padding:8px 16px}
 #details td{padding:1px 4px;border-bottom:1px solid #eee;vertical-align:top}
 #details tr.sel td{font-weight:bold;background:#fff8e1}
 .hint{color:#777}
-.group{background:#fff;border:1px solid #ddd;border-radius:6px;margin:0 0 12px 0;padding:6px 8px}
+.group{background:#fff;border:1px solid #ddd;border-radius:6px;margin:0 0 12px 0;padding:6px 8px;
+ width:max-content;min-width:calc(100% - 18px);box-sizing:border-box}
 .group h2{font-size:14px;margin:2px 0 6px 0}
 .group h2 .gstat{font-weight:normal;color:#555;font-size:12px}
 .grow{display:flex;align-items:center;height:calc(var(--cell) + 2px)}
-.rlabel{flex:0 0 150px;font-size:11px;white-space:nowrap;overflow:hidden;padding-right:6px}
+.rlabel{flex:0 0 118px;font-size:11px;white-space:nowrap;overflow:hidden;padding-right:6px}
 .rlabel.won{color:#1b5e20}.rlabel.lost{color:#b71c1c}
 .rlabel .zbadge{display:none;margin-left:4px;padding:0 3px;border-radius:3px;background:#616161;
  color:#fff;font-size:10px}
@@ -219,11 +221,14 @@ function readHash(){
   view.minus = (m && D.estimators.includes(m) && m !== view.est) ? m : "";
   const l = h.get("label");
   if (["routing","region","value","none"].includes(l)) view.label = l;
+  const r = h.get("row");
+  if (r !== null && r !== "") { const j = D.row_ids.indexOf(Number(r)); if (j >= 0) pinned = j; }
 }
 function writeHash(){
   const p = new URLSearchParams({est: view.est});
   if (view.minus) p.set("minus", view.minus);
   if (view.label !== "routing") p.set("label", view.label);
+  if (pinned >= 0) p.set("row", String(D.row_ids[pinned]));
   try { history.replaceState(null, "", "#" + p.toString()); } catch (e) { /* opaque origin */ }
 }
 function values(){
@@ -296,7 +301,7 @@ function grids(){
     sec.appendChild(h2);
     let tmax = 0; for (const tr of g.trajs) tmax = Math.max(tmax, tr.rows.length);
     const st = el("div", {class: "steps"});
-    st.appendChild(el("span", {style: "flex:0 0 150px;width:150px"}, "step"));
+    st.appendChild(el("span", {style: "flex:0 0 118px;width:118px"}, "step"));
     for (let t = 0; t < tmax; t++) st.appendChild(el("span", null, t % 5 === 0 ? String(t) : ""));
     sec.appendChild(st);
     for (const tr of g.trajs){
@@ -313,7 +318,7 @@ function grids(){
         c.onmouseenter = () => { highlight(j); if (pinned < 0) details(j); };
         c.onmouseleave = () => highlight(-1);
         c.onclick = () => { if (pinned >= 0 && cells[pinned]) cells[pinned].classList.remove("pin");
-          pinned = (pinned === j) ? -1 : j; if (pinned >= 0) c.classList.add("pin"); details(j); };
+          pinned = (pinned === j) ? -1 : j; if (pinned >= 0) c.classList.add("pin"); details(j); writeHash(); };
         cells[j] = c; row.appendChild(c);
       }
       sec.appendChild(row);
@@ -336,6 +341,7 @@ function details(j){
   const box = document.getElementById("details");
   box.textContent = "";
   box.appendChild(el("h3", null, "group " + R.group[j] + " · trajectory #" + R.traj[j] + " · step " + R.t[j]));
+  box.appendChild(el("div", {class: "hint"}, "record row " + D.row_ids[j] + (pinned === j ? " (pinned: click again to release)" : "")));
   const tb = el("table");
   const add = (k, v, cls) => { const tr = el("tr", cls ? {class: cls} : null);
     tr.appendChild(el("td", null, k)); tr.appendChild(el("td", null, v)); tb.appendChild(tr); };
@@ -386,7 +392,7 @@ function update(){
     "linear-gradient(90deg," + colour(-vmax, vmax) + "," + colour(-1e-12, vmax) + " 49.5%,rgb(238,238,238) 49.5%,rgb(238,238,238) 50.5%," + colour(1e-12, vmax) + " 50.5%," + colour(vmax, vmax) + ")";
   document.body.setAttribute("data-est", view.est);
   document.body.setAttribute("data-minus", view.minus);
-  if (pinned >= 0) details(pinned);
+  if (pinned >= 0) { details(pinned); cells[pinned].classList.add("pin"); }
 }
 
 function diagnostics(){

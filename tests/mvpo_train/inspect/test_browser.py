@@ -73,6 +73,12 @@ def test_grid_renders_one_cell_per_step_with_the_estimators_values(page, batch):
     # 12 trajectory rows, the all-failed group's rows marked as zero-credit under GRPO
     assert dom_grpo.count('class="grow') == batch.n_traj
     assert dom_grpo.count('class="grow zrow"') == len(data.zero_rows("grpo")) > 0
+    # a link can pin one step's details (record row K): action, signature, every estimator
+    k = int(np.flatnonzero(batch.t == 2)[0])
+    pinned = dump_dom(path, f"est=mvpo&row={k}")
+    details = pinned.split('id="details"', 1)[1].split("</aside>", 1)[0]
+    assert f"record row {k}" in details and batch.action[k] in details
+    assert batch.signature[k] in details and details.count("A gigpo") == 1
     # the difference view: mvpo - gigpo
     diff = _cells(dump_dom(path, "est=mvpo&minus=gigpo"))
     want = data.adv["mvpo"] - data.adv["gigpo"]
