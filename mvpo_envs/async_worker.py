@@ -174,8 +174,14 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
                     )
             if not pending:
                 break
+            # a dead worker anywhere (its pipe may have looked "ready" at end-of-file before the
+            # kernel reaped it), or a stopped one that still owes an answer
             waiting = set(pending.values())
-            problems = [p for p in self.worker_problems(stopped_since) if p[0] in waiting]
+            problems = [
+                (index, what)
+                for index, what in self.worker_problems(stopped_since)
+                if index in waiting or self.processes[index].exitcode not in (None, 0)
+            ]
             if problems:
                 raise WorkerCrashedError(problems, during)
             elapsed = time.monotonic() - start
@@ -263,8 +269,9 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
                     pipe.recv()
             except (OSError, EOFError):
                 pass
-        for process in self.processes:
-            process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if asked:  # give the workers that were asked to close the rest of the budget to exit
+            for process in self.processes:
+                process.join(timeout=max(0.0, deadline - time.monotonic()))
         for process in self.processes:
             if process.exitcode is None:
                 process.kill()  # SIGKILL: also ends a stopped process
