@@ -6,15 +6,23 @@ steps, e.g. ``countertop 1|apple+knife|d6``. Task-relevant keywords are the goal
 goal receptacle's *movable* container (``mrecep``), the lamp of a look task and the knife of a
 slice task.
 
-Five milestones of object and task-operation progress:
+Five milestones of object and task-operation progress. Each fires once, the first time its
+condition holds; the conditions are defined per task type so that on every expert
+walkthrough they fire in this order (two may fire on the same step, never a later one
+before an earlier one; docs/fidelity.md, "ALFWorld milestones", has the table):
 
-``target_seen``        an object of the goal type is in reach (or held)
-``target_in_hand``     the agent holds an object of the goal type
-``operation_done``     the task's operation is done: clean / heat / cool the target, lamp on
-                       (look tasks), one target already placed (pick-two); for
-                       pick-and-place-simple, which has no operation, it fires with in-hand
-``at_goal_with_target`` at a goal receptacle (or a lit lamp, look tasks) holding the target
-``goal_reached``       the engine says the goal holds (``won``)
+``target_seen``         an object of the goal type is in reach (or held)
+``target_in_hand``      the agent holds an object of the goal type
+``operation_done``      the target is ready for the final step: clean / hot / cool
+                        (clean, heat, cool tasks: a target with that state, held or not); one
+                        target already in a goal receptacle (pick-two); tasks without an
+                        operation (pick-and-place-simple, look: the lamp is the final step)
+                        fire it with ``target_in_hand``
+``at_goal_with_target`` holding a *ready* target at the goal: at a goal receptacle holding a
+                        clean / hot / cool target (clean, heat, cool), holding the target (simple),
+                        holding the second target with the first already placed (pick-two);
+                        holding the target with a lamp in reach (look)
+``goal_reached``        the engine says the goal holds (``won``)
 
 ``alfworld`` (default, exact) reads the engine-derived ``state`` fields; ``alfworld-text``
 reads only what the observation text says, with the paper's deterministic string rules
@@ -93,6 +101,15 @@ class _AlfworldAbstraction(Abstraction):
         target = state["goal"]["object"]
         return any(kind(n) == target for n in self.view(state)["holding"])
 
+    def _ready_targets(self, state: State) -> list[str]:
+        """Held targets that need nothing more before the final step (operation done)."""
+        goal, v = state["goal"], self.view(state)
+        held = [n for n in v["holding"] if kind(n) == goal["object"]]
+        flag = _OPERATION_FLAG.get(goal["task_type"])
+        if flag is None:
+            return held
+        return [n for n in held if flag in v["object_states"].get(n, [])]
+
     def _ms_operation_done(self, prev: State | None, state: State, action: str | None) -> bool:
         goal, v = state["goal"], self.view(state)
         task = goal["task_type"]
@@ -101,18 +118,18 @@ class _AlfworldAbstraction(Abstraction):
             return any(
                 kind(n) == goal["object"] and flag in f for n, f in v["object_states"].items()
             )
-        if task == "look_at_obj_in_light":
-            return bool(v["lamp_on"])
         if task == "pick_two_obj_and_place":
             return len(v["placed"]) >= 1
         return self._ms_target_in_hand(prev, state, action)
 
     def _ms_at_goal_with_target(self, prev: State | None, state: State, action: str | None) -> bool:
         goal, v = state["goal"], self.view(state)
-        if not self._ms_target_in_hand(prev, state, action):
+        if not self._ready_targets(state):
             return False
         if goal["task_type"] == "look_at_obj_in_light":
             return any(kind(n) == goal["toggle"] for n in v["visible"])
+        if goal["task_type"] == "pick_two_obj_and_place" and not v["placed"]:
+            return False
         return kind(v["location"]) == goal["receptacle"]
 
     def _ms_goal_reached(self, prev: State | None, state: State, action: str | None) -> bool:

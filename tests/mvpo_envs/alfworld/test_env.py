@@ -10,7 +10,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.alfworld.data import TASK_TYPES, bundled_split_dir, collect_games
+from mvpo_abstraction.alfworld import MILESTONES
+from mvpo_envs.alfworld.data import TASK_TYPES, bundled_split_dir, collect_games, project_data_dir
 from mvpo_envs.alfworld.engine import AlfworldEngine, GameFileError
 
 INFO_KEYS = {
@@ -36,9 +37,26 @@ def real_env(realdata):
 
 @pytest.fixture(scope="module")
 def bundled_env():
-    env = gym.make("mvpo/ALFWorld-v0", split="train")
+    env = gym.make("mvpo/ALFWorld-v0", split="train", preset="mini")
     yield env
     env.close()
+
+
+@pytest.fixture(scope="module", params=["bundled", "real"])
+def any_env(request):
+    """The same checks on a bundled game (always) and on the real sample (when present)."""
+    if request.param == "real":
+        return request.getfixturevalue("real_env")
+    return request.getfixturevalue("bundled_env")
+
+
+@pytest.fixture(params=["bundled", "real"])
+def game_dir(request):
+    """One game folder: bundled (always) or from the real sample (when present)."""
+    if request.param == "real":
+        realdata = request.getfixturevalue("realdata")
+        return next((realdata / "alfworld" / "json_2.1.1" / "valid_seen").glob("*/*"))
+    return collect_games(bundled_split_dir("train", "mini"))[0].game_file.parent
 
 
 def test_make_without_prior_import_and_max_steps():
@@ -75,29 +93,45 @@ def test_real_game_walkthrough_wins_through_real_data_path(real_env, realdata):
     assert info["state"]["target_in_goal_receptacle"] == ["potato 2"]
 
 
-def test_invalid_and_garbled_actions_are_noops(real_env):
-    obs0, info0 = real_env.reset(seed=0)
-    for bad in ["take the moon", "", "   ", "go to fridge 99", "\x00\x01 ???"]:
-        obs, reward, terminated, truncated, info = real_env.step(bad)
+def test_bundled_game_walkthrough_fires_milestones_in_order(bundled_env):
+    obs, info = bundled_env.reset(options={"task_index": 0})
+    assert INFO_KEYS <= set(info) and obs.startswith("-= Welcome to TextWorld, ALFRED! =-")
+    assert info["milestones"] == [] and not any(info["progress"].values())
+    walkthrough = json.loads(open(info["gamefile"]).read())["walkthrough"]
+    fired = []
+    for i, command in enumerate(walkthrough):
+        obs, reward, terminated, truncated, info = bundled_env.step(command)
+        fired += info["milestones"]
+        assert terminated == (i == len(walkthrough) - 1) and not truncated
+    assert reward == 1.0 and info["won"] and fired[-1] == "goal_reached"
+    assert fired == [m for m in info["progress"] if m in fired]  # the abstraction's order
+
+
+def test_invalid_and_garbled_actions_are_noops(any_env):
+    obs0, info0 = any_env.reset(seed=0)
+    go = next(a for a in info0["admissible_actions"] if a.startswith("go to "))
+    garbled = ["take the moon", "", "   ", "go to fridge 99", "\x00\x01 ???"]
+    for bad in [*garbled, go.upper(), go.replace(" ", "   ")]:  # ALFWorld: case/space matter
+        obs, reward, terminated, truncated, info = any_env.step(bad)
         assert obs == "Nothing happens."
         assert reward == 0.0 and not terminated and not truncated
         assert info["invalid_action"] is True
         assert info["admissible_actions"] == info0["admissible_actions"]
         assert info["signature"].split("|")[:2] == info0["signature"].split("|")[:2]
-    # the episode goes on normally afterwards, and case/whitespace do not matter
-    obs, _, _, _, info = real_env.step("  Go to   FRIDGE 1 ")
-    assert obs.startswith("You arrive at fridge 1.") and not info["invalid_action"]
+    # the episode goes on normally afterwards; ALFWorld strips leading/trailing whitespace
+    obs, _, _, _, info = any_env.step(f"  {go} ")
+    assert obs.startswith(f"You arrive at {go[len('go to ') :]}.") and not info["invalid_action"]
 
 
 @pytest.mark.parametrize("bad", [3, None, ["look"], b"look"])
-def test_non_string_action_raises_type_error(real_env, bad):
-    real_env.reset(seed=0)
+def test_non_string_action_raises_type_error(any_env, bad):
+    any_env.reset(seed=0)
     with pytest.raises(TypeError, match="text action"):
-        real_env.step(bad)
+        any_env.step(bad)
 
 
-def test_check_env_passes(real_env):
-    check_env(real_env.unwrapped, skip_render_check=True)
+def test_check_env_passes(any_env):
+    check_env(any_env.unwrapped, skip_render_check=True)
 
 
 def test_missing_data_dir_names_the_path(tmp_path):
@@ -105,8 +139,8 @@ def test_missing_data_dir_names_the_path(tmp_path):
         gym.make("mvpo/ALFWorld-v0", data_dir=tmp_path / "nowhere", split="train")
 
 
-def test_corrupt_game_file_names_the_file(tmp_path, realdata):
-    src = next((realdata / "alfworld" / "json_2.1.1" / "valid_seen").glob("*/*"))
+def test_corrupt_game_file_names_the_file(tmp_path, game_dir):
+    src = game_dir
     dst = tmp_path / "json_2.1.1" / "valid_seen" / src.parent.name / src.name
     shutil.copytree(src, dst)
     game = dst / "game.tw-pddl"
@@ -121,8 +155,8 @@ def test_corrupt_game_file_names_the_file(tmp_path, realdata):
         gym.make("mvpo/ALFWorld-v0", data_dir=tmp_path, split="valid_seen")
 
 
-def test_games_without_solvable_key_are_skipped_as_alfworld_does(tmp_path, realdata):
-    src = next((realdata / "alfworld" / "json_2.1.1" / "valid_seen").glob("*/*"))
+def test_games_without_solvable_key_are_skipped_as_alfworld_does(tmp_path, game_dir):
+    src = game_dir
     for name, solvable in (("a", True), ("b", None), ("c", False)):
         dst = tmp_path / "valid_seen" / src.parent.name / f"trial_{name}"
         shutil.copytree(src, dst)
@@ -135,19 +169,23 @@ def test_games_without_solvable_key_are_skipped_as_alfworld_does(tmp_path, reald
     assert [g.task_id.rsplit("/", 1)[1] for g in games] == ["trial_a"]
 
 
-def test_cached_engine_matches_alfworld_engine(realdata):
-    game = next((realdata / "alfworld" / "json_2.1.1").rglob("game.tw-pddl"))
-    script = [
-        "go to fridge 1",
-        "open fridge 1",
-        "look",
-        "go to countertop 2",
-        "bogus",
-        "inventory",
-        "take potato 2 from countertop 2",
-        "go to microwave 1",
-        "heat potato 2 with microwave 1",
-    ]
+REAL_SCRIPT = [
+    "go to fridge 1",
+    "open fridge 1",
+    "look",
+    "go to countertop 2",
+    "bogus",
+    "inventory",
+    "take potato 2 from countertop 2",
+    "go to microwave 1",
+    "heat potato 2 with microwave 1",
+]
+
+
+def test_cached_engine_matches_alfworld_engine(game_dir):
+    game = game_dir / "game.tw-pddl"
+    data = json.loads(game.read_text())
+    script = REAL_SCRIPT if "json_2.1.1" in str(game) else [*data["walkthrough"], "bogus", "look"]
     outputs = []
     for cached in (False, True):
         engine = AlfworldEngine(cached=cached)
@@ -166,23 +204,58 @@ def test_cached_engine_matches_alfworld_engine(realdata):
 def test_bundled_split_has_every_task_type(bundled_env):
     types = {g.task_type for g in bundled_env.unwrapped.games}
     assert types == set(TASK_TYPES)
-    eval_types = {g.task_type for g in collect_games(bundled_split_dir("eval"))}
+    eval_types = {g.task_type for g in collect_games(bundled_split_dir("eval", "mini"))}
     assert eval_types == set(TASK_TYPES)
 
 
-def test_every_bundled_game_walkthrough_wins():
+def _walkthrough_milestone_steps(env, index, game) -> list[int | None]:
+    """Play the expert walkthrough; the step at which each milestone first fired (0: reset)."""
+    _, info = env.reset(options={"task_index": index})
+    assert info["task_id"] == game.task_id
+    first = {m: 0 for m, fired in info["progress"].items() if fired}
+    walkthrough = json.loads(game.game_file.read_text())["walkthrough"]
+    for t, command in enumerate(walkthrough, 1):
+        assert command in info["admissible_actions"], (game.task_id, command)
+        _, reward, terminated, _, info = env.step(command)
+        first.update({m: t for m in info["milestones"]})
+    assert terminated and reward == 1.0 and info["won"], game.task_id
+    assert info["progress"]["goal_reached"]
+    return [first.get(m) for m in MILESTONES]
+
+
+def _assert_in_order(steps, game):
+    assert None not in steps and steps == sorted(steps), (game.task_id, steps)
+
+
+def test_every_bundled_game_walkthrough_wins_with_milestones_in_order():
     for split in ("train", "eval"):
-        env = gym.make("mvpo/ALFWorld-v0", split=split)
+        env = gym.make("mvpo/ALFWorld-v0", split=split, preset="mini")
         for index, game in enumerate(env.unwrapped.games):
-            _, info = env.reset(options={"task_index": index})
-            assert info["task_id"] == game.task_id
-            walkthrough = json.loads(game.game_file.read_text())["walkthrough"]
-            for command in walkthrough:
-                assert command in info["admissible_actions"], (game.task_id, command)
-                _, reward, terminated, _, info = env.step(command)
-            assert terminated and reward == 1.0 and info["won"], game.task_id
-            assert info["progress"]["goal_reached"]
+            _assert_in_order(_walkthrough_milestone_steps(env, index, game), game)
         env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("abstraction", ["alfworld", "alfworld-text"])
+def test_milestones_in_order_on_every_bundled_preset(abstraction):
+    """Every game under data/alfworld (all presets and splits; minutes: the rooms are large)."""
+    root = project_data_dir() / "alfworld"
+    played = 0
+    for preset in sorted(p for p in root.iterdir() if p.is_dir()):
+        for split in sorted(p for p in preset.iterdir() if p.is_dir()):
+            env = gym.make(
+                "mvpo/ALFWorld-v0", split=split.name, preset=preset.name, abstraction=abstraction
+            )
+            for index, game in enumerate(env.unwrapped.games):
+                _assert_in_order(_walkthrough_milestone_steps(env, index, game), game)
+                played += 1
+            env.close()
+    assert played >= 90
+
+
+def test_real_game_milestones_in_order(real_env):
+    for index, game in enumerate(real_env.unwrapped.games):
+        _assert_in_order(_walkthrough_milestone_steps(real_env, index, game), game)
 
 
 def test_task_selection_is_a_pure_function_of_seed_and_options(bundled_env):
