@@ -332,7 +332,7 @@ def table(sets: list[SetStats], react: dict, episodes: int, steps: int) -> str:
     row(
         "admissible commands at reset",
         [_dist([g.admissible for g in s.games]) for s in sets],
-        _dist([n + 2 for n in react["receptacles"]]) + " (receptacles + look, inventory)",
+        _dist([n + 3 for n in react["receptacles"]]) + " (receptacles + look, inventory, help)",
     )
     for task in TASK_TYPES:
         row(

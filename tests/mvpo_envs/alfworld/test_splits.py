@@ -174,7 +174,7 @@ def test_alfworld_generation_is_byte_deterministic_and_prefix_stable(fresh_alfwo
 
 
 def test_generated_games_win_on_alfworlds_engine(fresh_alfworld):
-    engine = gen.Engine(cached=False)  # the plain PddlEnv, no caches
+    engine = gen.Engine(planner=False)
     for path in sorted(fresh_alfworld.rglob(gen.GAME_FILE)):
         walkthrough = json.loads(path.read_text())["walkthrough"]
         report = engine.play(str(path), walkthrough)
