@@ -109,3 +109,22 @@ def test_bad_keywords_name_the_choices():
         WebShopEnv(split="test", protocol="loose")
     with pytest.raises(ValueError, match="reward must be one of"):
         WebShopEnv(split="test", reward="lenient")
+
+
+def test_empty_split_says_why_and_what_to_pass():
+    with pytest.raises(ValueError, match="no tasks to play") as exc_info:
+        WebShopEnv(split="train", goal_source="human", num_test_goals=10**6)
+    message = str(exc_info.value)
+    assert "split='train'" in message and "'test'" in message and "'all'" in message
+    assert "num_test_goals=1000000" in message and "human" in message
+
+
+def test_real_sample_human_goals_default_split(realdata):
+    folder = realdata / "webshop"
+    data_dir = {"data_dir": folder, "goal_source": "human"}
+    env = WebShopEnv(split="test", **data_dir)
+    if len(env.data.goals) > 500:
+        pytest.skip("the real sample has more human goals than the test split")
+    with pytest.raises(ValueError, match="no tasks to play.*pass split='test'"):
+        WebShopEnv(**data_dir)
+    assert len(WebShopEnv(split="all", **data_dir).task_ids) == len(env.data.goals)
