@@ -32,3 +32,41 @@ def test_score_mode_trains_two_iterations(micro: Path, tmp_path: Path, env_id: s
     for row in rows:
         assert row["steps"] >= 4  # every one of the 4 envs took at least one step
         assert math.isfinite(row["loss/grad_norm"]) and 0.0 <= row["success"] <= 1.0
+
+
+def _weights(run_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    latest = (run_dir / "checkpoints" / "LATEST").read_text().strip()
+    return load_file(run_dir / "checkpoints" / latest / "model.safetensors")
+
+
+def _untimed(run_dir: Path) -> list[dict]:
+    return [
+        {k: v for k, v in row.items() if not k.startswith("time/")} for row in read_metrics(run_dir)
+    ]
+
+
+def test_async_trains_the_same_weights_as_sync_across_batches_and_a_resume(micro, tmp_path):
+    """Every episode is cut at ``max_steps`` on the batch's last step: the case in which an
+    async worker used to carry its autoreset into the next batch (another, unseeded task)."""
+    base = dict(
+        model=str(micro), device="cpu", threads=1, progress=False, tensorboard=False,
+        num_groups=2, group_size=2, max_steps=3, micro_batch_size=16, save_every=1, seed=5,
+        estimator="mvpo",
+    )  # fmt: skip
+    sync_dir, async_dir, resumed_dir = tmp_path / "sync", tmp_path / "async", tmp_path / "resumed"
+    train(TrainConfig(run_dir=str(sync_dir), iterations=3, vectorization="sync", **base))
+    train(TrainConfig(run_dir=str(async_dir), iterations=3, vectorization="async", **base))
+    train(TrainConfig(run_dir=str(resumed_dir), iterations=2, vectorization="async", **base))
+    train(
+        TrainConfig(
+            run_dir=str(resumed_dir), iterations=3, vectorization="async", resume=True, **base
+        )
+    )
+    expected = _weights(sync_dir)
+    for run_dir in (async_dir, resumed_dir):
+        got = _weights(run_dir)
+        assert got.keys() == expected.keys()
+        assert all(bool((got[k] == expected[k]).all()) for k in expected), run_dir.name
+        assert _untimed(run_dir) == _untimed(sync_dir), run_dir.name
