@@ -35,5 +35,5 @@ def _argv(micro: Path, run_dir: Path, *extra: str, iterations: int) -> list[str]
         "--no-progress", "--no-tensorboard", "--num-groups", "2", "--group-size", "2",
         "--max-steps", "4", "--iterations", str(iterations), "--estimator", "mvpo",
         "--minibatch-size", "8", "--micro-batch-size", "4", "--ppo-epochs", "2", "--lr", "5e-3",
-        "--seed", "3", *extra,
+        "--seed", "3", "--env-kwargs", '{"preset": "mini"}', *extra,
     ]  # fmt: skip

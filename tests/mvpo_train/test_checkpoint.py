@@ -34,6 +34,7 @@ def _cfg(micro: Path, run_dir: Path, **kw) -> TrainConfig:
         run_dir=str(run_dir), model=str(micro), device="cpu", threads=1, progress=False,
         tensorboard=False, num_groups=2, group_size=2, max_steps=4, iterations=4, estimator="mvpo",
         minibatch_size=8, micro_batch_size=4, ppo_epochs=2, lr=5e-3, seed=3,
+        env_kwargs={"preset": "mini"},
     )  # fmt: skip
     base.update(kw)
     return TrainConfig(**base)
