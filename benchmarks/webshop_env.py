@@ -7,7 +7,8 @@ Measures, in one run:
 * the first reward (it loads the noun extractor: spaCy when installed);
 * steps/s of random play and of the scripted expert (one env, one process);
 * search latency of uncached queries (bm25s), on the bundled catalog and, when present, on the
-  1000 real WebShop products in ``../shared/realdata/webshop``;
+  1000 real WebShop products of ``$MVPO_REALDATA/webshop`` (the test suite's optional real
+  sample; skipped when absent);
 * mean scores: expert and random play on the bundled test split.
 
 Run from the repository root: ``python benchmarks/webshop_env.py`` (writes
@@ -29,7 +30,13 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results" / "webshop_env.md"
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "webshop"
+#: the optional real sample, as the tests find it (tests/conftest.py); read only when present
+REALDATA = (
+    Path(
+        os.environ.get("MVPO_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata")
+    )
+    / "webshop"
+)
 
 
 def _startup(cache_dir: str) -> dict[str, float]:
