@@ -147,6 +147,7 @@ def test_train_eval_plot_end_to_end(micro, tmp_path, capsys):
         "--model", str(micro), "--run-dir", str(run), "--iterations", "2",
         "--num-groups", "1", "--group-size", "2", "--max-steps", "3", "--threads", "1",
         "--no-progress", "--no-tensorboard", "--estimator", "gigpo", "--tasks", "[13]",
+        "--env-kwargs", '{"preset": "mini"}',
     ]  # fmt: skip
     assert train_main(argv) == 0
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
