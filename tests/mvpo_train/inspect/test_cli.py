@@ -53,11 +53,14 @@ def test_record_file_and_bad_input(tmp_path, recorded, capsys):
 
 
 @pytest.mark.parametrize(
-    "env_id, steps", [("mvpo/ALFWorld-v0", 6), ("mvpo/WebShop-v0", 6), ("mvpo/SearchQA-v0", 4)]
+    "env_id, groups, steps",
+    [("mvpo/ALFWorld-v0", 1, 6), ("mvpo/WebShop-v0", 2, 6), ("mvpo/SearchQA-v0", 2, 4)],
 )
-def test_every_env_gives_a_page_with_the_estimators_numbers(tmp_path, env_id, steps, capsys):
+def test_every_env_gives_a_page_with_the_estimators_numbers(
+    tmp_path, env_id, groups, steps, capsys
+):
     run = tmp_path / "run"
-    argv = ["--env", env_id, "--out", str(run), "--groups", "2", "--group-size", "3"]
+    argv = ["--env", env_id, "--out", str(run), "--groups", str(groups), "--group-size", "3"]
     assert sample_main([*argv, "--max-steps", str(steps), "--iterations", "2", "--seed", "1"]) == 0
     assert "MiB" in capsys.readouterr().out
     assert main([str(run), "--iteration", "2", "--png"]) == 0
