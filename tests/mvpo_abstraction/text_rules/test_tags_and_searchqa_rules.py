@@ -64,13 +64,13 @@ def _worst_time(fn, text: str) -> float:
 
 
 def test_parsing_is_linear_on_adversarial_text() -> None:
-    # the regex took 34.6 s on "<action>" * 32000; linear scanning takes milliseconds
-    for text in ("<search>" * 64_000, "<answer>" * 64_000 + "</search>", "<answer>" * 64_000):
+    # the regex took 34.6 s on "<action>" * 32000 and grows with the square of the length
+    # (5.8 s at 8000 here, so minutes at 128000); linear scanning takes milliseconds. The bound
+    # is loose on purpose (a busy machine), yet orders of magnitude under the quadratic time.
+    for text in ("<search>" * 128_000, "<answer>" * 128_000 + "</search>", "<answer>" * 128_000):
         for mode in ("search-r1", "strict"):
-            assert _worst_time(lambda t, m=mode: parse_action(t, m), text) < 1.0
-    small = _worst_time(lambda t: tag_pairs(t, ("search",)), "<search>" * 32_000)
-    large = _worst_time(lambda t: tag_pairs(t, ("search",)), "<search>" * 128_000)
-    assert large < 1.0 and large < 40 * max(small, 1e-4)  # 4x the input, not 16x the time
+            assert _worst_time(lambda t, m=mode: parse_action(t, m), text) < 5.0
+    assert _worst_time(lambda t: tag_pairs(t, ("search",)), "<search>" * 128_000) < 5.0
 
 
 def test_information_blocks_and_titles() -> None:
