@@ -1,0 +1,266 @@
+"""The native ALFWorld engine: ALFWorld's game rules and text without TextWorld or a planner.
+
+docs/alfworld_engine.md. :class:`FastEngine` has the interface of
+:class:`mvpo_envs.alfworld.engine.AlfworldEngine` (``load`` / ``reset`` / ``step`` returning an
+``EngineStep``) and reproduces, step for step, what ALFWorld's stack returns
+(``PddlEnv`` + ``AlfredDemangler`` + ``AlfredInfos``): the same feedback text, the same
+admissible commands (sorted, without duplicates), the same ``won`` and the same facts.
+A game is parsed once per process (:func:`load_game`, cached by content); a reset copies the
+initial fact store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from mvpo_envs.alfworld.data import read_json_object
+from mvpo_envs.alfworld.fast.actions import (
+    EXACT_NEGATIONS,
+    FLUENTS,
+    ActionModel,
+    Grounding,
+    check_domain,
+)
+from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+from mvpo_envs.alfworld.fast.facts import Fact, FactStore, Placeholder
+from mvpo_envs.alfworld.fast.goal import Goal
+from mvpo_envs.alfworld.fast.grammar import ActionText, Entity, Grammar, parse_document
+from mvpo_envs.alfworld.fast.names import demangle_all
+from mvpo_envs.alfworld.fast.pddl import domain_actions, parse_problem
+
+REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
+NOTHING_HAPPENS = "Nothing happens."
+
+
+class GameFileError(ValueError):
+    """A game file is missing, unreadable or lacks what the engine needs."""
+
+
+@dataclass
+class Logic:
+    """What a (domain, grammar) pair gives: the action texts, their parameters, the grammar."""
+
+    texts: dict[str, ActionText]
+    params: dict[str, list[tuple[str, str]]]
+    grammar: Grammar
+    static_templates: set[str]
+
+
+@dataclass
+class Game:
+    """A parsed game: its logic, initial facts, entities, goal and action model."""
+
+    logic: Logic
+    initial: FactStore
+    entities: dict[str, Entity]
+    names: dict[str, str]
+    goal: Goal
+    model: ActionModel
+    walkthrough: list[str] | None
+
+
+_LOGICS: OrderedDict[str, Logic] = OrderedDict()
+_GAMES: OrderedDict[tuple[str, str], Game] = OrderedDict()
+MAX_CACHED_GAMES = 256
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def read_game(path: str | os.PathLike) -> dict:
+    """Read and check a ``game.tw-pddl`` file; errors name the file and what is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise GameFileError(f"{path}: game file not found")
+    data = read_json_object(path, GameFileError)
+    missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
+    if missing:
+        raise GameFileError(f"{path}: missing or empty key(s) {missing}")
+    if "(:goal" not in data["pddl_problem"] or "(:init" not in data["pddl_problem"]:
+        raise GameFileError(f"{path}: pddl_problem has no (:init ...) or (:goal ...) section")
+    return data
+
+
+def build_logic(domain: str, grammar_text: str) -> Logic:
+    """Check the domain against ALFWorld's and parse the grammar (cached per content)."""
+    key = _digest(domain) + _digest(grammar_text)
+    logic = _LOGICS.get(key)
+    if logic is not None:
+        _LOGICS.move_to_end(key)
+        return logic
+    actions = domain_actions(domain)
+    check_domain(actions)
+    texts, table = parse_document(grammar_text)
+    for name in actions:
+        if name not in texts:
+            raise UnsupportedGameError(f"grammar has no action {name!r} of the PDDL domain")
+    grammar = Grammar.from_table(table)
+    for rules in grammar.rules.values():
+        for rule in rules:
+            _check_negations(rule.condition)
+    static = set()
+    for name, text in texts.items():
+        if grammar.static_predicates_only(text.template, FLUENTS | {"not_" + f for f in FLUENTS}):
+            static.add(name)
+    logic = Logic(texts, {n: p for n, (_, p) in actions.items()}, grammar, static)
+    _LOGICS[key] = logic
+    while len(_LOGICS) > 16:
+        _LOGICS.popitem(last=False)
+    return logic
+
+
+def _check_negations(query) -> None:
+    for pred, _ in query or ():
+        if pred.startswith("not_") and pred not in EXACT_NEGATIONS:
+            raise UnsupportedGameError(
+                f"grammar reads {pred!r}, a negated fact the fast engine does not track exactly"
+            )
+
+
+def load_game(data: dict) -> Game:
+    """Parse a game's data once per process (cached by content)."""
+    key = (_digest(data["pddl_domain"] + data["grammar"]), _digest(data["pddl_problem"]))
+    game = _GAMES.get(key)
+    if game is not None:
+        _GAMES.move_to_end(key)
+        return game
+    logic = build_logic(data["pddl_domain"], data["grammar"])
+    problem = parse_problem(data["pddl_problem"])
+    store = FactStore(problem.types)
+    for atom in problem.init:
+        store.add(atom)
+    ids = {a for atom in problem.init for a in atom[1:]}
+    names = demangle_all(ids)
+    entities = {i: Entity(i, names[i], problem.types[i]) for i in ids}
+    model = ActionModel(problem.types, set(logic.params), store)
+    game = Game(
+        logic, store, entities, names, Goal(problem.goal, problem.types), model,
+        data.get("walkthrough"),
+    )  # fmt: skip
+    # queries of the grammar read these predicates: refuse mixed-type facts now, not mid-game
+    _GAMES[key] = game
+    while len(_GAMES) > MAX_CACHED_GAMES:
+        _GAMES.popitem(last=False)
+    return game
+
+
+@dataclass
+class FastStep:
+    """What one engine call returns to the environment (the fields of ``EngineStep``)."""
+
+    feedback: str
+    won: bool
+    admissible: list[str]
+    facts: list[Fact]
+    entity_names: dict[str, str]
+
+
+class FastEngine:
+    """One game engine on the native rules; the interface of ``AlfworldEngine``."""
+
+    def __init__(self) -> None:
+        self._game: Game | None = None
+        self._loaded: str | None = None
+        self._store: FactStore | None = None
+        self._commands: dict[str, Grounding] = {}
+        self._command_text: dict[Grounding, str] = {}
+        self.moves = 0
+
+    @property
+    def game(self) -> Game:
+        if self._game is None:
+            raise RuntimeError("FastEngine: load a game first")
+        return self._game
+
+    def load(self, game_file: str | os.PathLike) -> None:
+        game_file = str(game_file)
+        if game_file != self._loaded:
+            self._game = load_game(read_game(game_file))
+            self._loaded = game_file
+            self._command_text = {}
+            self._store = None
+
+    def load_data(self, data: dict) -> None:
+        """Load a game from its already-read JSON data."""
+        self._game = load_game(data)
+        self._loaded = None
+        self._command_text = {}
+        self._store = None
+
+    def reset(self) -> FastStep:
+        game = self.game
+        self._store = game.initial.copy()
+        self.moves = 0
+        feedback = game.logic.grammar.derive("#intro#", self._store, game.entities, {})
+        return self._pack(feedback)
+
+    def step(self, command: str) -> FastStep:
+        if self._store is None:
+            raise RuntimeError("FastEngine: reset before step")
+        command = command.strip()
+        grounding = self._commands.get(command)
+        if grounding is None:
+            return self._pack(NOTHING_HAPPENS)
+        game = self.game
+        name, args = grounding
+        for atom, positive in game.model.effects(name, args):
+            self._store.apply(atom, positive)
+        self.moves += 1
+        text = game.logic.texts[name]
+        feedback = game.logic.grammar.derive(
+            text.feedback, self._store, game.entities, self._mapping(grounding)
+        )
+        return self._pack(feedback)
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _mapping(self, grounding: Grounding) -> dict[Placeholder, str]:
+        name, args = grounding
+        return {ph: a for ph, a in zip(self.game.logic.params[name], args, strict=True)}
+
+    def _text(self, grounding: Grounding) -> str:
+        text = self._command_text.get(grounding)
+        if text is None:
+            game = self.game
+            name = grounding[0]
+            text = game.logic.grammar.derive(
+                game.logic.texts[name].template,
+                self._store,
+                game.entities,
+                self._mapping(grounding),
+            )
+            if name in game.logic.static_templates:
+                self._command_text[grounding] = text
+        return text
+
+    def _pack(self, feedback: str) -> FastStep:
+        game = self.game
+        store = self._store
+        assert store is not None
+        commands: dict[str, Grounding] = {}
+        model = game.model
+        for grounding in model.applicable(store):
+            text = self._text(grounding)
+            first = commands.get(text)
+            if first is None:
+                commands[text] = grounding
+            elif first != grounding and model.effects(*first) != model.effects(*grounding):
+                raise UnsupportedGameError(
+                    f"command {text!r} names two actions with different effects "
+                    f"({first[0]}{first[1]} and {grounding[0]}{grounding[1]})"
+                )
+        self._commands = commands
+        return FastStep(
+            feedback=feedback,
+            won=game.goal.holds(store),
+            admissible=sorted(commands),
+            facts=store.facts(),
+            entity_names=game.names,
+        )
+
+    def close(self) -> None:
+        self._store = None
