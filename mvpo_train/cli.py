@@ -181,6 +181,10 @@ def _eval(argv: list[str]) -> int:
     check_runtime(cfg)
     if args.run_dir and model is None:
         model = str(_intact_checkpoint(Path(args.run_dir)))
+    elif model is not None and (Path(model) / "SHA256SUMS").is_file():
+        from mvpo_train.checkpoint import verify_checkpoint
+
+        verify_checkpoint(model)  # a checkpoint folder given as --model: checked too
     _quiet_transformers()
     import torch
 

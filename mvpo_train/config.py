@@ -29,6 +29,7 @@ import difflib
 import functools
 import json
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -191,6 +192,10 @@ class TrainConfig:
         for i, t in enumerate(self.tasks):
             if isinstance(t, bool) or not isinstance(t, int) or t < 0:
                 raise ConfigError(f"tasks[{i}]: expected a task index >= 0, got {t!r}")
+        if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device):
+            raise ConfigError(
+                f"device: expected auto, cpu, cuda, cuda:N or mps; got {self.device!r}"
+            )
         for name in ("env_kwargs", "estimator_kwargs"):
             bad = [k for k in getattr(self, name) if not isinstance(k, str)]
             if bad:

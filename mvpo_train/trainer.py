@@ -426,15 +426,24 @@ def _make_backend(cfg: TrainConfig, policy: Policy) -> Any:
 
 
 def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
+    """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
+    :class:`ConfigError` carrying the env's message."""
     kwargs = dict(cfg.env_kwargs)
     kwargs.setdefault("split", split)
     if split != cfg.split:
         kwargs["split"] = split
     if cfg.max_steps:
         kwargs["max_episode_steps"] = cfg.max_steps
-    return GroupedVectorEnv(
-        cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
-    )
+    try:
+        return GroupedVectorEnv(
+            cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
+        )
+    except (TypeError, ValueError, FileNotFoundError) as err:  # the env's own message
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(
+            f"split / env_kwargs: {cfg.env_id} refused split={kwargs['split']!r}, "
+            f"env_kwargs={cfg.env_kwargs}: {first}"
+        ) from err
 
 
 def rollout_config(cfg: TrainConfig) -> RolloutConfig:

@@ -59,6 +59,14 @@ TRAIN_CASES = [
     ("unknown-preset-in-yaml", "preset: huge\n", [], "preset: unknown preset 'huge'"),
     ("missing-model", None, ["--model", "/nonexistent/model"], "model: /nonexistent/model"),
     ("unknown-env-id", None, ["--env-id", "mvpo/Nope-v0"], "env_id: unknown env id"),
+    ("unknown-split", None, ["--split", "nope"], "split / env_kwargs: mvpo/ALFWorld-v0 refused"),
+    (
+        "unknown-env-kwarg",
+        None,
+        ["--env-kwargs", '{"data_dri": "/x"}'],
+        "unexpected keyword argument 'data_dri'",
+    ),
+    ("bad-device", None, ["--device", "gpu"], "device: expected auto, cpu, cuda, cuda:N or mps"),
     ("resume-missing-run", None, ["--resume"], "does not exist, so there is nothing to resume"),
     ("resume-and-overwrite", None, ["--resume", "--overwrite"], "exclude each other"),
 ]
@@ -129,6 +137,7 @@ def _other_cases(run: Path, tmp: Path) -> list[tuple[str, list[str], str]]:
         ("mvpo-eval", ["--run-dir", str(run), "--env-id", "Nope-v9"], "env_id: unknown env id"),
         ("mvpo-eval", ["--config", str(tmp / "syntax.yaml")], "YAML syntax error at line 2"),
         ("mvpo-eval", ["--preset", "huge"], "--preset: invalid choice"),
+        ("mvpo-eval", ["--run-dir", str(run), "--split", "nope"], "refused split='nope'"),
         ("mvpo-plot", [str(tmp / "missing")], "no such metrics file"),
         ("mvpo-plot", [str(bad_metrics)], "bad.jsonl: line 2 is not a JSON object"),
         ("mvpo-plot", [str(run), "--keys", "nope"], "--keys: none of ['nope']"),

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mvpo_train.checkpoint import LATEST, SUMS, complete_checkpoints
-from mvpo_train.cli import train_main
+from mvpo_train.cli import eval_main, train_main
 from mvpo_train.metrics import read_metrics, strip_timing
 
 ITERATIONS = 4
@@ -177,6 +177,10 @@ def test_no_intact_checkpoint_is_one_line_naming_the_file(tmp_path, train_argv, 
     assert len(err) == 1 and "iter-000001/model.safetensors: checksum mismatch" in err[0]
     assert (run / "metrics.jsonl").read_bytes() == before  # nothing truncated
     assert (run / "checkpoints" / "iter-000001").is_dir()  # nothing moved
+    for argv in (["--run-dir", str(run)], ["--model", str(run / "checkpoints" / "iter-000001")]):
+        assert eval_main(argv) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert "iter-000001/model.safetensors: checksum mismatch" in err[-1], err
 
 
 # ------------------------------------------------------------------ run-folder reuse
