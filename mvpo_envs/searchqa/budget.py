@@ -10,8 +10,9 @@ a byte-level tokenizer is dropped whole).
 
 The tokenizer is the policy's. ``"tiny-qwen2"`` (default) is the bundled default policy's
 tokenizer (``data/models/tiny-qwen2/tokenizer.json``); pass your policy's model folder (one
-holding ``tokenizer.json``), a ``tokenizer.json`` path, a ``tokenizers.Tokenizer`` or a fast
-Hugging Face tokenizer.
+holding ``tokenizer.json``), a ``tokenizer.json`` path, a hub id already in the local Hugging
+Face cache (nothing is downloaded), a ``tokenizers.Tokenizer`` or a fast Hugging Face tokenizer.
+From the trainer: ``env_kwargs='{"tokenizer": "<the --model value>"}'``.
 """
 
 from __future__ import annotations
@@ -50,9 +51,36 @@ def _load(path: str) -> Any:
     return Tokenizer.from_file(path)
 
 
+@lru_cache(maxsize=8)
+def _load_hub(name: str) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise FileNotFoundError(
+            f"tokenizer: {name!r} is neither a folder, a tokenizer.json nor a model in the local "
+            f"Hugging Face cache ({type(err).__name__})"
+        ) from None
+    backend = getattr(tok, "backend_tokenizer", None)
+    if backend is None:
+        raise TypeError(f"tokenizer: {name!r} has no fast (tokenizers) backend")
+    return backend
+
+
 def resolve_tokenizer(spec: Any) -> Any:
-    """A ``tokenizers.Tokenizer`` from a name, a path or a tokenizer object."""
+    """A ``tokenizers.Tokenizer`` from a name, a path, a hub id in the local Hugging Face cache
+    (``"Qwen/Qwen2.5-3B"``, loaded offline) or a tokenizer object."""
     if isinstance(spec, (str, os.PathLike)):
+        text = str(spec)
+        looks_like_hub_id = (
+            text != DEFAULT_TOKENIZER
+            and not Path(text).expanduser().exists()
+            and text.count("/") == 1
+            and not text.startswith((".", "/", "~"))
+        )
+        if looks_like_hub_id:
+            return _load_hub(text)
         return _load(str(_tokenizer_file(spec)))
     backend = getattr(spec, "backend_tokenizer", None)  # a fast transformers tokenizer
     if backend is not None:

@@ -351,3 +351,23 @@ def test_query_cache_size_is_a_retriever_keyword(tmp_path) -> None:
     assert len(cached.retriever.__dict__["_qcache"]) == 2  # LRU bound honoured
     with pytest.raises(ValueError, match="query_cache_size"):
         SearchQAEnv(split="test", retriever_kwargs={"query_cache_size": -1})
+
+
+def test_tokenizer_can_be_a_folder_an_object_or_a_cached_hub_id(bm25) -> None:
+    from transformers import AutoTokenizer
+
+    from mvpo_envs.searchqa.budget import resolve_tokenizer
+    from mvpo_envs.searchqa.data import project_data_dir
+
+    folder = project_data_dir() / "models" / "tiny-qwen2"
+    outputs = []
+    for tok in (folder, str(folder / "tokenizer.json"), AutoTokenizer.from_pretrained(folder)):
+        env = SearchQAEnv(split="test", retriever=bm25, max_obs_tokens=30, tokenizer=tok)
+        env.reset(seed=1)
+        outputs.append(env.step("<search> Gilholm </search>")[0])
+    assert outputs[0] == outputs[1] == outputs[2] and outputs[0].startswith("\n\n<information>")
+    assert len(resolve_tokenizer(folder).encode(outputs[0], add_special_tokens=False).ids) <= 30
+    with pytest.raises(FileNotFoundError, match="local Hugging Face cache"):
+        resolve_tokenizer("Nobody/not-a-cached-model")
+    with pytest.raises(TypeError, match="tokenizer"):
+        resolve_tokenizer(3)
