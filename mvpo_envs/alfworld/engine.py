@@ -1,4 +1,13 @@
-"""ALFWorld's own TextWorld PDDL engine, with the two caches that make it fast.
+"""The ALFWorld engines: ``fast`` (native, the default) and ``pddl`` (ALFWorld's own, the reference).
+
+:func:`make_engine` builds either; both return :class:`EngineStep`-shaped results and are
+compared step for step by ``tests/mvpo_envs/alfworld/test_fast_engine*.py``
+(docs/alfworld_engine.md). The ``fast`` engine lives in :mod:`mvpo_envs.alfworld.fast` and
+never imports TextWorld or the GPL planner; this module imports them only when the ``pddl``
+engine (or :class:`CachedPddlEnv`) is first used.
+
+The ``pddl`` engine is ALFWorld's own TextWorld PDDL engine, with the two caches that make it
+faster.
 
 docs/environments.md, "mvpo/ALFWorld-v0": the engine is ``textworld.envs.PddlEnv`` wrapped in
 ALFWorld's ``AlfredDemangler`` and ``AlfredInfos``, with the domain and grammar of the game file.
@@ -22,19 +31,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import os
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
-
-import textworld
-import textworld.envs.pddl.logic as pddl_logic
-import textworld.envs.pddl.textgen as pddl_textgen
-import textworld.logic as tw_logic
-from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-from textworld.envs import PddlEnv
 
 from mvpo_envs.alfworld.data import read_json_object
 
@@ -69,197 +73,225 @@ def restored_argv():
         sys.argv[:] = saved
 
 
-class _TranslationCache:
-    """Memoises ``fast_downward.pddl2sas`` per (domain, problem, optimize).
+@functools.cache
+def _reference() -> SimpleNamespace:
+    """Import TextWorld, ALFWorld and the planner, and build the cached reference classes."""
+    import textworld
+    import textworld.envs.pddl.logic as pddl_logic
+    import textworld.envs.pddl.textgen as pddl_textgen
+    import textworld.logic as tw_logic
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+    from textworld.envs import PddlEnv
 
-    Installed as the ``fast_downward`` name of ``textworld.envs.pddl.logic`` only while one of
-    our engines builds its ``PddlState`` (see :meth:`CachedPddlEnv._new_pddl_state`), so other
-    users of TextWorld in the same process see the original module.
-    """
+    class _TranslationCache:
+        """Memoises ``fast_downward.pddl2sas`` per (domain, problem, optimize).
 
-    def __init__(self, module: Any, max_games: int):
-        self._module = module
-        self._memo: OrderedDict[tuple[int, int, bool], Any] = OrderedDict()
-        self.max_games = max_games
+        Installed as the ``fast_downward`` name of ``textworld.envs.pddl.logic`` only while one of
+        our engines builds its ``PddlState`` (see :meth:`CachedPddlEnv._new_pddl_state`), so other
+        users of TextWorld in the same process see the original module.
+        """
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
+        def __init__(self, module: Any, max_games: int):
+            self._module = module
+            self._memo: OrderedDict[tuple[int, int, bool], Any] = OrderedDict()
+            self.max_games = max_games
 
-    def pddl2sas(self, domain: str, problem: str, verbose: bool = False, optimize: bool = False):
-        key = (hash(domain), hash(problem), bool(optimize))
-        if key in self._memo:
-            self._memo.move_to_end(key)
-            return self._memo[key]
-        with restored_argv():
-            result = self._module.pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
-        self._memo[key] = result
-        while len(self._memo) > 2 * self.max_games:
-            self._memo.popitem(last=False)
-        return result
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._module, name)
 
+        def pddl2sas(
+            self, domain: str, problem: str, verbose: bool = False, optimize: bool = False
+        ):
+            key = (hash(domain), hash(problem), bool(optimize))
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+            with restored_argv():
+                result = self._module.pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
+            self._memo[key] = result
+            while len(self._memo) > 2 * self.max_games:
+                self._memo.popitem(last=False)
+            return result
 
-_TRANSLATIONS = _TranslationCache(pddl_logic.fast_downward, max_games=64)
-_LOGIC_CACHE: OrderedDict[tuple[int, int], Any] = OrderedDict()
+    _TRANSLATIONS = _TranslationCache(pddl_logic.fast_downward, max_games=64)
+    _LOGIC_CACHE: OrderedDict[tuple[int, int], Any] = OrderedDict()
 
+    class _ParseMemo:
+        """Memoises TextWorld's TatSu parse of grammar snippets and logic queries.
 
-class _ParseMemo:
-    """Memoises TextWorld's TatSu parse of grammar snippets and logic queries.
+        ``PddlEnv`` re-parses the same few template strings (``take {o} from {r}``, the feedback
+        rules, the conditions of the grammar) at every derivation. A parse is a pure function of
+        the string; we keep each result and hand out a deep copy, as the grammar itself does with
+        its pre-parsed rules (``ContextSensitiveGrammar.replace`` deep-copies ``rule.rhs``).
+        """
 
-    ``PddlEnv`` re-parses the same few template strings (``take {o} from {r}``, the feedback
-    rules, the conditions of the grammar) at every derivation. A parse is a pure function of
-    the string; we keep each result and hand out a deep copy, as the grammar itself does with
-    its pre-parsed rules (``ContextSensitiveGrammar.replace`` deep-copies ``rule.rhs``).
-    """
+        def __init__(self, parse):
+            self._parse = parse
+            self._memo: dict[tuple, Any] = {}
 
-    def __init__(self, parse):
-        self._parse = parse
-        self._memo: dict[tuple, Any] = {}
+        def __call__(self, *args, **kwargs):
+            key = (args, tuple(sorted(kwargs.items())))
+            if key not in self._memo:
+                self._memo[key] = self._parse(*args, **kwargs)
+            return copy.deepcopy(self._memo[key])
 
-    def __call__(self, *args, **kwargs):
-        key = (args, tuple(sorted(kwargs.items())))
-        if key not in self._memo:
-            self._memo[key] = self._parse(*args, **kwargs)
-        return copy.deepcopy(self._memo[key])
+    _TEXTGEN_PARSE = _ParseMemo(pddl_textgen._parse_and_convert)
+    _LOGIC_PARSE = _ParseMemo(tw_logic._parse_and_convert)
 
+    def _copy_context(context: dict) -> dict:
+        """``textgen.copy_context`` without deep-copying entity infos.
 
-_TEXTGEN_PARSE = _ParseMemo(pddl_textgen._parse_and_convert)
-_LOGIC_PARSE = _ParseMemo(tw_logic._parse_and_convert)
-
-
-def _copy_context(context: dict) -> dict:
-    """``textgen.copy_context`` without deep-copying entity infos.
-
-    The original deep-copies the ``variables`` and ``mapping`` dicts, entity infos included;
-    derivations only ever add keys to these dicts (``query`` updates them) and never mutate the
-    entity infos or variables, so copying the dicts is enough. Equality of every observation
-    with the original engine is checked by ``benchmarks/alfworld_env.py`` and the tests.
-    """
-    return {
-        "state": context["state"],
-        "facts": context["facts"],
-        "variables": dict(context["variables"]),
-        "mapping": dict(context["mapping"]),
-        "entity_infos": context["entity_infos"],
-    }
-
-
-@contextlib.contextmanager
-def _memoised_parsing():
-    originals = (
-        pddl_textgen._parse_and_convert,
-        tw_logic._parse_and_convert,
-        pddl_textgen.copy_context,
-    )
-    pddl_textgen._parse_and_convert, tw_logic._parse_and_convert = _TEXTGEN_PARSE, _LOGIC_PARSE
-    pddl_textgen.copy_context = _copy_context
-    try:
-        yield
-    finally:
-        pddl_textgen._parse_and_convert, tw_logic._parse_and_convert, pddl_textgen.copy_context = (
-            originals
-        )
-
-
-class CachedPddlEnv(PddlEnv):
-    """``PddlEnv`` with a per-game translation cache and a command-text cache."""
-
-    def __init__(self, infos: textworld.EnvInfos | None = None, max_cached_games: int = 64):
-        super().__init__(infos)
-        # one translation and game-logic cache per process, shared by every engine in it (a
-        # sync vector env's G copies of a game translate it once); the size is the largest
-        # asked for
-        _TRANSLATIONS.max_games = max(_TRANSLATIONS.max_games, max_cached_games)
-        self._translations = _TRANSLATIONS
-        self._command_text: dict[str, str] = {}
+        The original deep-copies the ``variables`` and ``mapping`` dicts, entity infos included;
+        derivations only ever add keys to these dicts (``query`` updates them) and never mutate the
+        entity infos or variables, so copying the dicts is enough. Equality of every observation
+        with the original engine is checked by ``benchmarks/alfworld_env.py`` and the tests.
+        """
+        return {
+            "state": context["state"],
+            "facts": context["facts"],
+            "variables": dict(context["variables"]),
+            "mapping": dict(context["mapping"]),
+            "entity_infos": context["entity_infos"],
+        }
 
     @contextlib.contextmanager
-    def _cached_translation(self):
-        original = pddl_logic.fast_downward
-        pddl_logic.fast_downward = self._translations
+    def _memoised_parsing():
+        originals = (
+            pddl_textgen._parse_and_convert,
+            tw_logic._parse_and_convert,
+            pddl_textgen.copy_context,
+        )
+        pddl_textgen._parse_and_convert, tw_logic._parse_and_convert = _TEXTGEN_PARSE, _LOGIC_PARSE
+        pddl_textgen.copy_context = _copy_context
         try:
             yield
         finally:
-            pddl_logic.fast_downward = original
+            (
+                pddl_textgen._parse_and_convert,
+                tw_logic._parse_and_convert,
+                pddl_textgen.copy_context,
+            ) = originals
 
-    def _new_pddl_state(self):
-        with self._cached_translation():
-            return pddl_logic.PddlState(
-                self.downward_lib, self._game_data["pddl_problem"], self._logic
-            )
+    class CachedPddlEnv(PddlEnv):
+        """``PddlEnv`` with a per-game translation cache and a command-text cache."""
 
-    def load(self, filename_or_data) -> None:
-        data = filename_or_data
-        if not isinstance(filename_or_data, dict):
-            data = read_game_file(filename_or_data)
-            self._game_file = str(filename_or_data)
-        else:
-            self._game_file = None
-        self._game_data = data
-        self.walkthrough = data.get("walkthrough")
-        key = (hash(data["pddl_domain"]), hash(data["grammar"]))
-        logic = _LOGIC_CACHE.get(key)
-        if logic is None:
-            logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
-            _LOGIC_CACHE[key] = logic
-            while len(_LOGIC_CACHE) > self._translations.max_games:
-                _LOGIC_CACHE.popitem(last=False)
-        else:
-            _LOGIC_CACHE.move_to_end(key)
-        self._logic = logic
-        self._command_text = {}
-        self._pddl_state = self._new_pddl_state()
-        self._entity_infos = self._get_entity_infos()
+        def __init__(self, infos: textworld.EnvInfos | None = None, max_cached_games: int = 64):
+            super().__init__(infos)
+            # one translation and game-logic cache per process, shared by every engine in it (a
+            # sync vector env's G copies of a game translate it once); the size is the largest
+            # asked for
+            _TRANSLATIONS.max_games = max(_TRANSLATIONS.max_games, max_cached_games)
+            self._translations = _TRANSLATIONS
+            self._command_text: dict[str, str] = {}
 
-    def reset(self):
-        # PddlEnv.reset rebuilds its PddlState from the problem text; with the cache installed
-        # that reuses the translation. Everything else is PddlEnv's own code path.
-        with self._cached_translation(), _memoised_parsing():
-            return super().reset()
+        @contextlib.contextmanager
+        def _cached_translation(self):
+            original = pddl_logic.fast_downward
+            pddl_logic.fast_downward = self._translations
+            try:
+                yield
+            finally:
+                pddl_logic.fast_downward = original
 
-    def step(self, command: str):
-        with _memoised_parsing():
-            return super().step(command)
-
-    def _gather_infos(self):
-        """Same infos as ``PddlEnv._gather_infos``; grounded command texts come from a cache."""
-        self.state["command_templates"] = sorted({a.template for a in self._logic.actions.values()})
-        self.state["won"] = self._pddl_state.check_goal()
-        self.state["lost"] = False
-        self.state["_entity_infos"] = dict(self._entity_infos)
-        self.state["_facts"] = list(self._pddl_state.facts)
-        if self.request_infos.facts:
-            self.state["facts"] = [self._get_human_readable_fact(f) for f in self.state["_facts"]]
-        self.state["last_action"] = None
-        self.state["_last_action"] = self._last_action
-        actions = list(self._pddl_state.all_applicable_actions())
-        self.state["_valid_actions"] = actions
-        mapping = {k: info.name for k, info in self._entity_infos.items()}
-        commands = []
-        for action in actions:
-            key = action.name + "(" + ",".join(v.name for v in action.mapping.values()) + ")"
-            text = self._command_text.get(key)
-            if text is None:
-                context = {
-                    "state": self._pddl_state,
-                    "facts": list(self._pddl_state.facts),
-                    "variables": {
-                        ph.name: self._entity_infos[var.name] for ph, var in action.mapping.items()
-                    },
-                    "mapping": action.mapping,
-                    "entity_infos": self._entity_infos,
-                }
-                action.command_template = self._logic.grammar.derive(
-                    action.command_template, context
+        def _new_pddl_state(self):
+            with self._cached_translation():
+                return pddl_logic.PddlState(
+                    self.downward_lib, self._game_data["pddl_problem"], self._logic
                 )
-                text = action.format_command(mapping)
-                self._command_text[key] = text
-            commands.append(text)
-        self.state["_valid_commands"] = commands
-        self.state["admissible_commands"] = sorted(set(commands))
-        if self.request_infos.moves:
-            self.state["moves"] = self._moves
-        if self.request_infos.policy_commands:
-            self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
+
+        def load(self, filename_or_data) -> None:
+            data = filename_or_data
+            if not isinstance(filename_or_data, dict):
+                data = read_game_file(filename_or_data)
+                self._game_file = str(filename_or_data)
+            else:
+                self._game_file = None
+            self._game_data = data
+            self.walkthrough = data.get("walkthrough")
+            key = (hash(data["pddl_domain"]), hash(data["grammar"]))
+            logic = _LOGIC_CACHE.get(key)
+            if logic is None:
+                logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
+                _LOGIC_CACHE[key] = logic
+                while len(_LOGIC_CACHE) > self._translations.max_games:
+                    _LOGIC_CACHE.popitem(last=False)
+            else:
+                _LOGIC_CACHE.move_to_end(key)
+            self._logic = logic
+            self._command_text = {}
+            self._pddl_state = self._new_pddl_state()
+            self._entity_infos = self._get_entity_infos()
+
+        def reset(self):
+            # PddlEnv.reset rebuilds its PddlState from the problem text; with the cache installed
+            # that reuses the translation. Everything else is PddlEnv's own code path.
+            with self._cached_translation(), _memoised_parsing():
+                return super().reset()
+
+        def step(self, command: str):
+            with _memoised_parsing():
+                return super().step(command)
+
+        def _gather_infos(self):
+            """Same infos as ``PddlEnv._gather_infos``; grounded command texts come from a cache."""
+            self.state["command_templates"] = sorted(
+                {a.template for a in self._logic.actions.values()}
+            )
+            self.state["won"] = self._pddl_state.check_goal()
+            self.state["lost"] = False
+            self.state["_entity_infos"] = dict(self._entity_infos)
+            self.state["_facts"] = list(self._pddl_state.facts)
+            if self.request_infos.facts:
+                self.state["facts"] = [
+                    self._get_human_readable_fact(f) for f in self.state["_facts"]
+                ]
+            self.state["last_action"] = None
+            self.state["_last_action"] = self._last_action
+            actions = list(self._pddl_state.all_applicable_actions())
+            self.state["_valid_actions"] = actions
+            mapping = {k: info.name for k, info in self._entity_infos.items()}
+            commands = []
+            for action in actions:
+                key = action.name + "(" + ",".join(v.name for v in action.mapping.values()) + ")"
+                text = self._command_text.get(key)
+                if text is None:
+                    context = {
+                        "state": self._pddl_state,
+                        "facts": list(self._pddl_state.facts),
+                        "variables": {
+                            ph.name: self._entity_infos[var.name]
+                            for ph, var in action.mapping.items()
+                        },
+                        "mapping": action.mapping,
+                        "entity_infos": self._entity_infos,
+                    }
+                    action.command_template = self._logic.grammar.derive(
+                        action.command_template, context
+                    )
+                    text = action.format_command(mapping)
+                    self._command_text[key] = text
+                commands.append(text)
+            self.state["_valid_commands"] = commands
+            self.state["admissible_commands"] = sorted(set(commands))
+            if self.request_infos.moves:
+                self.state["moves"] = self._moves
+            if self.request_infos.policy_commands:
+                self.state["policy_commands"] = self._pddl_state.replan(self._entity_infos)
+
+    return SimpleNamespace(
+        CachedPddlEnv=CachedPddlEnv,
+        PddlEnv=PddlEnv,
+        AlfredDemangler=AlfredDemangler,
+        AlfredInfos=AlfredInfos,
+        EnvInfos=textworld.EnvInfos,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``CachedPddlEnv`` is built on first use, so importing this module needs no TextWorld."""
+    if name == "CachedPddlEnv":
+        return _reference().CachedPddlEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -281,16 +313,18 @@ class AlfworldEngine:
     """
 
     def __init__(self, cached: bool = True, max_cached_games: int = 64):
-        infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        ref = _reference()
+        infos = ref.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
         with restored_argv():
-            base = CachedPddlEnv(infos, max_cached_games) if cached else PddlEnv(infos)
-        self._env = AlfredInfos(AlfredDemangler(base, shuffle=False))
+            base = ref.CachedPddlEnv(infos, max_cached_games) if cached else ref.PddlEnv(infos)
+        self._cached = cached
+        self._env = ref.AlfredInfos(ref.AlfredDemangler(base, shuffle=False))
         self._loaded: str | None = None
 
     def load(self, game_file: str | os.PathLike) -> None:
         game_file = str(game_file)
         if game_file != self._loaded:
-            if not isinstance(self._env.unwrapped, CachedPddlEnv):
+            if not self._cached:
                 read_game_file(game_file)  # the same clear errors for the uncached engine
             with restored_argv():
                 self._env.load(game_file)
@@ -317,3 +351,20 @@ class AlfworldEngine:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._env.close()
+
+
+#: the engines ``gym.make("mvpo/ALFWorld-v0", engine=...)`` accepts
+ENGINES = ("fast", "pddl")
+DEFAULT_ENGINE = "fast"
+
+
+def make_engine(engine: str = DEFAULT_ENGINE, max_cached_games: int = 64) -> Any:
+    """``"fast"``: :class:`mvpo_envs.alfworld.fast.FastEngine` (native, no planner);
+    ``"pddl"``: :class:`AlfworldEngine` (ALFWorld's own TextWorld engine, the reference)."""
+    if engine == "fast":
+        from mvpo_envs.alfworld.fast.engine import FastEngine
+
+        return FastEngine()
+    if engine == "pddl":
+        return AlfworldEngine(cached=True, max_cached_games=max_cached_games)
+    raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")

@@ -1,0 +1,241 @@
+"""The fast engine against ALFWorld's own engine, step for step (docs/alfworld_engine.md).
+
+Both engines play the same games and actions through the same env wrapper
+(``gym.make("mvpo/ALFWorld-v0", engine=...)``): observation, reward, terminated, truncated
+and the whole info dict (admissible commands in order, ``state``, signature, milestones, won)
+must be equal, and so must the engines' own outputs (feedback, admissible list, won, facts,
+entity names) on garbled and inadmissible commands that the env would not pass on.
+The default run compares a few games; the ``slow`` test compares every bundled game (whatever
+``data/alfworld`` holds) and the real game of ``../shared/realdata`` when present.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import mvpo_envs  # noqa: F401
+from mvpo_envs.alfworld.data import BUNDLED_SPLITS, TASK_TYPES, project_data_dir
+from mvpo_envs.alfworld.engine import AlfworldEngine, make_engine
+from mvpo_envs.alfworld.fast import FastEngine, UnsupportedGameError
+from mvpo_envs.alfworld.fast.engine import read_game
+
+#: as tests/conftest.py locates the optional real samples
+REALDATA = Path(os.environ.get("MVPO_REALDATA", Path(__file__).parents[4] / "shared" / "realdata"))
+GARBLE = ("xyzzy", "go to nowhere 9", "take  {0}", "{0}!", "  {0}  ", "{0}".upper(), "Take {0}")
+
+
+def _garbled(rng: random.Random, admissible: list[str]) -> str:
+    """An inadmissible or malformed variant of a valid command (seeded)."""
+    cmd = rng.choice(admissible) if admissible else "look"
+    pattern = rng.choice(GARBLE)
+    out = pattern.format(cmd)
+    return out.upper() if pattern == "{0}".upper() else out
+
+
+def _facts(step) -> list[tuple[str, ...]]:
+    return sorted((f.name, *(a.name for a in f.arguments)) for f in step.facts)
+
+
+def compare_engine_steps(ref, fast, where: str) -> None:
+    assert fast.feedback == ref.feedback, where
+    assert fast.admissible == ref.admissible, where
+    assert fast.won == ref.won, where
+    assert _facts(fast) == _facts(ref), where
+    assert fast.entity_names == {k: v for k, v in ref.entity_names.items()}, where
+
+
+def play_engines(game_file: Path, episodes: int, steps: int, seed: int) -> int:
+    """Walkthrough, then seeded random episodes with ~10% garbled commands; returns #steps."""
+    ref, fast = AlfworldEngine(cached=True), FastEngine()
+    ref.load(game_file)
+    fast.load(game_file)
+    data = read_game(game_file)
+    compared = 0
+    rng = random.Random(seed)
+    for episode in range(episodes + 1):
+        r, f = ref.reset(), fast.reset()
+        compare_engine_steps(r, f, f"{game_file} reset")
+        if episode == 0:
+            commands = list(data.get("walkthrough") or [])
+        else:
+            commands = [None] * steps
+        for i, cmd in enumerate(commands):
+            if cmd is None:
+                cmd = (
+                    _garbled(rng, r.admissible) if rng.random() < 0.1 else rng.choice(r.admissible)
+                )
+            r, f = ref.step(cmd), fast.step(cmd)
+            compared += 1
+            compare_engine_steps(r, f, f"{game_file} episode {episode} step {i} {cmd!r}")
+        if episode == 0 and data.get("walkthrough"):
+            assert r.won, f"{game_file}: the walkthrough does not win on the reference engine"
+    ref.close()
+    return compared
+
+
+def _env(engine: str, **kwargs):
+    return gym.make("mvpo/ALFWorld-v0", engine=engine, **kwargs)
+
+
+def play_envs(env_kwargs: dict, task_indices, episodes: int, seed: int) -> tuple[int, set[str]]:
+    """The same resets and actions on both envs; every output compared. Returns
+    (#steps compared, game files played)."""
+    envs = {name: _env(name, **env_kwargs) for name in ("pddl", "fast")}
+    games = envs["fast"].unwrapped.games
+    compared, played = 0, set()
+    rng = random.Random(seed)
+    try:
+        for index in task_indices(len(games)):
+            played.add(str(games[index].game_file))
+            walkthrough = list(read_game(games[index].game_file).get("walkthrough") or [])
+            for episode in range(episodes + 1):
+                obs = {
+                    n: e.reset(seed=seed, options={"task_index": index}) for n, e in envs.items()
+                }
+                assert obs["fast"] == obs["pddl"], f"reset {games[index].game_file}"
+                info = obs["fast"][1]
+                plan = list(walkthrough) if episode == 0 else []
+                for i in range(60):
+                    if plan:
+                        action = plan.pop(0)
+                    elif rng.random() < 0.1:
+                        action = _garbled(rng, info["admissible_actions"])
+                    else:
+                        action = rng.choice(info["admissible_actions"] or ["look"])
+                    out = {n: e.step(action) for n, e in envs.items()}
+                    compared += 1
+                    where = f"{games[index].game_file} episode {episode} step {i} {action!r}"
+                    assert out["fast"] == out["pddl"], where
+                    _, _, terminated, truncated, info = out["fast"]
+                    if terminated or truncated:
+                        if terminated:  # one step after the win: the wrapper's after-win path
+                            again = {n: e.step(action) for n, e in envs.items()}
+                            assert again["fast"] == again["pddl"], where + " (after the win)"
+                            compared += 1
+                        break
+    finally:
+        for e in envs.values():
+            e.close()
+    return compared, played
+
+
+# -- default run: a few games, seconds ----------------------------------------------------------
+def test_fast_env_matches_pddl_env_on_bundled_games():
+    compared, played = play_envs(
+        {"split": "train", "preset": "mini"}, lambda n: [0, n // 2], episodes=1, seed=3
+    )
+    assert len(played) == 2 and compared >= 20
+
+
+def test_fast_engine_matches_pddl_engine_on_garbled_commands():
+    games = sorted((project_data_dir() / "alfworld" / "mini").glob("*/*/game.tw-pddl"))
+    games += sorted((project_data_dir() / "alfworld" / "mini").glob("*/*/*/game.tw-pddl"))
+    assert games, "no bundled mini games"
+    assert play_engines(games[-1], episodes=1, steps=40, seed=5) >= 40
+
+
+def test_fast_env_matches_pddl_env_on_the_real_game(realdata):
+    compared, played = play_envs(
+        {"data_dir": realdata / "alfworld", "split": "valid_seen"},
+        lambda n: range(n),
+        episodes=1,
+        seed=0,
+    )
+    assert played and compared >= 6
+
+
+def test_fast_engine_needs_no_textworld_or_planner():
+    import subprocess
+
+    code = (
+        "import sys, gymnasium as gym, mvpo_envs\n"
+        "env = gym.make('mvpo/ALFWorld-v0', split='train', preset='mini')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "env.step(info['admissible_actions'][0])\n"
+        "bad = [m for m in ('textworld', 'fast_downward', 'alfworld') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[3])
+
+
+def test_unknown_engine_and_unsupported_domain_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="engine must be one of"):
+        make_engine("ffast")
+    game = sorted((project_data_dir() / "alfworld" / "mini").rglob("game.tw-pddl"))[0]
+    data = read_game(game)
+    # a changed action: refused by name, never played differently
+    data["pddl_domain"] = data["pddl_domain"].replace("(checked ?l)", "(checked ?a)", 1)
+    engine = FastEngine()
+    with pytest.raises(UnsupportedGameError, match="'look' differs from ALFWorld"):
+        engine.load_data(data)
+    # a grammar that reads a negated fact the engine does not track
+    data = read_game(game)
+    data["grammar"] = data["grammar"].replace(
+        '"condition": "iscool(o:object)"', '"condition": "not_iscool(o:object)"', 1
+    )
+    with pytest.raises(UnsupportedGameError, match="not_iscool"):
+        engine.load_data(data)
+
+
+def test_reset_restores_the_initial_state_and_command_order_is_sorted():
+    game = sorted((project_data_dir() / "alfworld" / "mini").rglob("game.tw-pddl"))[0]
+    engine = FastEngine()
+    engine.load(game)
+    first = engine.reset()
+    assert first.admissible == sorted(set(first.admissible))
+    walk = read_game(game)["walkthrough"]
+    for cmd in walk:
+        last = engine.step(cmd)
+    assert last.won
+    again = engine.reset()
+    assert again.feedback == first.feedback and again.admissible == first.admissible
+    assert _facts(again) == _facts(first) and not again.won
+
+
+# -- slow: every bundled game and the real one, >= 20,000 compared steps --------------------------
+def _bundled_game_files() -> set[str]:
+    return {str(p) for p in (project_data_dir() / "alfworld").rglob("game.tw-pddl")}
+
+
+def _all_env_sets() -> Iterator[dict]:
+    for preset, splits in BUNDLED_SPLITS.items():
+        for split in splits:
+            if (project_data_dir() / "alfworld" / preset / split).is_dir():
+                yield {"preset": preset, "split": split, "task_types": TASK_TYPES}
+
+
+@pytest.mark.slow
+def test_fast_engine_matches_pddl_engine_everywhere(capsys):
+    total, played = 0, set()
+    for kwargs in _all_env_sets():
+        n, games = play_envs(kwargs, lambda n: range(n), episodes=2, seed=11)
+        total, played = total + n, played | games
+    real = []
+    if REALDATA.is_dir():
+        real = sorted(str(p) for p in (REALDATA / "alfworld" / "json_2.1.1").rglob("game.tw-pddl"))
+        n, games = play_envs(
+            {"data_dir": REALDATA / "alfworld", "split": "valid_seen"},
+            lambda n: range(n),
+            episodes=4,
+            seed=11,
+        )
+        total, played = total + n, played | games
+    # games the env lists skip (ALFWorld's filters) or new folders: compared at engine level
+    for game_file in sorted(_bundled_game_files() - played) + [g for g in real if g not in played]:
+        total += play_engines(Path(game_file), episodes=2, steps=50, seed=11)
+    # engine level on every game, with garbled commands the env never passes on
+    for game_file in sorted(_bundled_game_files()) + real:
+        total += play_engines(Path(game_file), episodes=1, steps=50, seed=13)
+    with capsys.disabled():
+        print(
+            f"\nfast vs pddl: {total} compared steps on {len(_bundled_game_files())} bundled "
+            f"game files and {len(real)} real ones"
+        )
+    assert total >= 20_000
