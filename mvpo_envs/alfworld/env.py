@@ -31,7 +31,7 @@ from mvpo_envs.alfworld.data import (
     select_split_dir,
     user_real_data_dir,
 )
-from mvpo_envs.alfworld.engine import AlfworldEngine, EngineStep
+from mvpo_envs.alfworld.engine import DEFAULT_ENGINE, EngineStep, make_engine
 from mvpo_envs.alfworld.state import state_from_facts
 from mvpo_envs.alfworld.text_view import TextView
 from mvpo_envs.base import TextEnv, Transition
@@ -79,7 +79,9 @@ class AlfworldEnv(TextEnv):
     ``split``, ``data_dir`` (or ``$ALFWORLD_DATA``), ``preset``, ``task_types``,
     ``abstraction``, ``render_mode``, ``max_cached_games`` (see the module docstring) and
     ``protocol``: ``"original"`` or ``"lenient"`` (commands compared after lower-casing and
-    collapsing spaces; after a win, ``Nothing happens.`` with ``invalid_action=True``).
+    collapsing spaces; after a win, ``Nothing happens.`` with ``invalid_action=True``);
+    ``engine``: ``"fast"`` (native, default) or ``"pddl"`` (ALFWorld's own TextWorld engine,
+    the reference), identical step for step (docs/alfworld_engine.md).
 
     ## Version history
     * v0: ALFWorld's command matching and after-win behaviour by default;
@@ -100,6 +102,7 @@ class AlfworldEnv(TextEnv):
         max_cached_games: int = 64,
         protocol: str = "original",
         num_games: int | None = None,
+        engine: str = DEFAULT_ENGINE,
     ):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
@@ -113,7 +116,7 @@ class AlfworldEnv(TextEnv):
         self.split = split
         self.games: list[AlfworldGame] = collect_games(split_dir, tuple(task_types))
         super().__init__([g.task_id for g in self.games], abstraction, render_mode)
-        self._engine = AlfworldEngine(cached=True, max_cached_games=max_cached_games)
+        self._engine = make_engine(engine, max_cached_games=max_cached_games)
         self._game: AlfworldGame | None = None
         self._task = ""
         self._location = START_LOCATION
