@@ -7,7 +7,10 @@ Implements the "Common contract" of ``docs/environments.md``:
   :func:`select_task_index` — so all G rollouts of a group play the same game on any machine
   and with any worker count;
 * ``info`` always carries ``task, task_id, admissible_actions, anchor, signature, milestones,
-  progress, won, invalid_action, state`` (plus env-specific extras such as ``task_type``);
+  progress, won, invalid_action, state`` (:class:`Info`; plus env-specific extras such as
+  ``task_type``, declared in :mod:`mvpo_envs.info_contract`), every key with one Python type
+  and a sentinel (``""``, ``-1``, ``-1.0``) instead of ``None`` (docs/environments.md,
+  "Info contract");
 * an inadmissible or malformed action returns the benchmark's no-op text, reward 0 and
   ``invalid_action=True``; a non-string action raises ``TypeError``;
 * the abstraction (signature / milestones / progress) is attached with ``abstraction=`` and
@@ -24,7 +27,7 @@ import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import gymnasium as gym
 
@@ -35,7 +38,7 @@ from mvpo_envs.spaces import AnyText
 _WS = re.compile(r"\s+")
 
 
-class Info(TypedDict, total=False):
+class Info(TypedDict):
     """The info dict of every mvpo env (docs/environments.md, "Info contract").
 
     Every key has one Python type per env, whatever the page or episode phase, so Gymnasium's
@@ -153,7 +156,7 @@ class TextEnv(gym.Env[str, str]):
         self._task_index: int | None = None
         self._admissible: list[str] = []
         self._last: Transition | None = None
-        self._last_info: dict[str, Any] = {}
+        self._last_info: Info | dict[str, Any] = {}
         self._done = False
 
     # -- subclass hooks -------------------------------------------------------------------------
@@ -171,7 +174,8 @@ class TextEnv(gym.Env[str, str]):
 
     def _invalid(self, command: str) -> Transition:
         """The no-op transition for an inadmissible command: same state, no-op feedback."""
-        assert self._last is not None
+        if self._last is None:
+            raise RuntimeError("call reset() before step()")
         return Transition(
             observation=self.invalid_feedback,
             admissible=self._last.admissible,
@@ -193,21 +197,29 @@ class TextEnv(gym.Env[str, str]):
             raise RuntimeError("call reset() first")
         return self.task_ids[self._task_index]
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, Info]:
+        """Start the task chosen by :func:`select_task_index`; ``(observation, info)``."""
         super().reset(seed=seed)
         self._task_index = select_task_index(
             len(self.task_ids), self.task_ids, seed, options, self.np_random
         )
         transition = self._start(self._task_index)
         self._done = False
-        info = self._record(transition, invalid=False)
-        info.update(self._tracker.reset(transition.state))
+        record = self._record(transition, invalid=False)
+        info = cast(Info, {**record, **self._tracker.reset(transition.state)})
         self._last_info = info
         if self.render_mode == "human":
             self.render()
         return transition.observation, info
 
-    def step(self, action: str):
+    def step(self, action: str) -> tuple[str, float, bool, bool, Info]:
+        """Apply ``action``; ``(observation, reward, terminated, truncated, info)``.
+
+        The base class never truncates: Gymnasium's ``TimeLimit`` wrapper of the registration
+        does (and a subclass may, for a budget of its benchmark).
+        """
         if not isinstance(action, str):
             raise TypeError(
                 f"{type(self).__name__}.step expects a text action (str), got "
@@ -218,8 +230,8 @@ class TextEnv(gym.Env[str, str]):
         command = canonical_command(action)
         valid = not self._done and self._is_admissible(command)
         transition = self._act(command) if valid else self._invalid(command)
-        info = self._record(transition, invalid=not valid)
-        info.update(self._tracker.step(transition.state, command))
+        record = self._record(transition, invalid=not valid)
+        info = cast(Info, {**record, **self._tracker.step(transition.state, command)})
         self._done = self._done or transition.terminated
         self._last_info = info
         if self.render_mode == "human":
@@ -233,6 +245,7 @@ class TextEnv(gym.Env[str, str]):
         )
 
     def _record(self, transition: Transition, invalid: bool) -> dict[str, Any]:
+        """The contract keys that come from the env (the tracker adds the abstraction's)."""
         self._last = transition
         self._admissible = list(transition.admissible)
         self._admissible_set = set(self._admissible)

@@ -18,6 +18,8 @@ import pytest
 
 import mvpo_envs  # noqa: F401
 from mvpo_envs.base import INFO_KEYS
+from mvpo_envs.info_contract import INFO_TYPES, contract_errors
+from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import unbatch_infos
 
 NUM_ENVS = 32
@@ -25,16 +27,26 @@ STEPS = {"mvpo/ALFWorld-v0": 14, "mvpo/WebShop-v0": 14, "mvpo/SearchQA-v0": 10}
 WORDS = ("red", "shirt", "women", "tea", "organic", "shoes", "size", "capital", "year", "x")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _forget_shared_retrievers():
+    """SearchQA envs share one retriever per process: leave none behind for later tests."""
+    yield
+    clear_shared()
+
+
 class InfoRecorder(gym.Wrapper):
     """Keeps the last info and the type of every key path of every info it returned."""
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env, env_id: str):
         super().__init__(env)
+        self.env_id = env_id
         self.types: dict[str, set[str]] = {}
+        self.errors: set[str] = set()
         self.last_info: dict[str, Any] = {}
 
     def _keep(self, info: dict[str, Any]) -> None:
         self.last_info = info
+        self.errors.update(contract_errors(info, self.env_id))
         for path, name in type_paths(info):
             self.types.setdefault(path, set()).add(name)
 
@@ -130,16 +142,19 @@ ENV_KWARGS = {"mvpo/ALFWorld-v0": {"split": "train"}, "mvpo/WebShop-v0": {}, "mv
 def test_32_sync_envs_one_type_per_key(env_id: str) -> None:
     kwargs = ENV_KWARGS[env_id]
     venv = gym.vector.SyncVectorEnv(
-        [lambda: InfoRecorder(gym.make(env_id, **kwargs)) for _ in range(NUM_ENVS)]
+        [lambda: InfoRecorder(gym.make(env_id, **kwargs), env_id) for _ in range(NUM_ENVS)]
     )
     try:
         seen = _play(venv, env_id, seed=11)
         types: dict[str, set[str]] = {}
+        errors: set[str] = set()
         for recorder in venv.envs:
+            errors |= recorder.errors
             for path, names in recorder.types.items():
                 types.setdefault(path, set()).update(names)
     finally:
         venv.close()
+    assert not errors, f"{env_id} breaks its declared contract: {sorted(errors)[:10]}"
     mixed = {path: names for path, names in types.items() if len(names) > 1}
     assert not mixed, f"{env_id}: keys with more than one type: {mixed}"
     assert "NoneType" not in {n for names in types.values() for n in names}
@@ -161,3 +176,23 @@ def test_async_envs_merge_mixed_states(env_id: str) -> None:
         sync.close()
         async_.close()
     assert got == expected
+
+
+def test_contract_checker_catches_each_kind_of_break():
+    env = gym.make("mvpo/WebShop-v0")
+    _, info = env.reset(seed=0)
+    assert contract_errors(info, "mvpo/WebShop-v0") == []
+    bad = {**info, "won": 1, "extra": 0.5, "state": {**info["state"], "results_page": None}}
+    del bad["task"]
+    errors = contract_errors(bad, "mvpo/WebShop-v0")
+    assert "info: missing key 'task'" in errors
+    assert "info['won']: expected bool, got int (1)" in errors
+    assert "info: undeclared key 'extra' (float)" in errors
+    assert any(
+        e.startswith("info['state']['results_page']: expected int, got NoneType") for e in errors
+    )
+    bad_list = {**info, "admissible_actions": ["search[<query>]", 3]}
+    assert contract_errors(bad_list, "mvpo/WebShop-v0") == [
+        "info['admissible_actions'][1]: expected str, got int (3)"
+    ]
+    assert set(INFO_TYPES) == set(STEPS)

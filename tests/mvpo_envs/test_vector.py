@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 import mvpo_envs  # noqa: F401
+from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import GroupedVectorEnv, WorkerCrashedError, unbatch_infos
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _forget_shared_retrievers():
+    """SearchQA envs share one retriever per process: leave none behind for later tests."""
+    yield
+    clear_shared()
 
 
 def _task_ids(venv, task_indices):
