@@ -81,6 +81,7 @@ def test_sigkill_at_seeded_random_moments_then_resume_is_bit_exact(
     an iteration, so inside a rollout, an update or a checkpoint write), then ``--resume`` to
     the end: the same metrics (apart from time) and the same weights as the reference."""
     rng = np.random.default_rng(20261130)
+    iteration_seconds = float(np.median([r["time/total"] for r in read_metrics(reference)]))
     run = tmp_path / "run"
     log = tmp_path / "train.log"
     metrics = run / "metrics.jsonl"
@@ -88,7 +89,8 @@ def test_sigkill_at_seeded_random_moments_then_resume_is_bit_exact(
     resume: list[str] = []
     for k in sorted(rng.integers(1, ITERATIONS, size=2)):
         proc = _spawn(train_argv(run, *resume, iterations=ITERATIONS), log)
-        killed = _kill_at(proc, metrics, int(k), float(rng.uniform(0.0, 0.6)))
+        delay = float(rng.uniform(0.0, 1.0)) * iteration_seconds
+        killed = _kill_at(proc, metrics, int(k), delay)
         kills += killed
         if not killed:
             assert proc.returncode == 0, log.read_text()
