@@ -112,7 +112,7 @@ class WebShopState(TypedDict):
     """``info["state"]`` of ``mvpo/WebShop-v0``; sentinels for what the page does not show."""
 
     observation: str
-    page: str  # search | results | item | item_sub | done (see docs/webshop.md)
+    page: str  # search | results | item | description | features | reviews | done
     query: str  # "" before the first search and after "back to search"
     results_page: int  # -1 before the first search and after "back to search"
     total_results: int  # -1 unless on a results page
@@ -198,8 +198,8 @@ class SearchQAState(TypedDict):
     last_action_type: str  # "" at reset, then "search" | "answer" | "invalid"
     transcript: list[TranscriptTurn]
     won: bool
-    turn: int
-    observation_cut: bool
+    turn: int  # turns taken so far (0 at reset)
+    observation_cut: bool  # the last observation was cut to max_obs_tokens
 
 
 class SearchQAInfo(Info):

@@ -1,4 +1,4 @@
-"""Gymnasium spaces for free text (docs/environments.md, "Spaces").
+"""Gymnasium spaces for free text (docs/environments.md, "Vector envs").
 
 ``gymnasium.spaces.Text`` only admits characters of a fixed charset, and Gymnasium encodes a
 ``Text`` value (to flatten it, or to pass it through an async vector env's shared memory) as the

@@ -1,5 +1,7 @@
 """Grouped vector environments: B groups x G rollouts, every env of a group on one task.
 
+docs/environments.md, "Vector envs".
+
 GRPO, GiGPO and MVPO compare G rollouts of the *same* task instance (docs/estimators.md §0,
 ``group``). Gymnasium's vector envs reset each sub-env with its own seed, and every mvpo env
 picks its task as a pure function of the seed (``seed % num_tasks``, see
