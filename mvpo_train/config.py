@@ -86,7 +86,7 @@ class TrainConfig:
     run_dir: str = _f(
         "runs/mvpo-cpu-tiny", "output folder: metrics.jsonl, checkpoints, plots", safe=True
     )
-    seed: int = _f(0, "seed of everything random (tasks, sampling, minibatch order)")
+    seed: int = _f(0, "seed of everything random (tasks, sampling, minibatch order)", ge=0)
     iterations: int = _f(30, "training iterations (one rollout batch + one update each)", gt=0,
                          safe=True)  # fmt: skip
     resume: bool = _f(
