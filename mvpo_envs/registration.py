@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-#: env id -> (entry point, max_episode_steps): the seeds' horizons
+#: env id -> (entry point, max_episode_steps): the benchmarks' horizons. SearchQA: Search-R1's
+#: ``max_turns=4`` search turns plus its final answer-only turn (docs/searchqa.md)
 ENV_SPECS = {
     "mvpo/ALFWorld-v0": ("mvpo_envs.alfworld.env:AlfworldEnv", 50),
     "mvpo/WebShop-v0": ("mvpo_envs.webshop.env:WebShopEnv", 15),
-    "mvpo/SearchQA-v0": ("mvpo_envs.searchqa.env:SearchQAEnv", 4),
+    "mvpo/SearchQA-v0": ("mvpo_envs.searchqa.env:SearchQAEnv", 5),
 }
 
 
