@@ -61,6 +61,8 @@ class Game:
     goal: Goal
     model: ActionModel
     walkthrough: list[str] | None
+    #: (first step, its command table, its goal key), filled by the first reset
+    start: tuple | None = None
 
 
 _LOGICS: OrderedDict[str, Logic] = OrderedDict()
@@ -134,6 +136,7 @@ def load_game(data: dict) -> Game:
     store = FactStore(problem.types)
     for atom in problem.init:
         store.add(atom)
+    store.mutable = frozenset(FLUENTS)
     ids = {a for atom in problem.init for a in atom[1:]}
     names = demangle_all(ids)
     entities = {i: Entity(i, names[i], problem.types[i]) for i in ids}
@@ -169,6 +172,8 @@ class FastEngine:
         self._store: FactStore | None = None
         self._commands: dict[str, Grounding] = {}
         self._command_text: dict[Grounding, str] = {}
+        self._won_key: tuple | None = None
+        self._won = False
         self.moves = 0
 
     @property
@@ -195,9 +200,20 @@ class FastEngine:
     def reset(self) -> FastStep:
         game = self.game
         self._store = game.initial.copy()
+        self._won_key = None
         self.moves = 0
-        feedback = game.logic.grammar.derive("#intro#", self._store, game.entities, {})
-        return self._pack(feedback)
+        if game.start is None:
+            # the intro and the first admissible list depend only on the initial state
+            feedback = game.logic.grammar.derive("#intro#", self._store, game.entities, {})
+            step = self._pack(feedback)
+            game.start = (step, dict(self._commands), self._won_key)
+            return step
+        step, commands, self._won_key = game.start
+        self._commands = dict(commands)
+        self._won = step.won
+        return FastStep(
+            step.feedback, step.won, list(step.admissible), self._store.facts(), game.names
+        )
 
     def step(self, command: str) -> FastStep:
         if self._store is None:
@@ -254,9 +270,12 @@ class FastEngine:
                     f"({first[0]}{first[1]} and {grounding[0]}{grounding[1]})"
                 )
         self._commands = commands
+        key = tuple(store.versions[p] for p in game.goal.predicates)
+        if key != self._won_key:
+            self._won, self._won_key = game.goal.holds(store), key
         return FastStep(
             feedback=feedback,
-            won=game.goal.holds(store),
+            won=self._won,
             admissible=sorted(commands),
             facts=store.facts(),
             entity_names=game.names,

@@ -81,16 +81,33 @@ class FactStore:
         self._by_pred: dict[str, set[tuple[str, ...]]] = defaultdict(set)
         self._by_arg: dict[tuple[str, int, str], set[tuple[str, ...]]] = defaultdict(set)
         self._signatures: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        #: per predicate, a counter bumped by every change (lets callers cache derived values)
+        self.versions: dict[str, int] = defaultdict(int)
+        #: predicates that may change (``copy`` shares the index sets of all the others)
+        self.mutable: frozenset[str] | None = None
 
     # -- contents -------------------------------------------------------------------------------
     def copy(self) -> FactStore:
+        """An independent store with the same facts. Index sets of predicates outside
+        :attr:`mutable` (when set) are shared, not copied: they never change."""
+        mutable = self.mutable
+        if mutable is None:
+            owned = set(self._by_pred)
+        else:
+            owned = {p for p in self._by_pred if p in mutable or p.startswith("not_")}
         new = FactStore.__new__(FactStore)
         new.types = self.types
         new._vars = self._vars
         new._facts = dict(self._facts)
-        new._by_pred = defaultdict(set, {k: set(v) for k, v in self._by_pred.items()})
-        new._by_arg = defaultdict(set, {k: set(v) for k, v in self._by_arg.items()})
+        new._by_pred = defaultdict(
+            set, {k: set(v) if k in owned else v for k, v in self._by_pred.items()}
+        )
+        new._by_arg = defaultdict(
+            set, {k: set(v) if k[0] in owned else v for k, v in self._by_arg.items()}
+        )
         new._signatures = defaultdict(set, {k: set(v) for k, v in self._signatures.items()})
+        new.versions = defaultdict(int, self.versions)
+        new.mutable = mutable
         return new
 
     def var(self, name: str) -> Var:
@@ -105,6 +122,9 @@ class FactStore:
         args = key[1:]
         self._facts[key] = Fact(key, tuple(self.var(a) for a in args))
         pred = key[0]
+        if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
+            raise ValueError(f"fact store: {pred!r} was declared constant")
+        self.versions[pred] += 1
         self._by_pred[pred].add(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].add(args)
@@ -115,6 +135,9 @@ class FactStore:
             return
         args = key[1:]
         pred = key[0]
+        if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
+            raise ValueError(f"fact store: {pred!r} was declared constant")
+        self.versions[pred] += 1
         self._by_pred[pred].discard(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].discard(args)

@@ -22,6 +22,18 @@ class Goal:
         self.formula = formula
         self.types = types
         self._check(formula)
+        #: the predicates the goal reads: its value changes only when one of them does
+        self.predicates = frozenset(self._predicates(formula))
+        self._plans: dict[tuple, tuple] = {}
+
+    def _predicates(self, f) -> set[str]:
+        if f[0] in ("and", "or"):
+            return set().union(*(self._predicates(g) for g in f[1:]))
+        if f[0] == "not":
+            return self._predicates(f[1])
+        if f[0] in ("exists", "forall"):
+            return self._predicates(f[2])
+        return set() if f[0] == "=" else {f[0]}
 
     def _check(self, f: SExpr) -> None:
         if not isinstance(f, list) or not f or not isinstance(f[0], str):
@@ -70,7 +82,16 @@ class Goal:
         return (head, *args) in store
 
     def _exists(self, vars_, body, env, store) -> bool:
-        # flatten nested (and ...) / (exists ...) into one conjunction over more variables
+        key = (id(body), tuple(sorted(env)))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._flatten(vars_, body, env)
+        lits, free = plan
+        return self._solve(lits, dict(env), free, store)
+
+    def _flatten(self, vars_, body, env):
+        """Nested (and ...) / (exists ...) as one conjunction over more variables; each
+        literal with the variables it needs."""
         free = dict(vars_)
         lits: list[list] = []
         todo = [body]
@@ -82,36 +103,32 @@ class Goal:
                 free.update(dict(typed_list(g[1])))
                 todo.append(g[2])
             else:
-                lits.append(g)
-        return self._solve(lits, dict(env), free, store)
+                lits.append((g, frozenset(self._free_vars(g, set()))))
+        return lits, free
 
-    def _bound(self, g: list, env: dict[str, str]) -> bool:
-        if g[0] in _CONNECTIVES:
-            return all(self._bound_vars(g, env))
-        return all(not a.startswith("?") or a in env for a in g[1:])
-
-    def _bound_vars(self, g, env):
+    def _free_vars(self, g, bound: set[str]) -> set[str]:
         if isinstance(g, str):
-            yield not g.startswith("?") or g in env
-            return
+            return {g} if g.startswith("?") and g not in bound else set()
         if g and g[0] in ("exists", "forall"):
-            inner = dict(env)
-            inner.update({n: n for n, _ in typed_list(g[1])})
-            yield from self._bound_vars(g[2], inner)
-            return
+            return self._free_vars(g[2], bound | {n for n, _ in typed_list(g[1])})
+        out: set[str] = set()
         for sub in g[1:]:
-            yield from self._bound_vars(sub, env)
+            out |= self._free_vars(sub, bound)
+        return out
 
     def _solve(self, lits, env, free, store) -> bool:
-        pending = [g for g in lits if not self._bound(g, env)]
-        for g in lits:
-            if self._bound(g, env) and not self._eval(g, env, store):
-                return False
+        pending = []
+        for g, needs in lits:
+            if needs.issubset(env):
+                if not self._eval(g, env, store):
+                    return False
+            else:
+                pending.append((g, needs))
         if not pending:
             return True
         # bind from the positive atom with the fewest candidate facts
         best = None
-        for g in pending:
+        for g, _ in pending:
             if g[0] in _CONNECTIVES or g[0] == "=":
                 continue
             cands = self._atom_candidates(g, env, store)
