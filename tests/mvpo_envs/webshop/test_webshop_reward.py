@@ -149,7 +149,7 @@ def test_reward_without_options():
     )
 
 
-# -- real WebShop products (shared/realdata/webshop) --------------------------------------------------
+# -- real WebShop products ($MVPO_REALDATA/webshop) --------------------------------------------------
 def _real(realdata):
     folder = realdata / "webshop"
     if not (folder / "items_processed_1000.json").exists():
