@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mvpo_envs.alfworld.data import read_json_object
@@ -63,6 +63,9 @@ class Game:
     walkthrough: list[str] | None
     #: (first step, its command table, its goal key), filled by the first reset
     start: tuple | None = None
+    #: command text of each grounded action whose template reads only constant facts,
+    #: shared by every engine of the process playing this game
+    command_text: dict = field(default_factory=dict)
 
 
 _LOGICS: OrderedDict[str, Logic] = OrderedDict()
@@ -171,7 +174,6 @@ class FastEngine:
         self._loaded: str | None = None
         self._store: FactStore | None = None
         self._commands: dict[str, Grounding] = {}
-        self._command_text: dict[Grounding, str] = {}
         self._won_key: tuple | None = None
         self._won = False
         self.moves = 0
@@ -187,14 +189,12 @@ class FastEngine:
         if game_file != self._loaded:
             self._game = load_game(read_game(game_file))
             self._loaded = game_file
-            self._command_text = {}
             self._store = None
 
     def load_data(self, data: dict) -> None:
         """Load a game from its already-read JSON data."""
         self._game = load_game(data)
         self._loaded = None
-        self._command_text = {}
         self._store = None
 
     def reset(self) -> FastStep:
@@ -239,9 +239,9 @@ class FastEngine:
         return {ph: a for ph, a in zip(self.game.logic.params[name], args, strict=True)}
 
     def _text(self, grounding: Grounding) -> str:
-        text = self._command_text.get(grounding)
+        game = self.game
+        text = game.command_text.get(grounding)
         if text is None:
-            game = self.game
             name = grounding[0]
             text = game.logic.grammar.derive(
                 game.logic.texts[name].template,
@@ -250,7 +250,7 @@ class FastEngine:
                 self._mapping(grounding),
             )
             if name in game.logic.static_templates:
-                self._command_text[grounding] = text
+                game.command_text[grounding] = text
         return text
 
     def _pack(self, feedback: str) -> FastStep:
