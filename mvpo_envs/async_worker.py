@@ -14,7 +14,8 @@ that a credit-assignment library cannot live with, and what this module does ins
   parent, and ``close()`` then waits on the pending call forever. :class:`TextAsyncVectorEnv`
   waits on every pipe in short slices, checks each worker's health between slices and raises
   :class:`WorkerCrashedError` naming the worker (index, pid, what happened) within
-  ``stopped_grace`` seconds (stopped) or at once (dead); ``call_timeout`` optionally bounds a
+  ``stopped_grace`` seconds (stopped; read from ``/proc``, so Linux only: elsewhere
+  ``call_timeout`` is the bound) or at once (dead); ``call_timeout`` optionally bounds a
   healthy but slow call too. ``close()`` returns within ``close_timeout`` seconds in every
   case: healthy workers get the ``close`` command, the rest are killed, every process is
   joined (no orphans).
@@ -26,11 +27,13 @@ methods replaced.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import signal
 import sys
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -45,6 +48,17 @@ __all__ = ["TextAsyncVectorEnv", "WorkerCrashedError", "text_env_worker"]
 
 #: how often a waiting parent checks its workers' health (seconds)
 POLL_INTERVAL = 0.05
+
+#: every open TextAsyncVectorEnv of this process, closed at interpreter exit (see _close_all)
+_OPEN: weakref.WeakSet[TextAsyncVectorEnv] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close every vector env left open at exit, before ``multiprocessing``'s own exit hook
+    (registered earlier, so run later), which would wait forever on a stopped worker."""
+    for venv in list(_OPEN):
+        venv.close(terminate=True)
 
 
 class WorkerCrashedError(RuntimeError):
@@ -118,6 +132,7 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
         self.close_timeout = float(close_timeout)
         kwargs["worker"] = text_env_worker
         super().__init__(env_fns, **kwargs)
+        _OPEN.add(self)
 
     # -- health ----------------------------------------------------------------------------------
     def worker_problems(
@@ -246,6 +261,7 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
         workers that are dead, stopped, busy with a pending call or slow to exit are killed.
         Every process is joined, every pipe closed.
         """
+        _OPEN.discard(self)
         budget = self.close_timeout if timeout is None else min(self.close_timeout, timeout)
         deadline = time.monotonic() + budget
         pending_call = self._state != AsyncState.DEFAULT

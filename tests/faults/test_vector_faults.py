@@ -148,3 +148,35 @@ def test_no_worker_outlives_a_garbage_collected_env():
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert all(_gone(pid) for pid in pids)
+
+
+EXIT_SCRIPT = """
+import os, signal, sys, time
+import gymnasium as gym
+import mvpo_envs
+from mvpo_envs.async_worker import TextAsyncVectorEnv
+venv = TextAsyncVectorEnv([lambda: gym.make("mvpo/SearchQA-v0") for _ in range(2)],
+                          shared_memory=False)
+venv.reset(seed=[0, 1])
+pids = [p.pid for p in venv.processes]
+os.kill(pids[0], signal.SIGSTOP)
+print(" ".join(map(str, pids)), flush=True)
+sys.exit(0)  # no close(): the exit must still end both workers
+"""
+
+
+def test_interpreter_exit_with_a_stopped_worker_neither_hangs_nor_leaves_it():
+    """multiprocessing's exit hook alone would SIGTERM the stopped worker and wait forever."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + BOUND
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in pids)
