@@ -202,16 +202,19 @@ def test_exact_purchases_of_every_bundled_goal(bundled, source):
 
 
 def test_mixed_pairs_match_the_reference(bundled):
-    diffs, below, checked = [], 0, 0
+    diffs, below, checked, fixed_differs = [], 0, 0, 0
     for source, count in (("synthetic", 800), ("human", 400)):
         for p, g, price, opts in _mixed_pairs(bundled[source], count, seed=11):
             ours = get_reward(p, g, price, opts, heuristic_nouns).score
             ref = ref_get_reward(p, g, price, opts, heuristic_nouns)
+            fixed = get_reward(p, g, price, opts, heuristic_nouns, rule="fixed").score
             below += ref < 1.0
             checked += 1
+            fixed_differs += abs(fixed - ref) > 1e-6
             if abs(ours - ref) > 1e-6:
                 diffs.append((g["asin"], p["asin"], opts, ours, ref))
     assert checked >= 1000 and below > 100  # the sweep covers imperfect purchases too
+    assert fixed_differs > 10  # the sweep tells the original rule from the fixed one
     assert diffs == [], diffs[:5]
 
 
