@@ -8,7 +8,7 @@ truncates at 50 steps (``max_episode_steps=`` in ``gym.make`` changes it).
 
 Data: the bundled ALFWorld-scale generated games by default (``preset="alfworld"``, splits
 ``"train" | "valid_seen" | "valid_unseen"``, ``"eval"`` = ``"valid_unseen"``; ``num_games=N``
-generates the first N games of a split once into a cache; the small ``preset="mini"`` and
+or ``"full"`` generates the first N games of a split once into a cache; the small ``preset="mini"`` and
 ``"standard"`` sets have ``"train" | "eval"``), or real ALFWorld data with ``data_dir=`` /
 ``$ALFWORLD_DATA`` (``split="train" | "valid_seen" | "valid_unseen"``), see
 :mod:`mvpo_envs.alfworld.data` and docs/alfworld_generator.md.
@@ -101,7 +101,7 @@ class AlfworldEnv(TextEnv):
         render_mode: str | None = None,
         max_cached_games: int = 64,
         protocol: str = "original",
-        num_games: int | None = None,
+        num_games: int | str | None = None,
         engine: str = DEFAULT_ENGINE,
     ):
         if protocol not in PROTOCOLS:
@@ -162,7 +162,8 @@ class AlfworldEnv(TextEnv):
 
     # -- helpers -------------------------------------------------------------------------------
     def _transition(self, result: EngineStep, command: str) -> Transition:
-        assert self._game is not None
+        if self._game is None:
+            raise RuntimeError("call reset() first")
         state = state_from_facts(
             result.facts, result.entity_names, self._location, self._game.goal, result.feedback
         )

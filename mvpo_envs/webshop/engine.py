@@ -233,7 +233,8 @@ class WebShopEngine:
         return None
 
     def buy(self, s: Session) -> float:
-        assert s.asin is not None, "buy now is only clickable on an item page"
+        if s.asin is None:
+            raise RuntimeError("buy now is only clickable on an item page")
         s.reward = get_reward(
             self.product(s), s.goal, self.prices[s.asin], s.options, self.nouns, s.reward_rule
         )
