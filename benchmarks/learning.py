@@ -53,8 +53,13 @@ def train_cmd(path: Path, estimator: str, seed: int, args: argparse.Namespace) -
         sys.executable, "-c", "from mvpo_train.cli import train_main; train_main()",
         "--preset", "cpu-tiny", "--estimator", estimator, "--seed", str(seed),
         "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--save-every", "5", "--resume",
+        "--no-progress", "--no-tensorboard", "--save-every", "5",
     ]  # fmt: skip
+    # an interrupted run resumes from its checkpoint; a run folder without one starts over
+    if (path / "checkpoints" / "LATEST").is_file():
+        cmd.append("--resume")
+    elif path.exists() and any(path.iterdir()):
+        cmd.append("--overwrite")
     return cmd + list(args.extra)
 
 
