@@ -11,7 +11,8 @@ docs/environments.md, "mvpo/ALFWorld-v0", Data:
   ``train`` / ``valid_seen`` / ``valid_unseen``, a few dozen games each) and the small
   ``mini`` and ``standard`` presets (splits ``train`` / ``eval``);
 * generated data (docs/alfworld_generator.md, "Splits"): ``num_games=N`` asks for the first
-  N games of a split of the ``alfworld`` preset, generated on first use (with a progress bar)
+  N games of a split of the ``alfworld`` preset (``"full"``: ALFWorld's 3,553 / 140 / 134),
+  generated on first use (with a progress bar, in parallel processes)
   into ``$MVPO_CACHE_DIR`` (default ``~/.cache/mvpo``) and reused afterwards.
 
 Games are identified by the path of their trial folder relative to the split root, and
@@ -152,25 +153,39 @@ def generator_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
+def default_workers() -> int:
+    """Processes for generating a split on first use: the CPUs this process may use, up to 8."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
 def generated_split_dir(
     split: str,
-    num_games: int,
+    num_games: int | str,
     *,
     seed: int = 0,
-    workers: int = 1,
+    workers: int | None = None,
     show_progress: bool = True,
 ) -> Path:
     """The first ``num_games`` games of a split of the ``alfworld`` preset, generated on first use.
 
-    Game ``i`` of a split is the same for every ``num_games`` (docs/alfworld_generator.md,
-    "Splits"). The games go to
+    ``num_games="full"`` is ALFWorld's size of the split (3,553 / 140 / 134). Game ``i`` of a
+    split is the same for every ``num_games`` (docs/alfworld_generator.md, "Splits"); the files
+    are the same for any number of ``workers`` (default :func:`default_workers`). The games go to
     ``cache_dir()/alfworld/alfworld-seed<seed>-<fingerprint>/<split>-<N>/<split>/``, written to
     a temporary folder first and renamed when complete, so an interrupted run leaves nothing
     that looks finished.
     """
     split = resolve_split(split, "alfworld")
+    if num_games == "full":
+        from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
+
+        num_games = ALFWORLD_SPLIT_SIZES[split]
     if not isinstance(num_games, int) or isinstance(num_games, bool) or num_games < 1:
-        raise ValueError(f"num_games must be a positive integer, not {num_games!r}")
+        raise ValueError(f"num_games must be a positive integer or 'full', not {num_games!r}")
     root = cache_dir() / "alfworld" / f"alfworld-seed{seed}-{generator_fingerprint()}"
     final = root / f"{split}-{num_games}"
     if (final / "MANIFEST.json").is_file():
@@ -193,7 +208,7 @@ def generated_split_dir(
         seed=seed,
         command=f"generated_split_dir({split!r}, {num_games}, seed={seed})",
         show_progress=show_progress,
-        workers=workers,
+        workers=workers or default_workers(),
     )
     try:
         os.replace(tmp, final)
@@ -205,7 +220,7 @@ def generated_split_dir(
 
 
 def select_split_dir(
-    split: str, preset: str = DEFAULT_PRESET, num_games: int | None = None, seed: int = 0
+    split: str, preset: str = DEFAULT_PRESET, num_games: int | str | None = None, seed: int = 0
 ) -> Path:
     """Folder of the generated games to play: the bundled set, or ``num_games`` generated ones."""
     if num_games is None:

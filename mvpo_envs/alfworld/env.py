@@ -8,8 +8,8 @@ truncates at 50 steps (``max_episode_steps=`` in ``gym.make`` changes it).
 
 Data: the bundled ALFWorld-scale generated games by default (``preset="alfworld"``, splits
 ``"train" | "valid_seen" | "valid_unseen"``, ``"eval"`` = ``"valid_unseen"``; ``num_games=N``
-or ``"full"`` generates the first N games of a split once into a cache; the small ``preset="mini"`` and
-``"standard"`` sets have ``"train" | "eval"``), or real ALFWorld data with ``data_dir=`` /
+or ``"full"`` generates the first N games of a split once into a cache; the small
+``preset="mini"`` and ``"standard"`` sets have ``"train" | "eval"``), or real ALFWorld data with ``data_dir=`` /
 ``$ALFWORLD_DATA`` (``split="train" | "valid_seen" | "valid_unseen"``), see
 :mod:`mvpo_envs.alfworld.data` and docs/alfworld_generator.md.
 """

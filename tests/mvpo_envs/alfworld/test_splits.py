@@ -226,6 +226,8 @@ def test_bad_split_preset_or_size_is_one_clear_error():
         data.select_split_dir("train", "huge")
     with pytest.raises(ValueError, match="positive integer"):
         data.select_split_dir("train", "alfworld", num_games=0)
+    with pytest.raises(ValueError, match="positive integer"):
+        data.select_split_dir("train", "alfworld", num_games="all")
     with pytest.raises(ValueError, match="alfworld"):
         data.select_split_dir("train", "mini", num_games=3)
 
