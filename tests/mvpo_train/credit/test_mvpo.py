@@ -278,3 +278,17 @@ def test_repair_singletons_leaves_informative_groups_alone():
     # s = {traj 0 t0, traj 1 t0} informative; x and y singletons (routed)
     assert diag["repaired_ratio"] == 2 / 4
     np.testing.assert_array_equal(m[[0, 2]], g[[0, 2]])
+
+
+def test_constant_kappa_default_and_no_routed_rows():
+    b = worked_example()
+    _, diag = get_estimator("mvpo", kappa_schedule="constant")(b)
+    assert diag["kappa"] == 1.0  # kappa_constant defaults to 1
+    _, diag = get_estimator("mvpo", kappa_schedule="constant", kappa_constant=0.25)(b)
+    assert diag["kappa"] == 0.25
+    informative = StepBatch.from_trajectories([
+        dict(group=0, rewards=[0, 1], anchors=["s", "x"]),
+        dict(group=0, rewards=[0, 0], anchors=["s", "y"]),
+    ])  # fmt: skip
+    _, diag = get_estimator("mvpo")(informative)
+    assert diag["repaired_ratio"] == 0.0 and diag["d_scale"] == 0.0

@@ -175,3 +175,16 @@ def test_amp_later_means_a_different_milestone_at_a_strictly_later_step():
     amp.add_names(["c"])
     s = amp.scores(*hits(amp, rows), np.zeros(2, dtype=bool))
     np.testing.assert_array_equal(s[[amp.index(n) for n in "abc"]], [0.5, 1.0, 0.0])
+
+
+def test_amp_moves_on_a_single_hit_of_a_single_trajectory():
+    amp = AMPWeights()
+    amp.add_names(["a", "b"])
+    s = amp.update(*hits(amp, [(0, "a", 0)]), np.array([True]))
+    # one trajectory, it won: s_a = 1 - 1 = 0 -> no positive score, nothing moves
+    assert s[amp.index("a")] == 0.0 and np.isnan(s[amp.index("b")])
+    assert amp.as_dict() == {"a": 0.5, "b": 0.5}
+    s = amp.update(*hits(amp, [(0, "a", 0), (0, "b", 3)]), np.array([False]))
+    # no success: a is followed by b (s = 1), b by nothing (s = 0)
+    np.testing.assert_array_equal(s[[amp.index("a"), amp.index("b")]], [1.0, 0.0])
+    assert amp.as_dict()["a"] == pytest.approx(0.9 * 0.5 + 0.1, abs=1e-12)
