@@ -180,3 +180,52 @@ def test_interpreter_exit_with_a_stopped_worker_neither_hangs_nor_leaves_it():
     while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert all(_gone(pid) for pid in pids)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def test_trainer_with_a_killed_env_worker_then_resume_matches_sync(tmp_path, train_argv):
+    """``mvpo-train --vectorization async``: an env worker SIGKILLed mid-run stops the trainer
+    with the worker named and no process left; ``--resume`` then ends with the same metrics
+    and weights as an uninterrupted sync run."""
+    import subprocess
+    import sys
+
+    from mvpo_train.checkpoint import complete_checkpoints
+    from mvpo_train.cli import train_main
+    from mvpo_train.metrics import read_metrics, strip_timing
+
+    iterations = 4
+    reference, run, log = tmp_path / "ref", tmp_path / "run", tmp_path / "train.log"
+    assert train_main(train_argv(reference, iterations=iterations)) == 0
+    code = "import sys; from mvpo_train.cli import train_main; sys.exit(train_main())"
+    argv = train_argv(run, "--vectorization", "async", iterations=iterations)
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code, *argv], stdout=out, stderr=out)
+    deadline = time.monotonic() + 120
+    while not complete_checkpoints(run) or not _children(proc.pid):
+        assert proc.poll() is None, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint within 120 s"
+        time.sleep(0.01)
+    workers = _children(proc.pid)
+    os.kill(workers[0], signal.SIGKILL)
+    assert proc.wait(timeout=120) != 0
+    text = log.read_text()
+    assert "WorkerCrashedError" in text and f"pid {workers[0]} was killed by SIGKILL" in text
+    deadline = time.monotonic() + BOUND
+    while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in workers), "a worker outlived the trainer"
+    resume = train_argv(run, "--vectorization", "async", "--resume", iterations=iterations)
+    assert train_main(resume) == 0
+    rows = [strip_timing(r) for r in read_metrics(run)]
+    assert rows == [strip_timing(r) for r in read_metrics(reference)]
+    name = f"iter-{iterations:06d}"
+    weights = (run / "checkpoints" / name / "model.safetensors").read_bytes()
+    assert weights == (reference / "checkpoints" / name / "model.safetensors").read_bytes()
