@@ -281,5 +281,12 @@ class FastEngine:
             entity_names=game.names,
         )
 
+    def facts_by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
+        """The current facts grouped by predicate (raw ids), without building fact objects:
+        what ``state_from_facts`` groups the fact list into, ready-made."""
+        if self._store is None:
+            raise RuntimeError("FastEngine: reset first")
+        return self._store.by_predicate()
+
     def close(self) -> None:
         self._store = None

@@ -158,6 +158,10 @@ class FactStore:
     def facts(self) -> list[Fact]:
         return list(self._facts.values())
 
+    def by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
+        """Predicate -> argument tuples of its facts (the facts grouped, without building them)."""
+        return {p: list(v) for p, v in self._by_pred.items() if v}
+
     def keys(self) -> set[tuple[str, ...]]:
         return set(self._facts)
 
