@@ -124,7 +124,7 @@ def eval_main(argv: list[str] | None = None) -> int:
 
 
 def _eval(argv: list[str]) -> int:
-    from mvpo_train.config import PRESETS, TrainConfig, load_config
+    from mvpo_train.config import PRESETS, TrainConfig, load_config, with_preset_env_kwargs
 
     p = OneLineParser(prog="mvpo-eval", description=eval_main.__doc__)
     p.add_argument("--run-dir", default=None, help="a training run folder (config + checkpoints)")
@@ -174,7 +174,7 @@ def _eval(argv: list[str]) -> int:
         if getattr(args, flag) is not None:
             values[name] = getattr(args, flag)
     values.update(tensorboard=False, progress=False, resume=False, overwrite=False)
-    cfg = TrainConfig(**values)
+    cfg = TrainConfig(**with_preset_env_kwargs(args.preset, values))
 
     from mvpo_train.trainer import _quiet_transformers, check_runtime, evaluate, load_policy
 

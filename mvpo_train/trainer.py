@@ -52,6 +52,7 @@ from mvpo_train.loss import LossConfig, ppo_loss
 from mvpo_train.metrics import MetricsLogger, PhaseTimer
 from mvpo_train.policy import Policy
 from mvpo_train.prompts import get_template
+from mvpo_train.records import write_batch_record
 from mvpo_train.rollout import RolloutCollector, RolloutConfig
 from mvpo_train.tiny_model import resolve_model_path
 
@@ -154,9 +155,17 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
             if ref_policy is not None:
                 ref_logp = [x.cpu().numpy() for x in _no_grad_logprobs(ref_policy, batch, cfg)]
 
-        # 3. advantages (Adv.)
+        # 3. advantages (Adv.); a batch record (docs/inspect.md) keeps the pre-call state
+        record = cfg.record_every > 0 and (iteration + 1) % cfg.record_every == 0
+        state_before = estimator.state_dict() if record else None
         with timer("advantage"):
             adv, diag = estimator(batch)
+        if record:
+            write_batch_record(
+                run_dir, iteration + 1, batch, estimator=estimator, estimator_state=state_before,
+                advantages=adv, diagnostics=diag,
+                meta={"env_id": cfg.env_id, "estimator": cfg.estimator, "seed": cfg.seed},
+            )  # fmt: skip
 
         # 4. policy update (Actor)
         with timer("update"):
@@ -233,7 +242,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
 
 
 #: what makes a folder hold a run (other files, e.g. a user's log, do not count)
-RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard")
+RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard", "records")
 
 
 def _say(message: str) -> None:

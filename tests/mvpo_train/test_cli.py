@@ -40,7 +40,13 @@ def test_every_field_has_a_help_string_and_a_flag():
 
 def test_layering_defaults_preset_yaml_flags(tmp_path):
     p = build_parser()
-    assert config_from_args(p.parse_args([])) == TrainConfig()
+    default = config_from_args(p.parse_args([]))
+    assert default == TrainConfig(env_kwargs={"preset": "mini"})  # cpu-tiny: mini rooms
+    # the preset's env keywords belong to its env id and yield to any given ones
+    webshop = config_from_args(p.parse_args(["--env-id", "mvpo/WebShop-v0"]))
+    assert webshop.env_kwargs == {}
+    given = config_from_args(p.parse_args(["--env-kwargs", '{"preset": "alfworld"}']))
+    assert given.env_kwargs == {"preset": "alfworld"}
     gpu = config_from_args(p.parse_args(["--preset", "gpu-qwen2.5-1.5b"]))
     assert (gpu.lr, gpu.kl_coef, gpu.clip_ratio, gpu.gamma) == (1e-6, 0.01, 0.2, 0.95)
     assert (gpu.group_size, gpu.num_groups, gpu.max_steps, gpu.action_mode) == (
