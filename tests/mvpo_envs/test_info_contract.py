@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import mvpo_envs  # noqa: F401
+from mvpo_envs.async_worker import TextAsyncVectorEnv
 from mvpo_envs.base import INFO_KEYS
 from mvpo_envs.info_contract import INFO_TYPES, contract_errors
 from mvpo_envs.searchqa.retrievers import clear_shared
@@ -163,19 +164,38 @@ def test_32_sync_envs_one_type_per_key(env_id: str) -> None:
 
 
 @pytest.mark.parametrize("env_id", ["mvpo/WebShop-v0", "mvpo/SearchQA-v0"])
-def test_async_envs_merge_mixed_states(env_id: str) -> None:
-    """Async workers (4 processes: cheap) merge the same mixed infos as sync ones."""
+def test_32_async_envs_merge_the_same_mixed_infos_as_sync(env_id: str) -> None:
+    """32 worker processes (cheap for these two envs; ALFWorld's game loading is not) merge
+    exactly the infos of 32 sync envs, step by step; Gymnasium's own AsyncVectorEnv too."""
     kwargs = ENV_KWARGS[env_id]
-    fns = [lambda: gym.make(env_id, **kwargs) for _ in range(4)]
-    sync = gym.vector.SyncVectorEnv(fns)
-    async_ = gym.vector.AsyncVectorEnv(fns, shared_memory=False)
-    try:
-        expected = [unbatch_infos(i, 4) for i in _play(sync, env_id, seed=5)]
-        got = [unbatch_infos(i, 4) for i in _play(async_, env_id, seed=5)]
-    finally:
-        sync.close()
-        async_.close()
-    assert got == expected
+    fns = [lambda: gym.make(env_id, **kwargs) for _ in range(NUM_ENVS)]
+    runs = []
+    for make in (
+        gym.vector.SyncVectorEnv,
+        lambda f: TextAsyncVectorEnv(f, shared_memory=False),
+        lambda f: gym.vector.AsyncVectorEnv(f, shared_memory=False),
+    ):
+        venv = make(fns)
+        try:
+            runs.append([unbatch_infos(i, NUM_ENVS) for i in _play(venv, env_id, seed=5)])
+        finally:
+            venv.close()
+    assert MIXED[env_id] <= set().union(*(_kinds(env_id, infos) for infos in runs[0]))
+    assert runs[1] == runs[0] and runs[2] == runs[0]
+
+
+def _kinds(env_id: str, per_env: list[dict[str, Any]]) -> set[str]:
+    """:func:`_pages` for unbatched infos."""
+    merged = {
+        "state": {
+            k: [i["state"][k] for i in per_env]
+            for k in ("page", "last_action_type", "holding")
+            if k in per_env[0]["state"]
+        },
+        "won": np.array([i["won"] for i in per_env]),
+        "invalid_action": np.array([i["invalid_action"] for i in per_env]),
+    }
+    return _pages(env_id, [merged])
 
 
 def test_contract_checker_catches_each_kind_of_break():
