@@ -76,7 +76,7 @@ def base_cfg(**kw):
         max_new_tokens=48,
         lr=1e-4, kl_coef=0.01, entropy_coef=0.001, estimator="mvpo", progress=False,
         tensorboard=False, threads=4, micro_batch_size=16, max_tokens_per_forward=65536,
-        vllm_gpu_memory_utilization=0.25, save_every=0, tasks=[], **env_choice(),
+        vllm_gpu_memory_utilization=0.25, save_every=0, tasks=[], overwrite=True, **env_choice(),
     )  # fmt: skip
     values.update(kw)
     return TrainConfig(**values)
