@@ -177,7 +177,8 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
             return False
         stopped_since: dict[int, float] = {}
         while pending:
-            for pipe in wait(list(pending), timeout=POLL_INTERVAL):
+            ready = wait(list(pending), timeout=POLL_INTERVAL)
+            for pipe in ready:
                 # ready: an answer, or end-of-file from a dead worker (``recv`` then raises
                 # EOFError, which the ``*_wait`` methods turn into WorkerCrashedError)
                 index = pending.pop(pipe)  # type: ignore[call-overload]
@@ -189,16 +190,17 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
                     )
             if not pending:
                 break
-            # a dead worker anywhere (its pipe may have looked "ready" at end-of-file before the
-            # kernel reaped it), or a stopped one that still owes an answer
             waiting = set(pending.values())
-            problems = [
-                (index, what)
-                for index, what in self.worker_problems(stopped_since)
-                if index in waiting or self.processes[index].exitcode not in (None, 0)
-            ]
-            if problems:
-                raise WorkerCrashedError(problems, during)
+            if not ready:  # a slice without an answer: check health (cheap, but not free)
+                # a dead worker anywhere (its pipe may have looked "ready" at end-of-file before
+                # the kernel reaped it), or a stopped one that still owes an answer
+                problems = [
+                    (index, what)
+                    for index, what in self.worker_problems(stopped_since)
+                    if index in waiting or self.processes[index].exitcode not in (None, 0)
+                ]
+                if problems:
+                    raise WorkerCrashedError(problems, during)
             elapsed = time.monotonic() - start
             if self.call_timeout is not None and elapsed >= self.call_timeout:
                 late = sorted(waiting)
