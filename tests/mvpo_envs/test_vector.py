@@ -52,8 +52,10 @@ def test_async_worker_crash_is_reported_not_hung():
     venv.reset_groups([0])
     venv.env.processes[1].kill()
     venv.env.processes[1].join(timeout=10)
-    with pytest.raises(WorkerCrashedError, match="worker 1"):
+    with pytest.raises(WorkerCrashedError, match=r"worker 1 \(pid \d+ was killed by SIGKILL\)"):
         venv.step(["look", "look"])
+    venv.close()
+    assert all(p.exitcode is not None for p in venv.env.processes)
 
 
 def _searchqa_batches(mode: str) -> list:
