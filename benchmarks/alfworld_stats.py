@@ -10,8 +10,8 @@ Columns:
 
 * the bundled generated sets (``data/alfworld/<preset>/``), all splits; ``--games DIR`` adds any
   folder of games (e.g. a generated full split from the cache);
-* ``real``: ALFWorld games under ``$MVPO_REALDATA/alfworld`` (default ``../shared/realdata``),
-  when present;
+* ``real``: real ALFWorld games under ``$MVPO_REALDATA/alfworld/json_2.1.1`` (the same
+  optional real-data folder the tests use), when present;
 * ``ReAct prompts``: numbers read from the initial observations and trajectories of the 18
   rooms (6 task types x 3) of ALFWorld's few-shot prompt file in the ReAct repository
   (``ysymyth/ReAct``, ``prompts/alfworld_3prompts.json``, the ``act_*`` entries). The numbers
