@@ -247,3 +247,23 @@ def test_generated_split_is_cached_and_equals_the_bundles_prefix(tmp_path, monke
     env = gym.make("mvpo/ALFWorld-v0", split="valid_unseen", num_games=1)
     assert [g.task_id for g in env.unwrapped.games] == [g.task_id for g in collect_games(folder)]
     env.close()
+
+
+def test_engine_without_planner_plays_the_same(fresh_alfworld):
+    """The planner-less engine (one PDDL translation per load) gives the same feedback."""
+    path = str(sorted(fresh_alfworld.rglob(gen.GAME_FILE))[0])
+    walkthrough = json.loads(Path(path).read_text())["walkthrough"]
+    full = gen.Engine().play(path, walkthrough, ask_planner=True)
+    lean = gen.Engine(planner=False)
+    assert lean.play(path, walkthrough).feedback == full.feedback and full.planner_commands
+    with pytest.raises(ValueError, match="planner=False"):
+        lean.play(path, walkthrough, ask_planner=True)
+
+
+@pytest.mark.slow
+def test_worker_processes_write_the_same_files(tmp_path):
+    gen.generate(tmp_path, {"train": 4}, preset="alfworld", show_progress=False, workers=2)
+    files = _tree(tmp_path)
+    assert len(files) == 8
+    for rel, content in files.items():
+        assert (BUNDLE / "alfworld" / rel).read_bytes() == content, rel
