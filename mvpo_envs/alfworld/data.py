@@ -201,15 +201,19 @@ def generated_split_dir(
             f"generating {num_games} ALFWorld-scale {split} games into {final} (once)",
             file=sys.stderr,
         )
-    generate(
-        tmp,
-        {split: num_games},
-        preset="alfworld",
-        seed=seed,
-        command=f"generated_split_dir({split!r}, {num_games}, seed={seed})",
-        show_progress=show_progress,
-        workers=workers or default_workers(),
-    )
+    try:
+        generate(
+            tmp,
+            {split: num_games},
+            preset="alfworld",
+            seed=seed,
+            command=f"generated_split_dir({split!r}, {num_games}, seed={seed})",
+            show_progress=show_progress,
+            workers=workers or default_workers(),
+        )
+    except BaseException:  # interrupted or failed: leave nothing half-written behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     try:
         os.replace(tmp, final)
     except OSError:  # another process finished the same split first
