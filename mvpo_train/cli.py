@@ -39,11 +39,25 @@ def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) 
     try:
         return main(argv)
     except Exception as err:
-        if not _is_user_error(err) or "--debug" in argv:
+        if "--debug" in argv:
             raise
         message = " ".join(str(err).split("\n")).strip() or type(err).__name__
+        if _is_worker_crash(err):  # a fault, not a user error: checkpoints are atomic
+            print(
+                f"{prog}: error: {message}; the newest checkpoint is intact: rerun with --resume",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
+        if not _is_user_error(err):
+            raise
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
         return EXIT_USER_ERROR
+
+
+def _is_worker_crash(err: BaseException) -> bool:
+    vector = sys.modules.get("mvpo_envs.vector")
+    return vector is not None and isinstance(err, vector.WorkerCrashedError)
 
 
 def _add_debug(p: argparse.ArgumentParser) -> None:

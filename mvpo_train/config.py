@@ -127,7 +127,9 @@ class TrainConfig:
         [1, 8, 13, 19],
         "train only on these task indices of the split (empty = sample all its tasks)",
     )
-    vectorization: Vectorization = _f("sync", "gymnasium vector mode")
+    vectorization: Vectorization = _f(
+        "sync", "vector env mode (async gives the same results as sync)", safe=True
+    )
     # -- policy ------------------------------------------------------------------------------
     model: str = _f("tiny-qwen2", "model folder or hub id ('tiny-qwen2' = the bundled tiny model)")
     device: str = _f("auto", "cpu | cuda | cuda:N | auto")

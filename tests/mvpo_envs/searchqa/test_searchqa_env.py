@@ -12,6 +12,7 @@ import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
 from mvpo_envs.searchqa.env import SearchQAEnv
 from mvpo_envs.searchqa.protocol import ACTION_TEMPLATES, INVALID_FEEDBACK
+from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
 
 CONTRACT = {
@@ -49,6 +50,7 @@ def test_check_env(bm25) -> None:
 
 
 def test_make_with_defaults_offline(tmp_path, monkeypatch) -> None:
+    clear_shared()  # an earlier test's shared retriever would skip the index build checked here
     monkeypatch.setenv("MVPO_CACHE_DIR", str(tmp_path))
     env = gym.make("mvpo/SearchQA-v0")
     base = env.unwrapped
