@@ -89,7 +89,8 @@ def make_abstraction(
     """Resolve ``spec`` into an :class:`Abstraction`.
 
     ``spec`` is an Abstraction (returned as is), a factory (called with ``kwargs``), a
-    registered name, an import path ``"pkg.module:attr"`` (an Abstraction or a factory), or an
+    registered name, ``"NAME:PATH"`` for a registered factory with a ``load`` attribute (e.g.
+    ``"learned:runs/abs"``, docs/abstractions.md), an import path ``"pkg.module:attr"`` (an Abstraction or a factory), or an
     entry-point name in the group ``mvpo.abstractions``.
     """
     if isinstance(spec, Abstraction):
@@ -101,6 +102,9 @@ def make_abstraction(
     _load_builtins()
     if spec in _ABSTRACTIONS:
         return _checked(_ABSTRACTIONS[spec](**kwargs), spec)
+    scheme, _, rest = spec.partition(":")  # "NAME:PATH": a registered factory's saved state
+    if rest and hasattr(_ABSTRACTIONS.get(scheme), "load"):
+        return _checked(_ABSTRACTIONS[scheme].load(rest, **kwargs), spec)
     target = _import_path(spec) if ":" in spec else _from_entry_points("mvpo.abstractions", spec)
     if target is None:
         raise KeyError(f"unknown abstraction {spec!r}; registered: {sorted(_ABSTRACTIONS)}")

@@ -1,0 +1,163 @@
+"""``mvpo-fit-abstraction``: collect seeded rollouts and fit a learned abstraction to a folder.
+
+docs/abstractions.md ("Fit and use")::
+
+    mvpo-fit-abstraction mvpo/ALFWorld-v0 --episodes 64 --seed 0 --out runs/abs-alfworld
+    python -c "import gymnasium as gym, mvpo_envs; \
+        gym.make('mvpo/ALFWorld-v0', abstraction='learned:runs/abs-alfworld')"
+
+The rollouts come from a seeded random policy over ``info["admissible_actions"]``; episode
+``i`` resets with ``seed + i``. Nothing here knows a specific environment: it reads the
+gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import mvpo_envs  # noqa: F401  (registers the mvpo/* ids)
+from mvpo_abstraction.learned import EmbeddingClusterAbstraction
+from mvpo_abstraction.learned_milestones import MilestoneLearner
+
+Episode = list[dict[str, Any]]
+
+
+def random_rollouts(
+    env_id: str,
+    episodes: int,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    max_steps: int | None = None,
+) -> tuple[list[Episode], list[float]]:
+    """``episodes`` seeded random-policy episodes: their states (reset first) and returns."""
+    if episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    kwargs = dict(env_kwargs or {})
+    if max_steps:
+        kwargs["max_episode_steps"] = max_steps
+    env = gym.make(env_id, **kwargs)
+    rng = np.random.default_rng(seed)
+    out: list[Episode] = []
+    returns: list[float] = []
+    try:
+        for i in range(episodes):
+            _, info = env.reset(seed=seed + i)
+            states, total = [info["state"]], 0.0
+            while True:
+                acts = list(info.get("admissible_actions") or [])
+                if not acts:
+                    raise ValueError(
+                        f"{env_id}: the random policy needs info['admissible_actions'], got none"
+                    )
+                _, reward, terminated, truncated, info = env.step(acts[rng.integers(len(acts))])
+                states.append(info["state"])
+                total += float(reward)
+                if terminated or truncated:
+                    break
+            out.append(states)
+            returns.append(total)
+    finally:
+        env.close()
+    return out, returns
+
+
+def fit_abstraction(
+    env_id: str,
+    episodes: int,
+    out: str | Path,
+    *,
+    policy: str = "random",
+    seed: int = 0,
+    k: int = 32,
+    milestones: str = "learned",
+    top_k: int = 5,
+    min_support: int = 3,
+    env_kwargs: dict[str, Any] | None = None,
+    max_steps: int | None = None,
+    model_path: str | None = None,
+) -> EmbeddingClusterAbstraction:
+    """Collect, fit, save to ``out``; returns the fitted abstraction."""
+    if policy != "random":
+        raise ValueError(
+            f"--policy {policy!r}: only 'random' is implemented; to fit on a trained policy's "
+            "rollouts use the trainer's refit (docs/abstractions.md, 'In the trainer')"
+        )
+    eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps)
+    if milestones == "rules":
+        milestones = gym.make(env_id, **(env_kwargs or {})).unwrapped.abstraction.name
+    learner = MilestoneLearner(top_k=top_k, min_support=min_support, seed=seed)
+    abstraction = EmbeddingClusterAbstraction(
+        k=k, milestones_from=milestones, seed=seed, learner=learner, model_path=model_path
+    ).fit_episodes(eps, returns)
+    abstraction.save(
+        out,
+        extra={
+            "env_id": env_id,
+            "episodes": episodes,
+            "policy": policy,
+            "seed": seed,
+            "env_kwargs": dict(env_kwargs or {}),
+            "max_steps": max_steps,
+            "steps": sum(len(e) for e in eps),
+            "mean_return": float(np.mean(returns)),
+        },
+    )
+    return abstraction
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="mvpo-fit-abstraction",
+        description="Fit a learned abstraction (docs/abstractions.md) on seeded rollouts.",
+    )
+    p.add_argument("env_id", help="gymnasium id, e.g. mvpo/ALFWorld-v0")
+    p.add_argument("--episodes", type=int, required=True)
+    p.add_argument("--policy", default="random", help="random (only this one for now)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="folder to write (abstraction.json, .npy)")
+    p.add_argument("--k", type=int, default=32, help="number of observation clusters")
+    p.add_argument(
+        "--milestones",
+        default="learned",
+        help="'learned' (default), 'rules' (the env's own) or a registered abstraction name",
+    )
+    p.add_argument("--top-k", type=int, default=5, help="learned milestones kept")
+    p.add_argument("--min-support", type=int, default=3, help="episodes an event needs")
+    p.add_argument("--max-steps", type=int, default=None, help="episode step limit override")
+    p.add_argument("--env-kwargs", default="{}", help="extra gym.make keywords as JSON")
+    p.add_argument("--model-path", default=None, help="sentence-transformers folder")
+    args = p.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+        abstraction = fit_abstraction(
+            args.env_id,
+            args.episodes,
+            args.out,
+            policy=args.policy,
+            seed=args.seed,
+            k=args.k,
+            milestones=args.milestones,
+            top_k=args.top_k,
+            min_support=args.min_support,
+            env_kwargs=env_kwargs,
+            max_steps=args.max_steps,
+            model_path=args.model_path,
+        )
+    except (ValueError, KeyError, FileNotFoundError, json.JSONDecodeError) as err:
+        print(f"mvpo-fit-abstraction: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: k={abstraction.k}, milestones={abstraction.milestone_names}")
+    print(f"use it with gym.make({args.env_id!r}, abstraction='learned:{args.out}')")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
