@@ -1,0 +1,149 @@
+"""Overhead of the scale-out paths on this machine (docs/scaling.md, "Measured overhead").
+
+**Env workers**: env steps/s of one ``GroupedVectorEnv`` played with seeded random admissible
+actions, per vectorization backend: ``sync`` (one process), ``async`` (one worker process per
+sub-env) and ``ray`` (Ray actors on a local, loopback-only Ray instance; one actor per sub-env,
+and ``--envs-per-actor`` sub-envs per actor). Every backend plays the same seeds; the run checks
+that every observation and reward equals the sync run's, so only speed differs.
+
+**Data-parallel update** (``--ddp``): wall time of one policy update of the micro model
+(:mod:`mvpo_train.distributed`) with 1 process and with 2 gloo processes on loopback, same
+global batch.
+
+Run from the repository root (needs ``ray``: the verl venv has it):
+``.venv-verl/bin/python benchmarks/scaling.py`` (writes ``benchmarks/results/scaling.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import mvpo_envs  # noqa: F401
+from mvpo_envs.vector import BACKENDS, GroupedVectorEnv, unbatch_infos
+
+RESULTS = Path(__file__).parent / "results" / "scaling.md"
+
+
+def play(venv: GroupedVectorEnv, steps: int, seed: int) -> tuple[float, list]:
+    """Seconds for ``steps`` vector steps (after a reset) and the trace of what came back."""
+    rng = np.random.default_rng(seed)
+    obs, infos = venv.reset_groups(list(range(venv.num_groups)))
+    info = unbatch_infos(infos, venv.num_envs)
+    trace: list = [list(obs)]
+    start = time.perf_counter()
+    for _ in range(steps):
+        actions = []
+        for i in info:
+            adm = list(i.get("admissible_actions") or ["look"])
+            actions.append(adm[int(rng.integers(len(adm)))])
+        obs, rew, _, _, infos = venv.step(actions)
+        info = unbatch_infos(infos, venv.num_envs)
+        trace.append((list(obs), rew.tolist()))
+    return time.perf_counter() - start, trace
+
+
+def bench_envs(args: argparse.Namespace) -> list[str]:
+    import ray
+
+    from mvpo_envs.ray_vector import ray_backend
+
+    BACKENDS.setdefault("ray", ray_backend)
+    ray.init(
+        num_cpus=os.cpu_count() or 2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        configure_logging=False,
+    )
+    kw = dict(num_groups=args.groups, group_size=args.group_size, split="train")
+    n = args.groups * args.group_size
+    layouts = [
+        ("sync", "sync", {}),
+        ("async", "async", {}),
+        ("ray, 1 env per actor", "ray", {"envs_per_actor": 1}),
+        (f"ray, {args.envs_per_actor} envs per actor", "ray", {"envs_per_actor": args.envs_per_actor}),
+    ]  # fmt: skip
+    rows, reference = [], None
+    for label, mode, vkw in layouts:
+        t0 = time.perf_counter()
+        venv = GroupedVectorEnv(args.env, vectorization_mode=mode, vector_kwargs=vkw, **kw)
+        build = time.perf_counter() - t0
+        try:
+            play(venv, 3, args.seed)  # warm-up (first loads of the games)
+            secs, trace = play(venv, args.steps, args.seed)
+        finally:
+            venv.close()
+        if reference is None:
+            reference = trace
+        elif trace != reference:
+            raise SystemExit(f"{label}: the trace differs from the sync run's")
+        rate = n * args.steps / secs
+        rows.append((label, build, rate))
+        print(f"{label:28s} build {build:6.2f} s  {rate:8.1f} env steps/s", flush=True)
+    ray.shutdown()
+    base = rows[0][2]
+    lines = [
+        f"### Env workers: {args.env}, {n} sub-envs ({args.groups} groups x {args.group_size}), "
+        f"{args.steps} vector steps",
+        "",
+        "| backend | build (s) | env steps/s | vs sync |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {lab} | {b:.2f} | {r:.1f} | {r / base:.2f}x |" for lab, b, r in rows]
+    lines += ["", "Every backend's observations and rewards equal the sync run's (checked)."]
+    return lines
+
+
+def bench_ddp(args: argparse.Namespace) -> list[str]:
+    from mvpo_train.distributed import time_update
+
+    one = time_update(world_size=1, repeats=args.ddp_repeats)
+    two = time_update(world_size=2, repeats=args.ddp_repeats)
+    print(f"update: 1 process {one:.3f} s, 2 gloo processes {two:.3f} s", flush=True)
+    return [
+        "### Data-parallel update: micro model, one update of the same global batch",
+        "",
+        "| processes | seconds per update (median) |",
+        "|---:|---:|",
+        f"| 1 | {one:.3f} |",
+        f"| 2 (gloo, loopback) | {two:.3f} |",
+    ]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--env", default="mvpo/ALFWorld-v0")
+    p.add_argument("--groups", type=int, default=2)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--envs-per-actor", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ddp", action="store_true", help="also time the data-parallel update")
+    p.add_argument("--ddp-repeats", type=int, default=3)
+    p.add_argument("--out", type=Path, default=RESULTS)
+    args = p.parse_args()
+    lines = [
+        "# Scale-out overhead",
+        "",
+        "Written by `benchmarks/scaling.py` "
+        f"(`{' '.join(['python', 'benchmarks/scaling.py', *sys.argv[1:]])}`) on "
+        f"{platform.platform()}, {os.cpu_count()} CPUs (shared with other jobs: expect noise).",
+        "",
+    ]
+    lines += bench_envs(args)
+    if args.ddp:
+        lines += [""] + bench_ddp(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
