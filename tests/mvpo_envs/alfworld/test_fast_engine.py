@@ -232,7 +232,8 @@ def test_fast_engine_matches_pddl_engine_everywhere(capsys):
         total, played = total + n, played | games
     real = []
     if REALDATA.is_dir():
-        real = sorted(str(p) for p in (REALDATA / "alfworld" / "json_2.1.1").rglob("game.tw-pddl"))
+        # every real game file: json_2.1.1's single-agent game and the multi-agent original
+        real = sorted(str(p) for p in (REALDATA / "alfworld").rglob("game.tw-pddl"))
         n, games = play_envs(
             {"data_dir": REALDATA / "alfworld", "split": "valid_seen"},
             lambda n: range(n),
