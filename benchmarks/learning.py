@@ -19,6 +19,11 @@ Run from the repository root (two runs at a time on a 2-core machine, ~30-60 min
 
 Runs go to ``runs/benchmark-learning/<estimator>-seed<k>/``; an existing complete run is
 reused (``--fresh`` retrains), so an interrupted benchmark continues where it stopped.
+
+On Ray (docs/scaling.md, "Sweeps on Ray"), one Ray task per run, results gathered as above::
+
+    python benchmarks/learning.py --ray           # a local Ray instance of --jobs CPUs
+    python benchmarks/learning.py --ray auto      # the cluster this node belongs to
 """
 
 from __future__ import annotations
@@ -71,7 +76,10 @@ def eval_cmd(path: Path, args: argparse.Namespace) -> list[str]:
 
 
 def run_all(args: argparse.Namespace, base: Path) -> None:
-    """Train (and evaluate) every (estimator, seed) pair, ``--jobs`` processes at a time."""
+    """Train (and evaluate) every (estimator, seed) pair not finished yet.
+
+    Locally ``--jobs`` processes at a time, or with ``--ray`` one Ray task per run.
+    """
     jobs = [(e, s) for s in args.seeds for e in args.estimators]
     pending = []
     for est, seed in jobs:
@@ -82,34 +90,89 @@ def run_all(args: argparse.Namespace, base: Path) -> None:
             shutil.rmtree(path)
         if complete(path, args.iterations) and (not args.eval or (path / "eval.json").is_file()):
             continue
-        pending.append((est, seed, path))
+        cmds = [train_cmd(path, est, seed, args)] + ([eval_cmd(path, args)] if args.eval else [])
+        script = " && ".join(" ".join(_quote(x) for x in cmd) for cmd in cmds)
+        pending.append((f"{est}-seed{seed}", path, script))
+    if args.ray is not None:
+        _run_ray(pending, args)
+    else:
+        _run_local(pending, args)
+
+
+_RUN_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _status(rc: int, path: Path) -> str:
+    return "ok" if rc == 0 else f"FAILED ({rc}, see {path}/train.log)"
+
+
+def _run_local(pending: list[tuple[str, Path, str]], args: argparse.Namespace) -> None:
     running: list[tuple[subprocess.Popen, str, Path, float]] = []
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, **_RUN_ENV}
+    pending = list(pending)
     while pending or running:
         while pending and len(running) < args.jobs:
-            est, seed, path = pending.pop(0)
+            name, path, script = pending.pop(0)
             path.mkdir(parents=True, exist_ok=True)
             log = open(path / "train.log", "a")
-            cmds = [train_cmd(path, est, seed, args)] + (
-                [eval_cmd(path, args)] if args.eval else []
-            )
-            script = " && ".join(" ".join(_quote(x) for x in cmd) for cmd in cmds)
             proc = subprocess.Popen(
                 ["bash", "-c", script], stdout=log, stderr=log, cwd=ROOT, env=env
             )
-            running.append((proc, f"{est}-seed{seed}", path, time.time()))
-            print(f"[start] {est} seed {seed}", flush=True)
-        time.sleep(5)
+            running.append((proc, name, path, time.time()))
+            print(f"[start] {name}", flush=True)
+        time.sleep(0.5)
         for item in list(running):
             proc, name, path, t0 = item
             if proc.poll() is not None:
                 running.remove(item)
-                status = (
-                    "ok"
-                    if proc.returncode == 0
-                    else f"FAILED ({proc.returncode}, see {path}/train.log)"
-                )
+                status = _status(proc.returncode, path)
                 print(f"[done]  {name} in {time.time() - t0:.0f} s: {status}", flush=True)
+
+
+def run_in_task(script: str, cwd: str, log: str) -> int:
+    """Body of one Ray task: the run's shell script, logged like a local run; its exit code."""
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:
+        env = {**os.environ, **_RUN_ENV}
+        return subprocess.run(
+            ["bash", "-c", script], stdout=f, stderr=f, cwd=cwd, env=env
+        ).returncode
+
+
+def _run_ray(pending: list[tuple[str, Path, str]], args: argparse.Namespace) -> None:
+    """One Ray task per run (1 CPU each) on ``--ray ADDRESS`` or a local instance.
+
+    A cluster's nodes need this repository and its venv at the same paths and ``--base`` on
+    storage they share (docs/scaling.md, "Sweeps on Ray"); finished runs are skipped before
+    anything is submitted, so rerunning the command resumes the sweep.
+    """
+    import ray
+
+    if ray.is_initialized():
+        pass
+    elif args.ray == "local":
+        # a laptop: a private instance on loopback, --jobs runs at a time
+        ray.init(
+            num_cpus=args.jobs,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+        )
+    else:
+        ray.init(address=args.ray, log_to_driver=False)
+    task = ray.remote(num_cpus=1, max_retries=0)(run_in_task)
+    refs = {}
+    for name, path, script in pending:
+        refs[task.remote(script, str(ROOT), str(path / "train.log"))] = (name, path, time.time())
+        print(f"[submit] {name}", flush=True)
+    while refs:
+        done, _ = ray.wait(list(refs), num_returns=1)
+        name, path, t0 = refs.pop(done[0])
+        try:
+            status = _status(ray.get(done[0]), path)
+        except ray.exceptions.RayError as err:
+            status = f"FAILED (Ray task: {str(err).strip().splitlines()[0]})"
+        print(f"[done]  {name} in {time.time() - t0:.0f} s: {status}", flush=True)
 
 
 def _quote(x: str) -> str:
@@ -267,6 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iterations", type=int, default=25)
     p.add_argument("--threshold", type=float, default=0.25, help="success threshold")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run each run as a Ray task: on a cluster (ADDRESS, e.g. 'auto' or "
+        "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
+    )
     p.add_argument("--base", default=str(ROOT / "runs" / "benchmark-learning"))
     p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
     p.add_argument(
