@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def encoder_fingerprint(model_path: str | None = None) -> str:
 class SentenceEncoder:
     """Sentence embeddings from a local sentence-transformers folder, with a small LRU cache."""
 
-    def __init__(self, model_path: str | None = None, device: str = "cpu", cache_size: int = 4096):
+    def __init__(self, model_path: str | None = None, device: str = "cpu", cache_size: int = 16384):
         from sentence_transformers import SentenceTransformer
 
         self.model_path = model_path or default_embedding_model_path()
@@ -114,6 +114,18 @@ class SentenceEncoder:
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return out
+
+
+_ENCODERS: dict[str, SentenceEncoder] = {}
+
+
+def shared_encoder(model_path: str | None = None) -> SentenceEncoder:
+    """One :class:`SentenceEncoder` (model and cache) per folder and process: every learned
+    abstraction of a process (refits, the envs of a sync vector env) shares it."""
+    path = model_path or default_embedding_model_path()
+    if path not in _ENCODERS:
+        _ENCODERS[path] = SentenceEncoder(path)
+    return _ENCODERS[path]
 
 
 class EmbeddingClusterAbstraction(Abstraction):
@@ -157,7 +169,7 @@ class EmbeddingClusterAbstraction(Abstraction):
     @property
     def encoder(self) -> SentenceEncoder:
         if self._encoder is None:
-            self._encoder = SentenceEncoder(self.model_path)
+            self._encoder = shared_encoder(self.model_path)
         return self._encoder
 
     def __getstate__(self) -> dict[str, Any]:  # picklable for async vector envs
@@ -170,30 +182,40 @@ class EmbeddingClusterAbstraction(Abstraction):
         return self.centroids is not None
 
     def fit(self, states: list[State]) -> EmbeddingClusterAbstraction:
-        """k-means (scikit-learn, seeded) on the embeddings of ``state[text_key]``."""
+        """k-means (scikit-learn, seeded) on the embeddings of ``state[text_key]``: the distinct
+        texts, sorted and weighted by their counts, so the result does not depend on the order."""
         from sklearn.cluster import KMeans
 
         texts = [str(s[self.text_key]) for s in states]
         distinct = sorted(set(texts))
         if len(distinct) < self.k:
             raise ValueError(f"need at least k={self.k} distinct texts to fit, got {len(distinct)}")
-        vectors = self.encoder.encode(texts)
-        km = KMeans(n_clusters=self.k, n_init=4, random_state=self.seed).fit(vectors)
+        counts = Counter(texts)  # sorted distinct texts, weighted: independent of the order
+        vectors = self.encoder.encode(distinct)
+        weights = np.asarray([counts[t] for t in distinct], dtype=np.float64)
+        km = KMeans(n_clusters=self.k, n_init=4, random_state=self.seed)
+        km.fit(vectors, sample_weight=weights)
         self.centroids = km.cluster_centers_.astype(np.float32)
         self._clusters = {}
         self.cluster_names = self._medoid_labels(distinct)
         return self
 
     def fit_episodes(
-        self, episodes: Sequence[Sequence[State]], outcomes: Sequence[float]
+        self,
+        episodes: Sequence[Sequence[State]],
+        outcomes: Sequence[float],
+        require_milestones: bool = True,
     ) -> EmbeddingClusterAbstraction:
         """Fit the clusters on every state, then (``milestones_from="learned"``) the milestones.
 
         ``episodes[i]`` lists the states of episode ``i``, reset state first; ``outcomes[i]`` is
-        its return (or success as 0/1).
+        its return (or success as 0/1). When every outcome is equal no event can predict
+        success: an error, or (``require_milestones=False``) no learned milestone at all.
         """
         self.fit([s for ep in episodes for s in ep])
-        if self.milestones_from == "learned":
+        if self.milestones_from == "learned" and not require_milestones and np.ptp(outcomes) == 0:
+            self._set_events([])
+        elif self.milestones_from == "learned":
             ids = [self.cluster([str(s[self.text_key]) for s in ep]) for ep in episodes]
             self._set_events(self.learner.fit(ids, outcomes, self.cluster_names))
         return self
