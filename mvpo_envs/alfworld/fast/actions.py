@@ -91,8 +91,28 @@ class ActionModel:
     def _accessible(self, s: FactStore, r: str) -> bool:
         return ("openable", r) not in s or ("opened", r) in s
 
-    def applicable(self, s: FactStore) -> Iterator[Grounding]:
-        """Every applicable grounding (in no particular order; the admissible list is sorted)."""
+    def gotos(self, s: FactStore, a: str, loc: str) -> Iterator[Grounding]:
+        """The ``gotolocation`` groundings of agent ``a`` at ``loc`` (constant facts only)."""
+        if "gotolocation" not in self.present:
+            return
+        types = self.types
+        for r, le in s.args_of("receptacleatlocation"):
+            # Fast Downward drops the operator whose start and end coincide (its delete and
+            # add of atLocation cancel out): no "go to" where one stands
+            if le != loc and types[r] == "receptacle" and types[le] == "location":
+                yield "gotolocation", (a, loc, le, r)
+
+    def agent_locations(self, s: FactStore) -> list[tuple[str, str]]:
+        types = self.types
+        return [
+            (a, loc)
+            for a, loc in sorted(s.args_of("atlocation"))
+            if types.get(a) == "agent" and types.get(loc) == "location"
+        ]
+
+    def applicable(self, s: FactStore, with_goto: bool = True) -> Iterator[Grounding]:
+        """Every applicable grounding (in no particular order; the admissible list is sorted);
+        ``with_goto=False`` leaves out ``gotolocation`` (see :meth:`gotos`)."""
         types = self.types
         has = self.present
         for a in self.agents:
@@ -100,10 +120,7 @@ class ActionModel:
                 yield "inventory", (a,)
             if "help" in has:
                 yield "help", (a,)
-        recep_at = s.args_of("receptacleatlocation")
-        for a, loc in sorted(s.args_of("atlocation")):
-            if types.get(a) != "agent" or types.get(loc) != "location":
-                continue
+        for a, loc in self.agent_locations(s):
             if "look" in has:
                 yield "look", (a, loc)
             here = [
@@ -111,12 +128,8 @@ class ActionModel:
                 for r, _ in s.args_with("receptacleatlocation", 1, loc)
                 if types[r] == "receptacle"
             ]
-            if "gotolocation" in has:
-                for r, le in recep_at:
-                    # Fast Downward drops the operator whose start and end coincide (its
-                    # delete and add of atLocation cancel out): no "go to" where one stands
-                    if le != loc and types[r] == "receptacle" and types[le] == "location":
-                        yield "gotolocation", (a, loc, le, r)
+            if with_goto:
+                yield from self.gotos(s, a, loc)
             holds_any = ("holdsany", a) in s
             held = [o for _, o in s.args_with("holds", 0, a)]
             for r in here:

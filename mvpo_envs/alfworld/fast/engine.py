@@ -66,6 +66,8 @@ class Game:
     #: command text of each grounded action whose template reads only constant facts,
     #: shared by every engine of the process playing this game
     command_text: dict = field(default_factory=dict)
+    #: (agent, location) -> {"go to ..." text: grounding}
+    goto_commands: dict = field(default_factory=dict)
 
 
 _LOGICS: OrderedDict[str, Logic] = OrderedDict()
@@ -257,9 +259,22 @@ class FastEngine:
         game = self.game
         store = self._store
         assert store is not None
-        commands: dict[str, Grounding] = {}
         model = game.model
-        for grounding in model.applicable(store):
+        cached_goto = "gotolocation" in game.logic.static_templates
+        commands: dict[str, Grounding] = {}
+        if cached_goto:
+            # "go to" commands depend only on where the agents stand: one table per place
+            for place in model.agent_locations(store):
+                table = game.goto_commands.get(place)
+                if table is None:
+                    table = {self._text(g): g for g in model.gotos(store, *place)}
+                    if len(table) != sum(1 for _ in model.gotos(store, *place)):
+                        raise UnsupportedGameError(
+                            f"two 'go to' actions share a command at {place}"
+                        )
+                    game.goto_commands[place] = table
+                commands.update(table)
+        for grounding in model.applicable(store, with_goto=not cached_goto):
             text = self._text(grounding)
             first = commands.get(text)
             if first is None:
