@@ -198,7 +198,7 @@ def test_a_fresh_run_refuses_a_folder_that_holds_a_run(reference, tmp_path, trai
     capsys.readouterr()
     assert train_main(train_argv(run, iterations=ITERATIONS)) == 2
     err = capsys.readouterr().err
-    assert "already holds a run (config.yaml, metrics.jsonl, checkpoints)" in err, err
+    assert "already holds a run (config.yaml, metrics.jsonl, checkpoints, records)" in err, err
     assert "--resume" in err and "--overwrite" in err
     assert _rows(run) == old_rows
     # --overwrite: the old run moves to run.old-1, whole; the new run starts from nothing
