@@ -125,6 +125,12 @@ class MilestoneLearner:
                 "success; use a policy that sometimes succeeds (the trainer's refit, docs/abstractions.md) "
                 "or keep the rule milestones (--milestones rules)"
             )
+        # a canonical episode order (by content, not position or cluster id): the bootstrap
+        # resamples the same episodes whatever order they came in and however clusters are numbered
+        order = sorted(
+            range(len(y)), key=lambda i: ([cluster_names[int(c)] for c in episodes[i]], y[i])
+        )
+        episodes, y = [episodes[i] for i in order], y[order]
         occ = self.candidates(episodes)
         keys = sorted(
             k for k, v in occ.items() if self.min_support <= v.sum() <= len(y) - self.min_support
