@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from mvpo_abstraction.base import Abstraction
@@ -27,6 +28,7 @@ from mvpo_envs.alfworld.data import (
     TASK_TYPES,
     AlfworldGame,
     collect_games,
+    read_json_object,
     real_split_dir,
     select_split_dir,
     user_real_data_dir,
@@ -159,6 +161,19 @@ class AlfworldEnv(TextEnv):
 
     def task_text(self) -> str:
         return self._task
+
+    # -- optional hooks read by mvpo_train.tiny_model.env_corpus (docs/training.md) ----------
+    def expert_actions(self, task_index: int) -> list[str]:
+        """The game's verified walkthrough (the tiny model's corpus plays it first)."""
+        game = read_json_object(Path(self.games[task_index].game_file))
+        return [str(a) for a in game.get("walkthrough", [])]
+
+    def vocabulary(self) -> list[str]:
+        """ALFRED's object and receptacle names, lower-case, sorted."""
+        from alfworld.gen import constants
+
+        names = ("OBJECTS", "RECEPTACLES", "MOVABLE_RECEPTACLES")
+        return sorted({str(n).lower() for a in names for n in getattr(constants, a, [])})
 
     # -- helpers -------------------------------------------------------------------------------
     def _transition(self, result: EngineStep, command: str) -> Transition:
