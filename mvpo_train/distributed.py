@@ -1,0 +1,408 @@
+"""Data-parallel training on ``torch.distributed`` (docs/scaling.md, "Data-parallel training").
+
+The pieces the trainer calls when it runs under ``torchrun --nproc-per-node N``:
+
+1. :func:`init_distributed` reads torchrun's ``RANK`` / ``WORLD_SIZE`` / ``LOCAL_RANK`` and
+   opens the process group (``gloo`` on CPU, ``nccl`` on CUDA); without them it returns a
+   single-process context and every function below is the identity.
+2. **Group-sharded rollouts.** Every rank draws the *same* global task list (same seeded
+   generator), and :func:`shard_tasks` gives rank ``r`` a contiguous block of whole groups
+   (``num_groups`` must be a multiple of the world size): a group is never split across
+   ranks, so each rank's vector env holds ``num_groups / N`` groups of ``group_size``.
+   Actions are sampled with :func:`rank_generator` (a stream per rank and iteration), so a
+   resumed run samples the same actions whatever happened before.
+3. **Gather.** :func:`gather_batch` all-gathers the ranks' step batches into the global batch
+   (group and trajectory ids renumbered in rank order, extras carried) and returns the rows
+   each rank rolled out. Every rank runs the estimator on the global batch, so estimator state
+   (MVPO's EMA success, AMP weights) stays identical on all ranks and nothing else needs an
+   all-reduce.
+4. **Synchronised update.** :func:`ppo_update_dp` is the trainer's PPO update
+   (:func:`mvpo_train.trainer.ppo_update`, same mini-batches drawn from the same generator over
+   the *global* batch) where each rank forwards only its own rows of a mini-batch, normalises
+   by the global mini-batch's token (or row) count, and :func:`sync_gradients` sums the
+   gradients over ranks (one flat ``all_reduce``, the collective DDP issues) before clipping
+   and the optimizer step. Result: the weights after an update equal the single-process
+   update on the same global batch up to floating-point summation order. The policy computes
+   logits only where a log-prob is needed (base model + LM head called apart), which
+   ``DistributedDataParallel``'s forward hook would not see; hence the explicit all-reduce.
+   :func:`wrap_ddp` is there for code that calls the module's own forward.
+5. **Checkpoints** are written by rank 0 only (:func:`save_checkpoint_main`, then a barrier).
+   They hold nothing rank-specific (weights, optimizer, estimator state and the global
+   generators are the same on every rank), so a run resumes on any number of ranks;
+   :func:`check_same_weights` verifies after loading that every rank holds the same weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from mvpo_train.batch import FIELDS, StepBatch
+from mvpo_train.loss import LossConfig, ppo_loss
+
+__all__ = [
+    "DistContext",
+    "check_same_weights",
+    "concat_batches",
+    "gather_batch",
+    "init_distributed",
+    "ppo_update_dp",
+    "rank_generator",
+    "save_checkpoint_main",
+    "shard_tasks",
+    "shutdown",
+    "sync_gradients",
+    "time_update",
+    "wrap_ddp",
+]
+
+
+@dataclass(frozen=True)
+class DistContext:
+    """Where this process stands: ``rank`` of ``world_size`` (1 = not distributed)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
+
+
+def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> DistContext:
+    """Open the process group torchrun describes (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+    ``MASTER_ADDR``, ``MASTER_PORT``); a single-process context when ``WORLD_SIZE`` is unset
+    or 1. ``backend`` defaults to ``nccl`` when CUDA is available, else ``gloo``."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return DistContext()
+    missing = [k for k in ("RANK", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
+    if missing:
+        raise RuntimeError(f"WORLD_SIZE={world} but {missing} unset: launch with torchrun")
+    rank = int(os.environ["RANK"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if not dist.is_initialized():
+        dist.init_process_group(
+            backend, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s)
+        )
+    return DistContext(rank=rank, world_size=world, local_rank=local)
+
+
+def shutdown(ctx: DistContext) -> None:
+    if ctx.enabled and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------------ rollouts
+
+
+def shard_tasks(tasks: Sequence[int], ctx: DistContext) -> list[int]:
+    """This rank's block of the global task list (one task per group; whole groups only)."""
+    n = len(tasks)
+    if n % ctx.world_size:
+        raise ValueError(
+            f"num_groups={n} is not a multiple of the {ctx.world_size} ranks: a group may not be "
+            "split across ranks and every rank must hold the same number of groups"
+        )
+    per = n // ctx.world_size
+    return [int(x) for x in tasks[ctx.rank * per : (ctx.rank + 1) * per]]
+
+
+def rank_generator(seed: int, iteration: int, rank: int) -> torch.Generator:
+    """The action-sampling generator of ``rank`` at ``iteration`` (independent of history)."""
+    digest = hashlib.sha256(f"mvpo-actions/{seed}/{iteration}/{rank}".encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+
+
+def concat_batches(batches: Sequence[StepBatch]) -> tuple[StepBatch, list[np.ndarray]]:
+    """One batch of several, group and traj ids renumbered (batch order); each part's rows."""
+    cols: dict[str, list] = {f: [] for f in FIELDS}
+    extras: dict[str, list] = {}
+    keys = list(batches[0].extras) if batches else []
+    rows, start, g_off, t_off = [], 0, 0, 0
+    for k, b in enumerate(batches):
+        if list(b.extras) != keys:
+            raise ValueError(f"concat_batches: part {k} has extras {list(b.extras)}, not {keys}")
+        for f in FIELDS:
+            cols[f].extend(getattr(b, f).tolist() if f != "milestones" else list(b.milestones))
+        g, g_n = b.group_index, b.n_groups
+        i, i_n = b.traj_index, b.n_traj
+        cols["group"][start:] = (g + g_off).tolist()
+        cols["traj"][start:] = (i + t_off).tolist()
+        for key in keys:
+            extras.setdefault(key, []).extend(list(b.extras[key]))
+        rows.append(np.arange(start, start + len(b)))
+        start, g_off, t_off = start + len(b), g_off + g_n, t_off + i_n
+    return StepBatch(**cols, extras=extras), rows
+
+
+def gather_batch(local: StepBatch, ctx: DistContext) -> tuple[StepBatch, np.ndarray]:
+    """All ranks' batches as one global batch (rank order) and this rank's rows in it."""
+    if not ctx.enabled:
+        return local, np.arange(len(local))
+    parts: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(parts, local)
+    merged, rows = concat_batches(parts)
+    return merged, rows[ctx.rank]
+
+
+# ------------------------------------------------------------------ the update
+
+
+def wrap_ddp(model: torch.nn.Module, ctx: DistContext) -> torch.nn.Module:
+    """``DistributedDataParallel(model)`` (device ids from ``local_rank`` on CUDA)."""
+    if not ctx.enabled:
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    device = next(model.parameters()).device
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=ids)
+
+
+def sync_gradients(params: Sequence[torch.Tensor], ctx: DistContext) -> None:
+    """Sum every gradient over ranks (one flat all-reduce)."""
+    if not ctx.enabled:
+        return
+    grads = [p.grad for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    offset = 0
+    for g in grads:
+        g.copy_(flat[offset : offset + g.numel()].view_as(g))
+        offset += g.numel()
+
+
+def _all_sum(values: list[float], ctx: DistContext) -> list[float]:
+    if not ctx.enabled:
+        return values
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def ppo_update_dp(
+    policy: Any,
+    optimizer: torch.optim.Optimizer,
+    batch: StepBatch,
+    adv: np.ndarray,
+    old_logp: list[np.ndarray],
+    ref_logp: list[np.ndarray] | None,
+    cfg: Any,
+    loss_cfg: LossConfig,
+    generator: torch.Generator,
+    local_rows: np.ndarray,
+    ctx: DistContext,
+) -> dict[str, float]:
+    """The trainer's ``ppo_update`` on the global ``batch``, this rank training ``local_rows``.
+
+    Same statistics as the trainer's (``pg_loss`` and ``grad_norm``: means over optimizer
+    steps; the others: means over trained tokens of all ranks), identical on every rank.
+    """
+    from mvpo_train.trainer import row_logprobs
+
+    n = len(batch)
+    mine = np.zeros(n, dtype=bool)
+    mine[np.asarray(local_rows, dtype=np.int64)] = True
+    n_tok = np.array([len(x) for x in old_logp], dtype=np.int64)
+    skip = cfg.skip_zero_adv and cfg.kl_coef == 0 and cfg.entropy_coef == 0
+    mb_size = cfg.minibatch_size or n
+    stat_keys = ("kl", "entropy", "clipfrac", "approx_kl")
+    sums = dict.fromkeys(stat_keys, 0.0)
+    seen = dict.fromkeys(stat_keys, 0.0)
+    tokens = 0.0
+    pg_loss, grad_norms, trained = [], [], 0
+    params = [p for p in policy.model.parameters() if p.requires_grad]
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    for _epoch in range(cfg.ppo_epochs):
+        perm = torch.randperm(n, generator=generator).numpy()  # the same on every rank
+        for start in range(0, n, mb_size):
+            mb = perm[start : start + mb_size]
+            denom = float(n_tok[mb].sum()) if loss_cfg.loss_agg == "token-mean" else float(len(mb))
+            train_rows = [int(r) for r in mb if mine[r] and not (skip and adv[r] == 0.0)]
+            optimizer.zero_grad(set_to_none=False)
+            mb_pg = 0.0
+            for m0 in range(0, len(train_rows), cfg.micro_batch_size):
+                micro = train_rows[m0 : m0 + cfg.micro_batch_size]
+                logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
+                seq_index = torch.cat(
+                    [torch.full((len(x),), k, dtype=torch.long) for k, x in enumerate(logp)]
+                ).to(logp[0].device)
+                flat = torch.cat(logp)
+                old = torch.from_numpy(np.concatenate([old_logp[r] for r in micro])).to(flat.device)
+                ref = (
+                    torch.from_numpy(np.concatenate([ref_logp[r] for r in micro])).to(flat.device)
+                    if ref_logp is not None
+                    else None
+                )
+                a = torch.tensor(adv[micro], dtype=torch.float64, device=flat.device)
+                loss, st = ppo_loss(
+                    flat, old, a, seq_index, len(micro), loss_cfg, ref_logp=ref,
+                    entropy=torch.cat(ent) if ent is not None else None, denom=denom,
+                )  # fmt: skip
+                loss.backward()
+                mb_pg += st.pop("pg_loss")
+                n_micro = st.pop("tokens")
+                tokens += n_micro
+                for k, v in st.items():
+                    sums[k] += v * n_micro
+                    seen[k] += n_micro
+            sync_gradients(params, ctx)
+            grad_norm = (
+                float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                if cfg.max_grad_norm > 0
+                else float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
+            )
+            optimizer.step()
+            pg_loss.append(mb_pg)
+            grad_norms.append(grad_norm)
+            trained += len(train_rows)
+    pg_loss = _all_sum(pg_loss, ctx) if pg_loss else pg_loss
+    totals = _all_sum([tokens, float(trained)] + [sums[k] for k in stat_keys], ctx)
+    tokens, trained_all, stat_sums = totals[0], totals[1], totals[2:]
+    present = _all_sum([seen[k] for k in stat_keys], ctx)
+    out = {
+        k: s / tokens
+        for k, s, c in zip(stat_keys, stat_sums, present, strict=True)
+        if tokens and c > 0
+    }
+    out["pg_loss"] = float(np.mean(pg_loss)) if pg_loss else 0.0
+    out["grad_norm"] = float(np.mean(grad_norms)) if grad_norms else 0.0
+    out["trained_rows"] = float(trained_all)
+    out["optimizer_steps"] = float(len(grad_norms))
+    return out
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+def save_checkpoint_main(ctx: DistContext, *args: Any, **kwargs: Any) -> Path | None:
+    """:func:`mvpo_train.checkpoint.save_checkpoint` on rank 0 only, then a barrier.
+
+    Returns the checkpoint folder on rank 0, ``None`` elsewhere.
+    """
+    from mvpo_train.checkpoint import save_checkpoint
+
+    path = save_checkpoint(*args, **kwargs) if ctx.is_main else None
+    ctx.barrier()
+    return path
+
+
+def check_same_weights(model: torch.nn.Module, ctx: DistContext) -> None:
+    """Raise unless every rank holds bit-identical weights (e.g. after loading a checkpoint)."""
+    if not ctx.enabled:
+        return
+    h = hashlib.sha256()
+    for name, p in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    digests: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(digests, h.hexdigest())
+    if len(set(digests)) != 1:
+        odd = [r for r, d in enumerate(digests) if d != digests[0]]
+        raise RuntimeError(f"data-parallel: rank(s) {odd} hold different weights than rank 0")
+
+
+# ------------------------------------------------------------------ benchmark helper
+
+
+def time_update(world_size: int, repeats: int = 3) -> float:
+    """Median seconds of one PPO update of the micro model on a fixed global batch with
+    ``world_size`` gloo processes on loopback (benchmarks/scaling.py)."""
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        port = _free_port()
+        mp.spawn(_time_worker, args=(world_size, port, tmp, repeats), nprocs=world_size, join=True)
+        return float((Path(tmp) / "seconds.txt").read_text())
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> None:
+    import time
+
+    from mvpo_train.config import preset
+    from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
+    from mvpo_train.trainer import load_policy
+
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
+    )
+    torch.set_num_threads(1)
+    ctx = init_distributed("gloo")
+    if rank == 0:
+        build_tiny_model(Path(tmp) / "micro", MICRO_SPEC, texts=["go to fridge 1"] * 3)
+    ctx.barrier()
+    cfg = preset("cpu-tiny", model=str(Path(tmp) / "micro"), device="cpu", ppo_epochs=1)
+    torch.manual_seed(0)
+    policy = load_policy(cfg)
+    batch, old = _synthetic_batch(policy, groups=4, group_size=4, steps=3)
+    adv = np.random.default_rng(0).standard_normal(len(batch))
+    per = len(batch) // world
+    local = np.arange(rank * per, (rank + 1) * per)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-4)
+    secs = []
+    for k in range(repeats):
+        ctx.barrier()
+        t0 = time.perf_counter()
+        ppo_update_dp(
+            policy, opt, batch, adv, old, None, cfg, LossConfig(), torch.Generator().manual_seed(k),
+            local, ctx,
+        )  # fmt: skip
+        secs.append(time.perf_counter() - t0)
+    if rank == 0:
+        (Path(tmp) / "seconds.txt").write_text(str(float(np.median(secs))))
+    shutdown(ctx)
+
+
+def _synthetic_batch(policy: Any, groups: int, group_size: int, steps: int):
+    """A score-mode batch of fixed prompts and candidates (token ids from the tokenizer)."""
+    rows, prompt_ids, cand_ids, choice, old = [], [], [], [], []
+    cands = [policy.encode(f" go to drawer {k}") for k in range(4)]
+    for g in range(groups):
+        for i in range(group_size):
+            for t in range(steps):
+                traj = g * group_size + i
+                rows.append(
+                    dict(group=g, traj=traj, t=t, reward=float(t == steps - 1 and i % 2),
+                         terminated=t == steps - 1, truncated=False, anchor=f"s{g}-{t}",
+                         signature=f"s{t}", milestones=(), action=f"go to drawer {traj % 4}",
+                         success=bool(i % 2))
+                )  # fmt: skip
+                prompt_ids.append(policy.encode(f"Task {g}: step {t} of {steps}."))
+                cand_ids.append(cands)
+                choice.append(traj % 4)
+                old.append(np.array([-np.log(4.0)]))
+    extras = {"prompt_ids": prompt_ids, "cand_ids": cand_ids, "choice": choice}
+    return StepBatch.from_steps(rows, extras=extras), old

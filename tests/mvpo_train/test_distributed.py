@@ -1,0 +1,203 @@
+"""Data-parallel training: 2 gloo processes == 1 process on the same global batch.
+
+Each run is a minimal training iteration built from the trainer's pieces (policy, grouped
+vector env, rollout collector, estimator, PPO loss) and :mod:`mvpo_train.distributed`:
+group-sharded rollouts (each rank plays its block of groups with its own vector env and its
+rank generator), gather of the step batch, estimator on the global batch, synchronised update,
+rank-0 checkpoint. The 1-process run plays the same shards with the same generators one after
+the other, so both see the same global batch. The update uses the estimator's advantages plus
+a seeded per-row term (the micro model rarely wins, so GRPO alone would give all-zero
+advantages and a vacuous comparison). Processes: ``torch.multiprocessing.spawn`` on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from mvpo_train import distributed as D
+
+ITERATION = 3
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cfg(micro: str):
+    from mvpo_train.config import preset
+
+    return preset(
+        "cpu-tiny", model=micro, device="cpu", num_groups=2, group_size=2, max_steps=3,
+        estimator="grpo", minibatch_size=5, micro_batch_size=3, ppo_epochs=2, threads=1,
+    )  # fmt: skip
+
+
+def _iteration(ctx, micro: str, out: Path) -> None:
+    """One training iteration on ``ctx``'s ranks (``ctx.world_size`` 1 or 2)."""
+    from mvpo_train.checkpoint import capture_rng
+    from mvpo_train.config import build_estimator
+    from mvpo_train.loss import LossConfig
+    from mvpo_train.prompts import get_template
+    from mvpo_train.rollout import RolloutCollector
+    from mvpo_train.trainer import batch_metrics, load_policy, make_venv, rollout_config
+
+    torch.set_num_threads(1)
+    cfg = _cfg(micro)
+    torch.manual_seed(cfg.seed)
+    policy = load_policy(cfg)
+    global_tasks = [4, 9]  # drawn by the trainer's task generator, the same on every rank
+    shards = range(2) if not ctx.enabled else [ctx.rank]  # 1 process plays both shards
+    parts = []
+    for r in shards:
+        tasks = D.shard_tasks(global_tasks, D.DistContext(rank=r, world_size=2))
+        venv = make_venv(cfg, cfg.split, len(tasks), cfg.group_size)
+        gen = D.rank_generator(cfg.seed, ITERATION, r)
+        collector = RolloutCollector(
+            venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg),
+            None, gen,
+        )  # fmt: skip
+        parts.append(collector.collect(tasks))
+        venv.close()
+    if ctx.enabled:
+        batch, local_rows = D.gather_batch(parts[0], ctx)
+    else:
+        batch, _ = D.concat_batches(parts)
+        local_rows = np.arange(len(batch))
+    estimator = build_estimator(cfg)
+    adv, diag = estimator(batch)
+    adv = adv + np.random.default_rng(7).standard_normal(len(batch))
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
+    old_logp = list(batch.extras["old_logp"])
+    loss_cfg = LossConfig(clip_low=cfg.clip_ratio, clip_high=cfg.clip_ratio)
+    stats = D.ppo_update_dp(
+        policy, optimizer, batch, adv, old_logp, None, cfg, loss_cfg,
+        torch.Generator().manual_seed(cfg.seed + 1), local_rows, ctx,
+    )  # fmt: skip
+    D.check_same_weights(policy.model, ctx)
+    ckpt = D.save_checkpoint_main(
+        ctx, out / "run", 1, policy.model, optimizer,
+        capture_rng({"tasks": np.random.default_rng(0)}),
+        {"estimator": estimator.state_dict(), "env_steps": len(batch), "metrics_rows": 1},
+    )  # fmt: skip
+    if ctx.is_main:
+        torch.save({k: v.clone() for k, v in policy.model.state_dict().items()}, out / "w.pt")
+        row = {**batch_metrics(batch, adv), **{f"adv/{k}": v for k, v in diag.items()}}
+        row.update({f"loss/{k}": v for k, v in stats.items()})
+        row["actions"] = batch.action.tolist()
+        row["group"] = batch.group.tolist()
+        row["ckpt"] = str(ckpt)
+        (out / "metrics.json").write_text(json.dumps(row, default=float))
+    else:
+        (out / f"rank{ctx.rank}-ckpt.txt").write_text(str(ckpt))
+
+
+def _worker(rank: int, world: int, port: int, micro: str, out: str) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
+    )
+    ctx = D.init_distributed("gloo")
+    try:
+        _iteration(ctx, micro, Path(out))
+    finally:
+        D.shutdown(ctx)
+
+
+@pytest.fixture(scope="module")
+def runs(micro, tmp_path_factory):
+    out = {}
+    for world in (2, 1):
+        d = tmp_path_factory.mktemp(f"dp{world}")
+        if world == 1:
+            _iteration(D.DistContext(), str(micro), d)
+        else:
+            mp.spawn(_worker, args=(world, _free_port(), str(micro), str(d)), nprocs=world)
+        out[world] = d
+    return out
+
+
+def test_two_ranks_give_the_weights_and_metrics_of_one_process(runs, micro):
+    m1 = json.loads((runs[1] / "metrics.json").read_text())
+    m2 = json.loads((runs[2] / "metrics.json").read_text())
+    assert m1["actions"] == m2["actions"] and m1["group"] == m2["group"]  # same global batch
+    assert m1["episodes"] == 4 and set(m1["group"]) == {0, 1}
+    for key in m1:
+        if key in ("actions", "group", "ckpt"):
+            continue
+        # float32 forward passes batch rows differently on 1 and 2 ranks: last bits differ
+        assert m2[key] == pytest.approx(m1[key], rel=1e-4, abs=1e-7), key
+    w1, w2 = torch.load(runs[1] / "w.pt"), torch.load(runs[2] / "w.pt")
+    from transformers import AutoModelForCausalLM
+
+    w0 = AutoModelForCausalLM.from_pretrained(micro).state_dict()
+    moved = max(float((w1[k] - w0[k].to(w1[k].dtype)).abs().max()) for k in w1)
+    assert moved > 1e-3  # the update did something, far beyond the tolerance below
+    for k in w1:
+        torch.testing.assert_close(w2[k], w1[k], rtol=1e-4, atol=1e-5)
+
+
+def test_only_rank_zero_writes_and_the_checkpoint_resumes_on_one_rank(runs, micro):
+    from mvpo_train.checkpoint import load_checkpoint, load_model_weights
+    from mvpo_train.trainer import load_policy
+
+    ckpts = sorted((runs[2] / "run" / "checkpoints").glob("iter-*"))
+    assert [c.name for c in ckpts] == ["iter-000001"]
+    assert (runs[2] / "rank1-ckpt.txt").read_text() == "None"  # rank 1 wrote nothing
+    saved = load_checkpoint(ckpts[0])
+    assert (
+        saved["state"]["env_steps"] == json.loads((runs[2] / "metrics.json").read_text())["steps"]
+    )
+    policy = load_policy(_cfg(str(micro)))
+    load_model_weights(policy.model, ckpts[0])
+    w2 = torch.load(runs[2] / "w.pt")
+    for k, v in policy.model.state_dict().items():
+        assert torch.equal(v, w2[k])
+
+
+def test_groups_are_never_split_and_bad_layouts_are_errors():
+    tasks = [5, 6, 7, 8]
+    got = [D.shard_tasks(tasks, D.DistContext(rank=r, world_size=2)) for r in range(2)]
+    assert got == [[5, 6], [7, 8]]
+    with pytest.raises(ValueError, match="not a multiple of the 3 ranks"):
+        D.shard_tasks(tasks, D.DistContext(rank=0, world_size=3))
+    a, b = D.rank_generator(0, 3, 0), D.rank_generator(0, 3, 1)
+    assert not torch.equal(torch.rand(4, generator=a), torch.rand(4, generator=b))
+    assert torch.equal(
+        torch.rand(4, generator=D.rank_generator(0, 3, 1)),
+        torch.rand(4, generator=D.rank_generator(0, 3, 1)),
+    )
+
+
+def test_one_rank_update_equals_the_trainers_own(micro):
+    """ppo_update_dp on one rank is the trainer's ppo_update (guards against drift)."""
+    from mvpo_train.loss import LossConfig
+    from mvpo_train.trainer import load_policy, ppo_update
+
+    cfg = _cfg(str(micro))
+    results = []
+    for fn in ("dp", "trainer"):
+        torch.manual_seed(0)
+        policy = load_policy(cfg)
+        batch, old = D._synthetic_batch(policy, groups=2, group_size=2, steps=3)
+        adv = np.random.default_rng(1).standard_normal(len(batch))
+        opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
+        gen = torch.Generator().manual_seed(5)
+        args = (policy, opt, batch, adv, old, None, cfg, LossConfig(), gen)
+        if fn == "dp":
+            stats = D.ppo_update_dp(*args, np.arange(len(batch)), D.DistContext())
+        else:
+            stats = ppo_update(*args)
+        results.append((stats, policy.model.state_dict()))
+    (s1, w1), (s2, w2) = results
+    assert s1 == pytest.approx(s2)
+    for k in w1:
+        torch.testing.assert_close(w1[k], w2[k], rtol=0, atol=1e-7)
