@@ -6,7 +6,7 @@ into ``argparse`` flags (``--num-groups 4``, ``--no-progress``, ``--estimator-kw
 x.yaml`` < explicit flags. Presets:
 
 * ``cpu-tiny`` (default): the tiny bundled Qwen2 model, ``score`` action mode, the bundled
-  ALFWorld ``mini`` split, sized so that success visibly rises within ~15 minutes on 2 CPU
+  ALFWorld ``mini`` split, sized so that success visibly rises within about 9 minutes on 2 CPU
   cores (docs/training.md has the measured curve);
 * ``gpu-qwen2.5-1.5b``: the seeds' setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
   mode with ``<think>``/``<action>``, 16 groups x 8 rollouts, lr 1e-6, KL 0.01 (low_var_kl),
@@ -59,6 +59,7 @@ class ConfigError(ValueError):
 
 # Enum-like fields: the Literal is the only list of allowed values (flags, checks, help).
 ActionMode = Literal["score", "generate"]
+PolicyKind = Literal["lm", "encoder"]
 PromptStyle = Literal["compact", "seed"]
 ScoreNorm = Literal["mean", "sum"]
 ScoreLogprob = Literal["choice", "tokens"]
@@ -135,6 +136,9 @@ class TrainConfig:
     device: str = _f("auto", "cpu | cuda | cuda:N | auto")
     dtype: Dtype = _f("float32", "parameter dtype")
     attn_implementation: AttnImpl = _f("auto", "attention kernel (auto = the model's default)")
+    policy: PolicyKind = _f(
+        "lm", "lm (causal LM) | encoder (frozen MiniLM + trainable action scorer, docs/policies.md)"
+    )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f("compact", "prompt template style")
     history_length: int = _f(2, "past (observation, action) pairs shown in the prompt", ge=0)
