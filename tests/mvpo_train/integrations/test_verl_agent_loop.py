@@ -56,13 +56,15 @@ class HFServer:
         return TokenOutput(token_ids=out[0, ids.shape[1] :].tolist(), stop_reason="completed")
 
 
-def _worker(micro: Path, server: HFServer) -> AgentLoopWorker:
+def _worker(micro: Path, server: HFServer, agent_loop_config_path: str = "") -> AgentLoopWorker:
     cfg = OmegaConf.load(Path(verl.__file__).parent / "trainer/config/_generated_ppo_trainer.yaml")
     cfg.actor_rollout_ref.model.path = str(micro)
     rollout = cfg.actor_rollout_ref.rollout
     rollout.name = "vllm"  # only names the (unused) engine; the server is HFServer
     rollout.prompt_length, rollout.response_length = PROMPT_LEN, RESPONSE_LEN
     rollout.agent.default_agent_loop = AGENT_NAME
+    if agent_loop_config_path:
+        rollout.agent.agent_loop_config_path = agent_loop_config_path
     return AgentLoopWorker(cfg, llm_client=server)
 
 
@@ -186,3 +188,22 @@ def test_a_row_without_an_episode_spec_is_a_clear_error():
         episode_spec({"raw_prompt": [], "extra_info": {}})
     with pytest.raises(ValueError, match="seed"):
         episode_spec({"mvpo_env": {"env_id": ENV_ID}})
+
+
+def test_loop_from_verls_agent_loop_config_file_with_max_turns(micro, tmp_path):
+    """The way a verl run selects it: ``rollout.agent.agent_loop_config_path`` (a YAML list)."""
+    (tmp_path / "loops.yaml").write_text(
+        "- name: mvpo_env_2turns\n"
+        "  _target_: mvpo_train.integrations.verl_agent_loop.MvpoEnvAgentLoop\n"
+        "  max_turns: 2\n"
+    )
+    server = HFServer(micro, seed=11)
+    worker = _worker(micro, server, agent_loop_config_path=str(tmp_path / "loops.yaml"))
+    batch = _batch([2], group_size=2)
+    batch.non_tensor_batch["agent_name"] = np.array(["mvpo_env_2turns"] * 2, dtype=object)
+    out = asyncio.run(worker.generate_sequences(batch))
+    for r in range(2):
+        steps = out.non_tensor_batch[bridge.STEPS_COLUMN][r]
+        assert len(steps) == 2 and server.calls == 4
+        assert steps[-1]["truncated"] or steps[-1]["terminated"]
+        assert not steps[0]["truncated"]
