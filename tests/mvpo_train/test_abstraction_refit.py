@@ -102,3 +102,18 @@ def test_no_success_yet_fits_clusters_without_milestones(batches):
     assert fitted.milestone_names == [] and fitted.centroids.shape[0] == 4
     with pytest.raises(RuntimeError, match="nothing fitted"):
         AbstractionRefit().install(None)
+
+
+@pytest.mark.slow
+def test_install_in_async_workers(batches):
+    run = AbstractionRefit(k=6, top_k=3, min_support=2)
+    fitted = run.step(0, batches[0])
+    venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 1, 2, "async", max_episode_steps=MAX_STEPS)
+    try:
+        run.install(venv)
+        obs, infos = venv.reset_groups([0])
+        assert list(infos["signature"]) == [f"c{fitted.cluster([obs[0]])[0]}|d0"] * 2
+        keys = {k for k in infos["progress"] if not k.startswith("_")}
+        assert keys == set(fitted.milestone_names)
+    finally:
+        venv.close()
