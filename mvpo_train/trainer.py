@@ -351,7 +351,8 @@ def check_runtime(cfg: TrainConfig) -> None:
             f"env_id: unknown env id {cfg.env_id!r}; registered: {', '.join(ours)} "
             "(or any other registered Gymnasium id)"
         )
-    _model_path(cfg.model)
+    if cfg.policy == "lm":  # the encoder policy checks its head folder when it loads
+        _model_path(cfg.model)
 
 
 def _model_path(name: str) -> str:
@@ -391,6 +392,10 @@ def _seed_everything(seed: int) -> None:
 
 def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
     """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder)."""
+    if cfg.policy == "encoder":  # docs/policies.md
+        from mvpo_train.encoder_policy import load_encoder_policy
+
+        return load_encoder_policy(cfg, model)  # type: ignore[return-value]
     path = _model_path(model or cfg.model)
     try:
         policy = Policy.from_pretrained(
@@ -413,6 +418,8 @@ def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
 
 
 def _frozen_copy(policy: Policy) -> Policy:
+    if hasattr(policy, "frozen_copy"):  # the encoder policy
+        return policy.frozen_copy()
     model = copy.deepcopy(policy.model).eval()
     for p in model.parameters():
         p.requires_grad_(False)
