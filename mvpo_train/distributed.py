@@ -57,6 +57,7 @@ __all__ = [
     "init_distributed",
     "ppo_update_dp",
     "rank_generator",
+    "sample_global_tasks",
     "save_checkpoint_main",
     "shard_tasks",
     "shutdown",
@@ -126,6 +127,15 @@ def shard_tasks(tasks: Sequence[int], ctx: DistContext) -> list[int]:
         )
     per = n // ctx.world_size
     return [int(x) for x in tasks[ctx.rank * per : (ctx.rank + 1) * per]]
+
+
+def sample_global_tasks(cfg: Any, num_tasks: int, rng: np.random.Generator) -> list[int]:
+    """``cfg.num_groups`` task indices for the *global* batch, drawn exactly as the trainer's
+    ``sample_tasks`` draws them for one process (``cfg.tasks`` pool, else distinct tasks of
+    the split when there are enough); every rank draws the same list from the same ``rng``."""
+    pool = [int(x) for x in cfg.tasks] if cfg.tasks else list(range(num_tasks))
+    replace = cfg.num_groups > len(pool)
+    return [pool[int(i)] for i in rng.choice(len(pool), size=cfg.num_groups, replace=replace)]
 
 
 def rank_generator(seed: int, iteration: int, rank: int) -> torch.Generator:

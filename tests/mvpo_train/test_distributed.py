@@ -201,3 +201,19 @@ def test_one_rank_update_equals_the_trainers_own(micro):
     assert s1 == pytest.approx(s2)
     for k in w1:
         torch.testing.assert_close(w1[k], w2[k], rtol=0, atol=1e-7)
+
+
+def test_global_tasks_are_the_trainers_draw(micro):
+    """Every rank draws the one-process trainer's task list (then takes its shard)."""
+    from mvpo_train.trainer import make_venv, sample_tasks
+
+    for tasks in ([], [3, 5, 8]):
+        cfg = _cfg(str(micro)).__class__(**{**_cfg(str(micro)).to_dict(), "tasks": tasks})
+        venv = make_venv(cfg, cfg.split, cfg.num_groups, cfg.group_size)
+        try:
+            for seed in range(3):
+                expected = sample_tasks(cfg, venv, np.random.default_rng(seed))
+                got = D.sample_global_tasks(cfg, venv.num_tasks, np.random.default_rng(seed))
+                assert got == expected
+        finally:
+            venv.close()
