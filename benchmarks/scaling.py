@@ -77,7 +77,10 @@ def bench_envs(args: argparse.Namespace) -> list[str]:
         build = time.perf_counter() - t0
         try:
             play(venv, 3, args.seed)  # warm-up (first loads of the games)
-            secs, trace = play(venv, args.steps, args.seed)
+            runs = [play(venv, args.steps, args.seed) for _ in range(args.repeats)]
+            secs, trace = float(np.median([r[0] for r in runs])), runs[0][1]
+            if any(r[1] != trace for r in runs):
+                raise SystemExit(f"{label}: repeated runs on the same seeds differ")
         finally:
             venv.close()
         if reference is None:
@@ -91,7 +94,7 @@ def bench_envs(args: argparse.Namespace) -> list[str]:
     base = rows[0][2]
     lines = [
         f"### Env workers: {args.env}, {n} sub-envs ({args.groups} groups x {args.group_size}), "
-        f"{args.steps} vector steps",
+        f"{args.steps} vector steps, median of {args.repeats} runs",
         "",
         "| backend | build (s) | env steps/s | vs sync |",
         "|---|---:|---:|---:|",
@@ -108,7 +111,8 @@ def bench_ddp(args: argparse.Namespace) -> list[str]:
     two = time_update(world_size=2, repeats=args.ddp_repeats)
     print(f"update: 1 process {one:.3f} s, 2 gloo processes {two:.3f} s", flush=True)
     return [
-        "### Data-parallel update: micro model, one update of the same global batch",
+        "### Data-parallel update: micro model, one PPO epoch over the same global batch "
+        "(128 rows, 4 mini-batches)",
         "",
         "| processes | seconds per update (median) |",
         "|---:|---:|",
@@ -125,6 +129,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--envs-per-actor", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3, help="timed runs per backend (median)")
     p.add_argument("--ddp", action="store_true", help="also time the data-parallel update")
     p.add_argument("--ddp-repeats", type=int, default=3)
     p.add_argument("--out", type=Path, default=RESULTS)

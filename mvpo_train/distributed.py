@@ -339,8 +339,9 @@ def check_same_weights(model: torch.nn.Module, ctx: DistContext) -> None:
 
 
 def time_update(world_size: int, repeats: int = 3) -> float:
-    """Median seconds of one PPO update of the micro model on a fixed global batch with
-    ``world_size`` gloo processes on loopback (benchmarks/scaling.py)."""
+    """Median seconds of one PPO update of the micro model on a fixed global batch (128 rows,
+    4 mini-batches of 32, so 4 gradient all-reduces) with ``world_size`` gloo processes on
+    loopback (benchmarks/scaling.py)."""
     import tempfile
 
     import torch.multiprocessing as mp
@@ -374,10 +375,12 @@ def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> No
     if rank == 0:
         build_tiny_model(Path(tmp) / "micro", MICRO_SPEC, texts=["go to fridge 1"] * 3)
     ctx.barrier()
-    cfg = preset("cpu-tiny", model=str(Path(tmp) / "micro"), device="cpu", ppo_epochs=1)
+    cfg = preset(
+        "cpu-tiny", model=str(Path(tmp) / "micro"), device="cpu", ppo_epochs=1, minibatch_size=32
+    )
     torch.manual_seed(0)
     policy = load_policy(cfg)
-    batch, old = _synthetic_batch(policy, groups=4, group_size=4, steps=3)
+    batch, old = _synthetic_batch(policy, groups=8, group_size=4, steps=4)
     adv = np.random.default_rng(0).standard_normal(len(batch))
     per = len(batch) // world
     local = np.arange(rank * per, (rank + 1) * per)
