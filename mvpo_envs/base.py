@@ -24,6 +24,7 @@ Subclasses implement :meth:`_start` and :meth:`_act`.
 from __future__ import annotations
 
 import copy
+import numbers
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,10 @@ def canonical_command(text: str) -> str:
     return _WS.sub(" ", text.strip()).lower()
 
 
+#: the keys ``reset(options=...)`` understands (docs/environments.md, "Task selection")
+RESET_OPTIONS = ("task_id", "task_index")
+
+
 def select_task_index(
     num_tasks: int,
     task_ids: Sequence[str],
@@ -96,6 +101,9 @@ def select_task_index(
     if num_tasks <= 0:
         raise ValueError("the task list is empty")
     options = options or {}
+    unknown = sorted(str(k) for k in options if k not in RESET_OPTIONS)
+    if unknown:  # a misspelt key would silently play a seed-chosen task
+        raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
     if options.get("task_id") is not None:
         task_id = options["task_id"]
         try:
@@ -106,9 +114,14 @@ def select_task_index(
             ) from None
     if options.get("task_index") is not None:
         index = options["task_index"]
-        if not isinstance(index, int) or not 0 <= index < num_tasks:
+        # NumPy integers are task indices too; a bool (True == 1) or a float is not
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, numbers.Integral)
+            or not 0 <= index < num_tasks
+        ):
             raise IndexError(f"task_index must be an int in [0, {num_tasks}), got {index!r}")
-        return index
+        return int(index)
     if seed is not None:
         return int(seed) % num_tasks
     return int(rng.integers(num_tasks))

@@ -93,8 +93,23 @@ class GroupedVectorEnv:
         self.group_of_env = np.repeat(np.arange(num_groups), group_size)
 
     def group_seeds(self, task_indices: Sequence[int]) -> list[int]:
+        """Reset seeds ``[t_0]*G + [t_1]*G + ...``; each task index is checked, never wrapped.
+
+        A seed ``s`` plays task ``s % num_tasks``, so an index out of ``[0, num_tasks)`` (or a
+        float such as ``1.7``) would silently play another task: it is an error instead.
+        """
         if len(task_indices) != self.num_groups:
             raise ValueError(f"need {self.num_groups} task indices, got {len(task_indices)}")
+        for b, index in enumerate(task_indices):
+            if (
+                isinstance(index, bool)
+                or not isinstance(index, (int, np.integer))
+                or not 0 <= index < self.num_tasks
+            ):
+                raise ValueError(
+                    f"task_indices[{b}]: expected a task index in [0, {self.num_tasks}) of "
+                    f"{self.env_id}, got {index!r}"
+                )
         return [int(task_indices[g]) for g in self.group_of_env]
 
     def sample_tasks(self, rng: np.random.Generator) -> list[int]:
@@ -112,6 +127,8 @@ class GroupedVectorEnv:
 
     def step(self, actions: Sequence[str]):
         """Step every env. A dead or stopped async worker raises :class:`WorkerCrashedError`."""
+        if len(actions) != self.num_envs:
+            raise ValueError(f"need {self.num_envs} actions (one per sub-env), got {len(actions)}")
         obs, rewards, terminated, truncated, infos = self.env.step(tuple(actions))
         return list(obs), rewards, terminated, truncated, infos
 

@@ -95,3 +95,26 @@ def test_unbatch_infos_roundtrip_nested_dicts():
         "_s": np.array([True, True]),
     }
     assert unbatch_infos(infos, 2) == [{"a": 1, "s": {"x": "p"}}, {"a": 2, "s": {}}]
+
+
+@pytest.mark.parametrize("bad", ["end", "far", -1, 1.7, True])
+def test_reset_groups_never_wraps_a_task_index(bad):
+    venv = GroupedVectorEnv("mvpo/SearchQA-v0", num_groups=2, group_size=1)
+    n = venv.num_tasks
+    bad = {"end": n, "far": 10 * n + 1}.get(bad, bad) if isinstance(bad, str) else bad
+    try:
+        with pytest.raises(ValueError, match=r"task_indices\[0\]: expected a task index in"):
+            venv.reset_groups([bad, 0])
+        assert _task_ids(venv, [np.int64(n - 1), 0])[0] == venv.env.get_attr("task_ids")[0][-1]
+    finally:
+        venv.close()
+
+
+def test_step_with_the_wrong_number_of_actions_is_one_clear_error():
+    venv = GroupedVectorEnv("mvpo/SearchQA-v0", num_groups=1, group_size=2)
+    try:
+        venv.reset_groups([0])
+        with pytest.raises(ValueError, match="need 2 actions"):
+            venv.step(["<answer> x </answer>"])
+    finally:
+        venv.close()

@@ -1,0 +1,38 @@
+"""Task selection of :class:`mvpo_envs.base.TextEnv`: reset options are checked, never guessed."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import mvpo_envs  # noqa: F401
+from mvpo_envs.base import select_task_index
+
+IDS = [f"t{i}" for i in range(5)]
+
+
+def test_numpy_integer_task_index_is_accepted():
+    rng = np.random.default_rng(0)
+    assert select_task_index(5, IDS, None, {"task_index": np.int64(3)}, rng) == 3
+    assert type(select_task_index(5, IDS, None, {"task_index": np.int32(4)}, rng)) is int
+
+
+@pytest.mark.parametrize("bad", [True, 3.0, "3", 5, -1])
+def test_bool_float_str_or_out_of_range_task_index_is_an_error(bad):
+    with pytest.raises(IndexError, match=r"task_index must be an int in \[0, 5\)"):
+        select_task_index(5, IDS, None, {"task_index": bad}, np.random.default_rng(0))
+
+
+def test_misspelt_reset_option_is_an_error_not_a_seeded_task():
+    with pytest.raises(ValueError, match=r"unknown reset option\(s\) \['task_idx'\]"):
+        select_task_index(5, IDS, 0, {"task_idx": 3}, np.random.default_rng(0))
+
+
+def test_env_reset_checks_options():
+    env = gym.make("mvpo/SearchQA-v0")
+    _, info = env.reset(options={"task_index": np.int64(2)})
+    assert info["task_id"] == env.unwrapped.task_ids[2]
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(seed=0, options={"taskid": info["task_id"]})
+    env.close()
