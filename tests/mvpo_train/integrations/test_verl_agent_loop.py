@@ -207,3 +207,30 @@ def test_loop_from_verls_agent_loop_config_file_with_max_turns(micro, tmp_path):
         assert len(steps) == 2 and server.calls == 4
         assert steps[-1]["truncated"] or steps[-1]["terminated"]
         assert not steps[0]["truncated"]
+
+
+def test_ray_setup_hook_installs_the_estimators_in_ray_workers():
+    """The docs' launch line: Ray's ``worker_process_setup_hook`` runs ``install()`` in every
+    worker (verl's trainer runs in a Ray actor), so ``mvpo_*`` resolve there."""
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=1,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        runtime_env={"worker_process_setup_hook": "mvpo_train.integrations.verl.install"},
+    )
+    try:
+
+        @ray.remote
+        def probe() -> tuple[str, bool]:
+            from verl.trainer.ppo import core_algos, ray_trainer
+
+            from mvpo_train.integrations import verl as b
+
+            fn = core_algos.get_adv_estimator_fn("mvpo_mvpo")
+            return fn.__name__, ray_trainer.compute_advantage is b._wrapper
+
+        assert ray.get(probe.remote()) == ("compute_mvpo_mvpo_advantage", True)
+    finally:
+        ray.shutdown()
