@@ -205,6 +205,8 @@ class TrainConfig:
         for i, t in enumerate(self.tasks):
             if isinstance(t, bool) or not isinstance(t, int) or t < 0:
                 raise ConfigError(f"tasks[{i}]: expected a task index >= 0, got {t!r}")
+        if not self.run_dir.strip():  # "" would write the run into the current folder
+            raise ConfigError("run_dir: empty; give an output folder such as runs/my-run")
         if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device):
             raise ConfigError(
                 f"device: expected auto, cpu, cuda, cuda:N or mps; got {self.device!r}"
@@ -450,12 +452,19 @@ def _parse_json(kind: type):
             value = json.loads(text)
         except json.JSONDecodeError:
             if kind is list:  # also accept "1,2,3"
-                return [
+                items = [
                     json.loads(x) if x.strip().lstrip("-").isdigit() else x
                     for x in text.split(",")
-                    if x
+                    if x.strip()
                 ]
+                if not items:  # "," or " ": not a silent "no list given"
+                    raise argparse.ArgumentTypeError(
+                        f"expected a list such as 1,8,13, got {text!r}"
+                    ) from None
+                return items
             raise argparse.ArgumentTypeError(f"expected JSON, got {text!r}") from None
+        if kind is list and isinstance(value, int) and not isinstance(value, bool):
+            return [value]  # "--tasks 7": a list of one
         if not isinstance(value, kind):
             raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {text!r}")
         return value

@@ -93,6 +93,12 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     )
     estimator = build_estimator(cfg)
     venv = make_venv(cfg, cfg.split, cfg.num_groups, cfg.group_size)
+    if cfg.tasks and max(cfg.tasks) >= venv.num_tasks:  # never a silently wrapped task
+        venv.close()
+        raise ConfigError(
+            f"tasks: {[t for t in cfg.tasks if t >= venv.num_tasks]} out of range; split "
+            f"{cfg.split!r} of {cfg.env_id} has {venv.num_tasks} tasks (0..{venv.num_tasks - 1})"
+        )
     gens = {
         "tasks": np.random.default_rng(cfg.seed),
         "actions": torch.Generator().manual_seed(cfg.seed),

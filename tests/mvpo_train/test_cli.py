@@ -185,3 +185,32 @@ def test_build_model_main(tmp_path, capsys):
     meta = json.loads((out / "mvpo_tiny_model.json").read_text())
     assert meta["spec"]["hidden_size"] == 32 and meta["vocab"] > 300
     assert "parameters" in capsys.readouterr().out
+
+
+def test_task_list_flag_forms_and_empty_run_dir(tmp_path, capsys, monkeypatch):
+    parse = build_parser().parse_args
+    assert parse(["--tasks", "7"]).tasks == [7]  # a list of one, as mvpo-eval --tasks 7
+    assert parse(["--tasks", "1,8"]).tasks == [1, 8]
+    assert parse(["--tasks", "[1, 8]"]).tasks == [1, 8]
+    with pytest.raises(ConfigError, match="expected a list such as 1,8,13"):
+        parse(["--tasks", ","])  # not a silent "all tasks"
+    with pytest.raises(ConfigError, match="run_dir: empty"):
+        TrainConfig(run_dir=" ")
+    monkeypatch.chdir(tmp_path)
+    assert train_main(["--run-dir", "", "--iterations", "1"]) == 2
+    assert "run_dir: empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written into the current folder
+
+
+def test_task_index_out_of_range_is_one_line_before_any_rollout(micro, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = [
+        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
+        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--tasks", "3,99",
+        "--env-kwargs", '{"preset": "mini"}',
+    ]  # fmt: skip
+    assert train_main(argv) == 2  # 99 % 48 would silently train on task 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tasks: [99] out of range" in err
+    assert not (run / "metrics.jsonl").exists()
