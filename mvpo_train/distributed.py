@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -55,6 +57,7 @@ __all__ = [
     "concat_batches",
     "gather_batch",
     "init_distributed",
+    "launch",
     "ppo_update_dp",
     "rank_generator",
     "sample_global_tasks",
@@ -63,6 +66,7 @@ __all__ = [
     "shutdown",
     "sync_gradients",
     "time_update",
+    "torchrun_command",
     "wrap_ddp",
 ]
 
@@ -102,6 +106,8 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
     local = int(os.environ.get("LOCAL_RANK", rank))
     if backend is None:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(local)  # one device per rank: "cuda" means cuda:LOCAL_RANK
     if not dist.is_initialized():
         dist.init_process_group(
             backend, rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s)
@@ -335,6 +341,47 @@ def check_same_weights(model: torch.nn.Module, ctx: DistContext) -> None:
         raise RuntimeError(f"data-parallel: rank(s) {odd} hold different weights than rank 0")
 
 
+# ------------------------------------------------------------------ launching
+
+
+def torchrun_command(nproc: int, argv: Sequence[str], port: int | None = None) -> list[str]:
+    """``torchrun`` (``python -m torch.distributed.run``) of ``mvpo-train argv`` with ``nproc``
+    processes on this machine, rendezvous on loopback."""
+    if nproc < 1:
+        raise ValueError(f"nproc must be at least 1, got {nproc}")
+    return [
+        sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}",
+        "--master-addr=127.0.0.1", f"--master-port={port or _free_port()}",
+        "-m", "mvpo_train.distributed", *argv,
+    ]  # fmt: skip
+
+
+def launch(nproc: int, argv: Sequence[str]) -> int:
+    """What ``mvpo-train --nproc N`` runs: :func:`torchrun_command`, its exit code."""
+    return subprocess.run(torchrun_command(nproc, argv)).returncode
+
+
+def _main(argv: Sequence[str]) -> int:
+    """Entry point of one torchrun process: ``mvpo-train`` with ``argv``.
+
+    Refuses to start several ranks unless the trainer calls this module (it says so with
+    ``SUPPORTS_DISTRIBUTED = True``): N independent trainings into one run folder would be
+    silently wrong.
+    """
+    from mvpo_train import trainer
+    from mvpo_train.cli import train_main
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not getattr(trainer, "SUPPORTS_DISTRIBUTED", False):
+        print(
+            f"mvpo-train: {world} ranks requested but this trainer does not run data-parallel "
+            "yet (mvpo_train.trainer.SUPPORTS_DISTRIBUTED is not set); run one process",
+            file=sys.stderr,
+        )
+        return 2
+    return train_main(list(argv))
+
+
 # ------------------------------------------------------------------ benchmark helper
 
 
@@ -419,3 +466,7 @@ def _synthetic_batch(policy: Any, groups: int, group_size: int, steps: int):
                 old.append(np.array([-np.log(4.0)]))
     extras = {"prompt_ids": prompt_ids, "cand_ids": cand_ids, "choice": choice}
     return StepBatch.from_steps(rows, extras=extras), old
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

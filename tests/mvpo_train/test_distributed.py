@@ -217,3 +217,29 @@ def test_global_tasks_are_the_trainers_draw(micro):
                 assert got == expected
         finally:
             venv.close()
+
+
+def test_torchrun_command_and_refusal_while_the_trainer_is_single_process():
+    cmd = D.torchrun_command(2, ["--iterations", "1"], port=29999)
+    assert cmd[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node=2"]
+    assert "--master-addr=127.0.0.1" in cmd and cmd[-4:] == [
+        "-m",
+        "mvpo_train.distributed",
+        "--iterations",
+        "1",
+    ]
+    with pytest.raises(ValueError, match="nproc"):
+        D.torchrun_command(0, [])
+    from mvpo_train import trainer
+
+    if getattr(trainer, "SUPPORTS_DISTRIBUTED", False):
+        pytest.skip("the trainer runs data-parallel: nothing to refuse")
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "0"}
+    out = subprocess.run(
+        [sys.executable, "-m", "mvpo_train.distributed", "--iterations", "1"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and "does not run data-parallel" in out.stderr
