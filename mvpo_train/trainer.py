@@ -685,6 +685,11 @@ def evaluate(
     venv = cache[key]
     n_all = venv.num_tasks if not max_tasks else min(max_tasks, venv.num_tasks)
     task_list = [int(t) for t in tasks] if tasks else list(range(n_all))
+    if any(not 0 <= t < venv.num_tasks for t in task_list):
+        raise ConfigError(
+            f"tasks: {[t for t in task_list if not 0 <= t < venv.num_tasks]} out of range; "
+            f"split {split!r} of {cfg.env_id} has {venv.num_tasks} tasks (0..{venv.num_tasks - 1})"
+        )
     n_tasks = len(task_list)
     if backend is None and cfg.action_mode == "generate":
         backend = make_backend("hf", policy, top_p=cfg.top_p)

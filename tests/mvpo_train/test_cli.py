@@ -214,3 +214,17 @@ def test_task_index_out_of_range_is_one_line_before_any_rollout(micro, tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tasks: [99] out of range" in err
     assert not (run / "metrics.jsonl").exists()
+
+
+def test_eval_task_index_out_of_range_is_one_line(micro, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = [
+        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
+        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--env-kwargs", '{"preset": "mini"}',
+    ]  # fmt: skip
+    assert train_main(argv) == 0
+    capsys.readouterr()
+    assert eval_main(["--run-dir", str(run), "--split", "eval", "--tasks", "1,500"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tasks: [500] out of range; split 'eval'" in err
