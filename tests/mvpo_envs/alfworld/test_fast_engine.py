@@ -6,7 +6,8 @@ and the whole info dict (admissible commands in order, ``state``, signature, mil
 must be equal, and so must the engines' own outputs (feedback, admissible list, won, facts,
 entity names) on garbled and inadmissible commands that the env would not pass on.
 The default run compares a few games; the ``slow`` test compares every bundled game (whatever
-``data/alfworld`` holds) and the real game of ``../shared/realdata`` when present.
+``data/alfworld`` holds) and the optional real ALFWorld samples (``$MVPO_REALDATA``, see
+tests/conftest.py) when present.
 """
 
 from __future__ import annotations
