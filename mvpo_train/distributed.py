@@ -116,7 +116,10 @@ def init_distributed(backend: str | None = None, timeout_s: float = 1800.0) -> D
 
 
 def shutdown(ctx: DistContext) -> None:
+    """Close the process group once every rank got here (a rank leaving early while a peer
+    still talks to it aborts gloo)."""
     if ctx.enabled and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -105,7 +105,7 @@ def _worker(rank: int, world: int, port: int, micro: str, out: str) -> None:
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
     )
-    ctx = D.init_distributed("gloo")
+    ctx = D.init_distributed("gloo", timeout_s=300)  # a stuck collective fails the test
     try:
         _iteration(ctx, micro, Path(out))
     finally:
