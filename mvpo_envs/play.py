@@ -40,12 +40,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def _seed(text: str) -> int:
+    """``--seed``: Gymnasium seeds are ints >= 0 (a negative one was a traceback at reset)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
+    return value
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = _Parser(
         prog="mvpo-play", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     p.add_argument("env_id", nargs="?", default="mvpo/ALFWorld-v0", help="environment id")
-    p.add_argument("--seed", type=int, default=0, help="task = seed mod number of tasks")
+    p.add_argument(
+        "--seed", type=_seed, default=0, help="task = seed mod number of tasks (an int >= 0)"
+    )
     p.add_argument("--split", default=None, help="data split (env-specific; default: env default)")
     p.add_argument("--data-dir", default=None, help="the benchmark's own data folder")
     p.add_argument("--preset", default=None, help="ALFWorld: bundled game set (e.g. mini)")

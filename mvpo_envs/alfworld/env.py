@@ -110,6 +110,8 @@ class AlfworldEnv(TextEnv):
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         self.protocol = protocol
         self._raw_action = ""
+        if isinstance(data_dir, str) and not data_dir.strip():  # not a silent "bundled data"
+            raise ValueError("data_dir is empty: give a folder, or omit it for the bundled data")
         data_dir = data_dir if data_dir is not None else user_real_data_dir()
         if data_dir:
             split_dir = real_split_dir(data_dir, split)

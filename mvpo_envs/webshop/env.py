@@ -173,6 +173,8 @@ class WebShopEnv(TextEnv):
             raise ValueError(f"reward must be one of {REWARD_RULES}, got {reward!r}")
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        if isinstance(data_dir, str) and not data_dir.strip():  # not a silent "bundled data"
+            raise ValueError("data_dir is empty: give a folder, or omit it for the bundled data")
         data_dir = data_dir if data_dir is not None else os.environ.get("WEBSHOP_DATA") or None
         self.data = load_data(data_dir, goal_source, products_file, num_products)
         self.split = split

@@ -36,3 +36,9 @@ def test_env_reset_checks_options():
     with pytest.raises(ValueError, match="unknown reset option"):
         env.reset(seed=0, options={"taskid": info["task_id"]})
     env.close()
+
+
+@pytest.mark.parametrize("env_id", ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0"])
+def test_empty_data_dir_is_an_error_not_the_bundled_data(env_id):
+    with pytest.raises(ValueError, match="data_dir is empty"):
+        gym.make(env_id, data_dir=" ")
