@@ -17,7 +17,8 @@ Abuse limits (each breach is a 4xx answer with a one-line reason; the server kee
 * ``Content-Length`` must be a non-negative integer (else ``400``), at most ``max_body`` bytes
   (``413``);
 * ``topk`` is at most ``max_topk`` (100), a request holds at most ``max_queries`` queries (1024)
-  of at most ``max_query_chars`` characters each (4096): else ``400``;
+  of at most ``max_query_chars`` characters each (16,384, the env's action-space bound): else
+  ``400``;
 * there is no server-wide lock: requests run in parallel in their own threads. A retriever
   whose :attr:`~mvpo_envs.searchqa.retrievers.base.Retriever.thread_safe` is false (the dense
   one: torch's thread count is process state) is called under its own lock, and the size limits
@@ -43,7 +44,9 @@ from mvpo_envs.searchqa.retrievers.base import Retriever
 MAX_BODY = 8 << 20
 MAX_TOPK = 100
 MAX_QUERIES = 1024
-MAX_QUERY_CHARS = 4096
+#: = the env's action-space bound (``TextEnv.max_text_length``): a query cut from any action in
+#: the space is served, as the env's local retriever would (4096 refused long agent queries)
+MAX_QUERY_CHARS = 16_384
 READ_TIMEOUT = 10.0
 EXIT_USER_ERROR = 2
 

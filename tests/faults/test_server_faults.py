@@ -126,7 +126,7 @@ def test_a_slow_client_does_not_block_others(bm25) -> None:
         ({"queries": ["x"], "topk": 0}, "topk"),
         ({"queries": ["x"], "topk": True}, "topk"),
         ({"queries": ["x"], "topk": "3"}, "topk"),
-        ({"queries": ["x" * 5000]}, "characters"),
+        ({"queries": ["x" * 16_385]}, "characters"),
         ({"queries": ["x"] * 2000}, "queries"),
         ({"queries": "x"}, "queries"),
         ([1, 2], "JSON object"),

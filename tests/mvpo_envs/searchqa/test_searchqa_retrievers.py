@@ -333,3 +333,22 @@ def test_golden_oracle_on_real_flashrag_files(realdata: Path, tmp_path: Path) ->
     results = [run_oracle(env, i) for i in range(len(env.unwrapped.items))]
     assert {r["kind"] for r in results} == {"golden"} and len(results) == 17
     assert all(r["steps"] <= 3 for r in results)
+
+
+def test_http_env_serves_a_long_agent_query_like_the_local_retriever(bm25: BM25Retriever) -> None:
+    """A search as long as the action space allows answers over HTTP as it does locally."""
+    from mvpo_envs.base import TextEnv
+    from mvpo_envs.searchqa.server import MAX_QUERY_CHARS
+
+    assert MAX_QUERY_CHARS >= TextEnv.max_text_length
+    query = ("Gilholm population " * 1000)[: TextEnv.max_text_length - len("<search></search>")]
+    action = f"<search>{query}</search>"
+    with RetrievalServer(bm25, port=0) as server:
+        remote = gym.make(
+            "mvpo/SearchQA-v0", retriever="http", retriever_kwargs={"url": server.url}
+        )
+        local = gym.make("mvpo/SearchQA-v0", retriever=bm25)
+        remote.reset(seed=1)
+        local.reset(seed=1)
+        obs = remote.step(action)[0]
+        assert "Doc 1" in obs and obs == local.step(action)[0]
