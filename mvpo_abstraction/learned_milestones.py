@@ -14,7 +14,8 @@ every observation mapped to a cluster id (the learned abstraction's k-means clus
    of ``n_boot`` bootstrap resamples of the episodes (seeded, hence deterministic): a
    conservative lower bound that penalises rare, noisy events.
 3. **Select** the ``top_k`` events with a positive score, best first (ties by name), skipping an
-   event whose occurrence pattern over the episodes equals one already selected.
+   event that occurs only in episodes where an already selected event occurs (a subset of its
+   occurrences: it adds no information).
 
 Names come from the content of the clusters, not from their ids: each cluster is named by its
 medoid observation (the fitted text nearest the centroid), ``visit:<first words>~<hash>``, so a
@@ -145,14 +146,14 @@ class MilestoneLearner:
         ]
         named.sort(key=lambda r: (-r[0], r[1]))
         chosen: list[Event] = []
-        patterns: set[bytes] = set()
+        kept: list[np.ndarray] = []
         for score, name, (kind, src, dst), support, j in named:
             if score <= 0.0 or len(chosen) >= self.top_k:
                 break
-            pattern = matrix[:, j].astype(bool).tobytes()
-            if pattern in patterns:
-                continue
-            patterns.add(pattern)
+            pattern = matrix[:, j].astype(bool)
+            if any(not (pattern & ~other).any() for other in kept):
+                continue  # occurs only where a chosen event occurs: adds no information
+            kept.append(pattern)
             chosen.append(Event(name, kind, int(dst), int(src), round(score, 6), support))
         return chosen
 

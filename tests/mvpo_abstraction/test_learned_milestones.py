@@ -35,6 +35,15 @@ def test_predictive_event_is_selected_and_uninformative_ones_are_not():
     same = {f"visit:{NAMES[3]}", f"visit:{NAMES[4]}", f"move:{NAMES[3]}>{NAMES[4]}"}
     assert len(same & set(names)) == 1
     assert all(e.score > 0 for e in events) and len(events) <= 3
+    # no chosen event occurs only where another chosen one does (e.g. move 2>3 after visit 3)
+    occ = MilestoneLearner().candidates(eps)
+    sets = [occ[(e.kind, e.src, e.dst)] for e in events]
+    assert not any(
+        i != j and not (sets[i] & ~sets[j]).any()
+        for i in range(len(sets))
+        for j in range(len(sets))
+    )
+    assert not any(n.startswith("move:") and n.endswith(NAMES[3]) for n in names)
 
 
 def test_tracker_semantics_start_cluster_never_counts():
