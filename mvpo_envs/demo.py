@@ -1,7 +1,8 @@
 """``mvpo-demo``: play a bundled game with a scripted agent and a random agent, print both.
 
-The scripted agent follows the game's verified walkthrough; the random agent picks seeded
-random admissible actions. Each step prints the action, the observation, the signature and
+Any of the three envs (``--env-id``, docs/environments.md). The scripted agent is the env's
+expert: ALFWorld's verified walkthrough, WebShop's scripted shopper, SearchQA's oracle; the
+random agent picks seeded random admissible actions. Each step prints the action, the observation, the signature and
 the milestones it fired.
 """
 
@@ -10,25 +11,61 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401
 
+#: default split per env id: the bundled held-out split of each env
+DEFAULT_SPLITS = {"mvpo/ALFWorld-v0": "eval", "mvpo/WebShop-v0": "test", "mvpo/SearchQA-v0": "test"}
+
+Chooser = Callable[[str, dict[str, Any], int], str]
+
+
+def scripted_chooser(env: gym.Env, task_index: int, info: dict[str, Any]) -> Chooser:
+    """The env's scripted expert for the task just reset: ALFWorld's verified walkthrough,
+    WebShop's expert (replayed from a separate copy of the env), SearchQA's oracle."""
+    base = env.unwrapped
+    if "gamefile" in info:  # ALFWorld
+        with open(info["gamefile"], encoding="utf-8") as f:
+            walkthrough = json.load(f)["walkthrough"]
+        return lambda obs, info, step: walkthrough[step]
+    if hasattr(base, "items"):  # SearchQA
+        from mvpo_envs.searchqa.oracle import OracleAgent
+
+        item = base.items[task_index]
+        agent = OracleAgent()
+        agent.reset(item.question, item.metadata, item.golden_answers)
+        return lambda obs, info, step: agent.act(obs)
+    if base.spec is not None and base.spec.id == "mvpo/WebShop-v0":
+        from mvpo_envs.webshop.expert import expert_episode
+
+        copy_env = gym.make(base.spec.id, **base.spec.kwargs)
+        _, actions = expert_episode(copy_env, task_index)
+        copy_env.close()
+        return lambda obs, info, step: actions[step] if step < len(actions) else "click[buy now]"
+    raise ValueError(f"mvpo-demo has no scripted agent for {base.spec.id if base.spec else env}")
+
 
 def run_episode(
     env: gym.Env, seed: int, policy: str, rng: np.random.Generator, write=print
 ) -> dict:
+    """Play one episode of task ``seed mod number of tasks`` with the ``"scripted"`` agent (see
+    :func:`scripted_chooser`) or the seeded ``"random"`` one; print it and return a summary."""
     obs, info = env.reset(seed=seed)
     write(f"--- {policy} agent, task {info['task_id']} ---\n{obs}\n")
-    walkthrough = (
-        json.loads(open(info["gamefile"]).read())["walkthrough"] if policy == "scripted" else []
-    )
+    if policy == "scripted":
+        choose = scripted_chooser(env, env.unwrapped.task_ids.index(info["task_id"]), info)
+    else:
+        choose = lambda obs, info, step: info["admissible_actions"][  # noqa: E731
+            int(rng.integers(len(info["admissible_actions"])))
+        ]
     total, step = 0.0, 0
     while True:
-        acts = info["admissible_actions"]
-        action = walkthrough[step] if policy == "scripted" else acts[int(rng.integers(len(acts)))]
+        action = choose(obs, info, step)
         obs, reward, terminated, truncated, info = env.step(action)
         total += reward
         step += 1
@@ -47,17 +84,35 @@ def run_episode(
     return summary
 
 
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mvpo-demo", description=__doc__.splitlines()[0])
-    p.add_argument("--env-id", default="mvpo/ALFWorld-v0")
-    p.add_argument("--split", default="eval")
-    p.add_argument("--seed", type=int, default=0, help="task = seed mod number of tasks")
+    p.add_argument("--env-id", default="mvpo/ALFWorld-v0", choices=sorted(DEFAULT_SPLITS))
+    p.add_argument("--split", default=None, help="default: the env's held-out split")
+    p.add_argument("--seed", type=_seed, default=0, help="task = seed mod number of tasks")
     args = p.parse_args(argv)
-    env = gym.make(args.env_id, split=args.split)
+    split = args.split if args.split is not None else DEFAULT_SPLITS[args.env_id]
+    try:
+        env = gym.make(args.env_id, split=split)
+    except (gym.error.Error, ValueError, TypeError, KeyError, OSError) as exc:
+        lines = str(exc).strip().splitlines()
+        print(f"mvpo-demo: error: {lines[0] if lines else type(exc).__name__}", file=sys.stderr)
+        return 2
     rng = np.random.default_rng(args.seed)
-    for policy in ("scripted", "random"):
-        run_episode(env, args.seed, policy, rng)
-    env.close()
+    try:
+        for policy in ("scripted", "random"):
+            run_episode(env, args.seed, policy, rng)
+    finally:
+        env.close()
     return 0
 
 

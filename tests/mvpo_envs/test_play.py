@@ -153,3 +153,34 @@ def test_demo_scripted_wins_and_random_runs():
     assert scripted["won"] and "goal_reached" in scripted["milestones"]
     rand = run_episode(env, 1, "random", np.random.default_rng(0), write=out.append)
     assert rand["steps"] <= 50 and not (rand["won"] and rand["steps"] < 3)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "split"), [("mvpo/WebShop-v0", "test"), ("mvpo/SearchQA-v0", "test")]
+)
+def test_demo_scripted_agent_of_each_env_wins(env_id, split):
+    env = gym.make(env_id, split=split)
+    out: list[str] = []
+    scripted = run_episode(env, 2, "scripted", np.random.default_rng(0), write=out.append)
+    assert scripted["won"] and scripted["return"] == 1.0
+    rand = run_episode(env, 2, "random", np.random.default_rng(0), write=out.append)
+    assert rand["steps"] >= 1 and out[-1].startswith("=== ")
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--seed", "-1"], "--seed: expected an int >= 0"),
+        (["--split", "nope"], "'nope'"),
+        (["--env-id", "mvpo/Nope-v0"], "invalid choice"),
+    ],
+)
+def test_demo_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    from mvpo_envs.demo import main as demo_main
+
+    with pytest.raises(SystemExit) as exc_info:
+        raise SystemExit(demo_main(argv))
+    assert exc_info.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
