@@ -91,6 +91,28 @@ def measure_iteration(name: str, warm_dir: Path, run_dir: Path, seed: int) -> di
             "steps": row["steps"], "success": row["success"]}  # fmt: skip
 
 
+def measure_learning(
+    name: str, warm_dir: Path, run_dir: Path, seed: int, iterations: int, groups: int,
+    episodes: int,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """``iterations`` GRPO iterations of ``groups`` x 8 x 50 on the whole train split from the
+    warm start, evaluated on ``valid_unseen`` (sampled, ``episodes`` per task) before and
+    after every ``iterations // 2`` iterations."""
+    cfg = config(
+        "encoder", seed=seed, num_groups=groups, group_size=8, iterations=iterations,
+        run_dir=str(run_dir), overwrite=True, save_every=0, record_every=0, estimator="grpo",
+        model=str(warm_dir), lr=1e-3, eval_every=max(iterations // 2, 1),
+        eval_split="valid_unseen", eval_episodes=episodes,
+    )  # fmt: skip
+    policy = load_policy(cfg)
+    start = evaluate(policy, cfg, episodes=episodes, seed=seed + 10_000)
+    out = [{"iteration": 0, "train_success": None, "valid_unseen": start["success"]}]
+    for r in train(cfg):
+        out.append({"iteration": r["iteration"], "train_success": r["success"],
+                    "valid_unseen": r.get("eval/success"), "seconds": r["time/total"]})  # fmt: skip
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--candidates", nargs="+", default=["lm", "encoder:0", "encoder:20"])
@@ -98,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iteration", nargs="*", default=[], help="candidates to time one iteration")
+    p.add_argument("--learn", default=None, help="candidate for a short learning run")
+    p.add_argument("--learn-iterations", type=int, default=8)
+    p.add_argument("--learn-groups", type=int, default=8)
     p.add_argument("--work", default="runs/policy_candidates", help="scratch folder")
     p.add_argument("--out", default=None, help="Markdown results file")
     args = p.parse_args(argv)
@@ -118,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         row["warm_start_s"] = warm
         rows.append(row)
         print(json.dumps(row), flush=True)
+        if args.out:  # after every stage: an interrupted run keeps what it measured
+            write_markdown(Path(args.out), rows, iters, args, len(demos or []))
     for name in args.iteration:
         warm_dir = work / name.replace(":", "-")
         if name != "lm":
@@ -126,12 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         it = measure_iteration(name, warm_dir, work / f"iter-{name.replace(':', '-')}", args.seed)
         iters.append(it)
         print(json.dumps(it), flush=True)
+        if args.out:
+            write_markdown(Path(args.out), rows, iters, args, len(demos or []))
+    learn: list[dict[str, Any]] = []
+    if args.learn:
+        warm_dir = work / args.learn.replace(":", "-")
+        policy = make_policy(args.learn, args.seed, embedder, demos)
+        policy.model.save_pretrained(warm_dir)
+        learn = measure_learning(
+            args.learn, warm_dir, work / "learn", args.seed, args.learn_iterations,
+            args.learn_groups, args.episodes,
+        )  # fmt: skip
+        print(json.dumps(learn), flush=True)
     if args.out:
-        write_markdown(Path(args.out), rows, iters, args, len(demos or []))
+        write_markdown(Path(args.out), rows, iters, args, len(demos or []), learn)
     return 0
 
 
-def write_markdown(path: Path, rows, iters, args, n_demos: int) -> None:
+def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=()) -> None:
     cmd = "python benchmarks/policy_candidates.py " + " ".join(sys.argv[1:])
     lines = [
         "# Policy candidates on ALFWorld-scale rooms (50-step episodes)",
@@ -169,6 +208,21 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int) -> None:
                 f"| {it.get('time/logp_ref', 0):.1f} | {it.get('time/advantage', 0):.2f} "
                 f"| {it.get('time/update', 0):.1f} | {it.get('time/total', 0):.1f} |"
             )
+    if learn:
+        lines += [
+            "",
+            f"Learning on the whole train split from `{args.learn}`: GRPO, "
+            f"{args.learn_groups} groups x 8 rollouts x 50 steps, lr 1e-3; `valid_unseen` "
+            f"success sampled, {args.episodes} episodes per task:",
+            "",
+            "| iteration | batch (train) success | valid_unseen success | seconds |",
+            "|---|---|---|---|",
+        ]
+        for r in learn:
+            tr = "" if r["train_success"] is None else f"{r['train_success']:.3f}"
+            vu = "" if r["valid_unseen"] is None else f"{r['valid_unseen']:.3f}"
+            sec = f"{r['seconds']:.0f}" if "seconds" in r else ""
+            lines.append(f"| {r['iteration']} | {tr} | {vu} | {sec} |")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
 

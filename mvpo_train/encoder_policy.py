@@ -448,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--env-id", default="mvpo/ALFWorld-v0")
     p.add_argument("--split", default="train", help="split whose expert plans are cloned")
     p.add_argument("--env-kwargs", type=json.loads, default={}, help="gym.make keywords (JSON)")
-    p.add_argument("--steps", type=int, default=40, help="behaviour-cloning steps (early stop)")
+    p.add_argument("--steps", type=int, default=200, help="behaviour-cloning steps (early stop)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--history-length", type=int, default=2)
