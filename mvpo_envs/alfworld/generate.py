@@ -527,8 +527,12 @@ def _split_sizes(text: str) -> dict[str, int]:
     sizes = {}
     for part in text.split(","):
         name, _, num = part.partition("=")
-        if not name or not num.isdigit():
+        if not name.strip() or not num.isdigit():
             raise argparse.ArgumentTypeError(f"bad split size {part!r}; use NAME=N")
+        if int(num) < 1 or name.strip() in sizes:  # an empty or twice-given split is a typo
+            raise argparse.ArgumentTypeError(
+                f"bad split size {part!r}: each split once, with at least 1 game"
+            )
         sizes[name.strip()] = int(num)
     return sizes
 
@@ -645,7 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(raw)
     if args.check:
-        problems = check_manifest(args.check)
+        if not Path(args.check).is_file():
+            parser.error(f"--check: no manifest file {args.check}")
+        try:
+            problems = check_manifest(args.check)
+        except (ValueError, KeyError, TypeError) as err:  # not JSON, or not a manifest
+            parser.error(f"--check: {args.check} is not a generator manifest ({err!r})")
         for line in problems:
             print(line, file=sys.stderr)
         print(f"{args.check}: {'OK' if not problems else f'{len(problems)} problem(s)'}")
@@ -662,6 +671,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for split in split_sizes:
             split_scene_pool(args.preset, split, args.eval_scenes)
+        unknown = [t for t in task_types if t not in TASK_TYPES]
+        if unknown or not task_types:
+            raise ValueError(f"--task-types: unknown {unknown}; known: {','.join(TASK_TYPES)}")
     except ValueError as err:
         parser.error(str(err))
     for split in split_sizes:

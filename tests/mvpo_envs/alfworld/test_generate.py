@@ -306,3 +306,31 @@ def test_format_matches_a_real_alfworld_game(realdata, fresh, engine):
     init = ours["pddl_problem"].split("(:init", 1)[1].split("(:goal", 1)[0]
     assert set(re.findall(r"\((\w+) ", init)) <= declared
     engine.play(str(real_dir / gen.GAME_FILE), real_game["walkthrough"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--split-sizes", "train=0"], "at least 1 game"),  # wrote an empty split, exit 0
+        (["--split-sizes", "train=2,train=3"], "each split once"),  # 2 silently dropped
+        (["--task-types", "nope"], "--task-types: unknown ['nope']"),  # was a traceback
+        (["--task-types", ","], "--task-types: unknown []"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_nothing_written(tmp_path, capsys, argv, needle):
+    out = tmp_path / "games"
+    with pytest.raises(SystemExit) as exc_info:
+        gen.main(["--out", str(out), "--preset", "mini", "--quiet", *argv])
+    assert exc_info.value.code == 2
+    assert needle in capsys.readouterr().err.splitlines()[-1]
+    assert not out.exists()
+
+
+def test_cli_check_of_a_missing_or_foreign_file_is_one_line(tmp_path, capsys):
+    for path, needle in [(tmp_path / "nope.json", "no manifest file"), (None, "not a generator")]:
+        if path is None:
+            path = tmp_path / "other.json"
+            path.write_text('{"a": 1}')
+        with pytest.raises(SystemExit) as exc_info:
+            gen.main(["--check", str(path)])
+        assert exc_info.value.code == 2 and needle in capsys.readouterr().err
