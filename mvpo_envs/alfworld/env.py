@@ -110,6 +110,11 @@ class AlfworldEnv(TextEnv):
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         self.protocol = protocol
         self._raw_action = ""
+        if isinstance(task_types, str) or not task_types:  # tuple("pick...") is its letters
+            raise ValueError(
+                f"task_types must be a non-empty list of task types, e.g. "
+                f"['pick_and_place_simple'], got {task_types!r}"
+            )
         if isinstance(data_dir, str) and not data_dir.strip():  # not a silent "bundled data"
             raise ValueError("data_dir is empty: give a folder, or omit it for the bundled data")
         data_dir = data_dir if data_dir is not None else user_real_data_dir()

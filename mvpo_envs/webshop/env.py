@@ -176,6 +176,20 @@ class WebShopEnv(TextEnv):
         if isinstance(data_dir, str) and not data_dir.strip():  # not a silent "bundled data"
             raise ValueError("data_dir is empty: give a folder, or omit it for the bundled data")
         data_dir = data_dir if data_dir is not None else os.environ.get("WEBSHOP_DATA") or None
+        for name, value, low in (
+            ("num_products", num_products, 1),
+            ("num_test_goals", num_test_goals, 0),
+        ):
+            if value is None and name == "num_products":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                # a negative count would slice from the end: silently other products or goals
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        if not data_dir and (num_products is not None or products_file is not None):
+            raise ValueError(
+                "num_products / products_file select WebShop's own files: give data_dir= (or "
+                "$WEBSHOP_DATA); the bundled catalog is used whole"
+            )
         self.data = load_data(data_dir, goal_source, products_file, num_products)
         self.split = split
         self.goal_source = goal_source

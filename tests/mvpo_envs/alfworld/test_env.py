@@ -288,3 +288,9 @@ def test_same_seed_same_trajectory(bundled_env):
         return trace
 
     assert play(11) == play(11)
+
+
+@pytest.mark.parametrize("task_types", ["pick_and_place_simple", [], ()])
+def test_task_types_must_be_a_non_empty_list(task_types):
+    with pytest.raises(ValueError, match="task_types must be a non-empty list"):
+        gym.make("mvpo/ALFWorld-v0", task_types=task_types)

@@ -273,3 +273,19 @@ def test_webshop_data_env_variable(real_dir, monkeypatch):
 def test_missing_data_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="items_shuffle"):
         load_data_dir(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"num_products": -1}, "num_products must be an int >= 1"),  # raw[:-1] dropped one
+        ({"num_products": 0}, "num_products must be an int >= 1"),
+        ({"num_test_goals": -1}, "num_test_goals must be an int >= 0"),  # test = all but one
+        ({"num_products": 10}, "give data_dir="),  # the bundled catalog silently ignored it
+        ({"products_file": "x.json"}, "give data_dir="),
+    ],
+)
+def test_counts_and_file_options_are_checked(kwargs, needle, monkeypatch):
+    monkeypatch.delenv("WEBSHOP_DATA", raising=False)
+    with pytest.raises(ValueError, match=needle):
+        WebShopEnv(**kwargs)
