@@ -40,9 +40,15 @@ def state_from_facts(
     went to (``"middle of room"`` at the start). Objects "in reach" are those in receptacles at
     the agent's location that are open or not openable — exactly what ``take`` can reach.
     """
-    by_pred: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-    for fact in facts:
-        by_pred[fact.name].append(tuple(v.name for v in fact.arguments))
+    grouped = getattr(facts, "grouped", None)
+    if grouped is not None and len(grouped.get("atlocation", ())) <= 1:
+        # the native engine's facts come grouped (docs/alfworld_engine.md, "Speed"); with one
+        # agent nothing below depends on the facts' order, so the grouping gives the same dict
+        by_pred = defaultdict(tuple, grouped)
+    else:
+        by_pred = defaultdict(list)
+        for fact in facts:
+            by_pred[fact.name].append(tuple(v.name for v in fact.arguments))
 
     agent_loc = next((args[1] for args in by_pred["atlocation"]), None)
     receps_here = sorted(
@@ -66,13 +72,15 @@ def state_from_facts(
     object_states = {n: sorted(v) for n, v in sorted(flags.items())}
     lamp_on = any(object_kind(n) in LAMP_TYPES and "on" in v for n, v in object_states.items())
 
-    placed = sorted(
-        names.get(o, o)
-        for o, r in in_recep
-        if goal.get("object")
-        and object_kind(names.get(o, o)) == goal["object"]
-        and object_kind(names.get(r, r)) == goal.get("receptacle")
-    )
+    placed = []
+    if goal.get("object"):
+        target, target_recep = goal["object"], goal.get("receptacle")
+        placed = sorted(
+            names.get(o, o)
+            for o, r in in_recep
+            if object_kind(names.get(o, o)) == target
+            and object_kind(names.get(r, r)) == target_recep
+        )
     return {
         "observation": observation,
         "location": location,

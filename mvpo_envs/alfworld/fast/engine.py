@@ -214,7 +214,7 @@ class FastEngine:
         self._commands = dict(commands)
         self._won = step.won
         return FastStep(
-            step.feedback, step.won, list(step.admissible), self._store.facts(), game.names
+            step.feedback, step.won, list(step.admissible), self._store.fact_list(), game.names
         )
 
     def step(self, command: str) -> FastStep:
@@ -292,7 +292,7 @@ class FastEngine:
             feedback=feedback,
             won=self._won,
             admissible=sorted(commands),
-            facts=store.facts(),
+            facts=store.fact_list(),
             entity_names=game.names,
         )
 

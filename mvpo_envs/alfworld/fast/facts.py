@@ -71,6 +71,17 @@ def parse_query(text: str) -> tuple[Literal, ...]:
     return tuple(literals)
 
 
+class FactList(list):
+    """The fact list of one step plus ``grouped``: predicate -> frozenset of argument tuples,
+    a snapshot of the same facts (``state_from_facts`` reads it instead of regrouping)."""
+
+    __slots__ = ("grouped",)
+
+    def __init__(self, facts, grouped: dict[str, frozenset[tuple[str, ...]]]):
+        super().__init__(facts)
+        self.grouped = grouped
+
+
 class FactStore:
     """Facts as tuples ``(predicate, arg, ...)`` with per-predicate and per-argument indexes."""
 
@@ -85,6 +96,8 @@ class FactStore:
         self.versions: dict[str, int] = defaultdict(int)
         #: predicates that may change (``copy`` shares the index sets of all the others)
         self.mutable: frozenset[str] | None = None
+        #: predicate -> frozenset of its argument tuples, dropped when the predicate changes
+        self._frozen: dict[str, frozenset[tuple[str, ...]]] = {}
 
     # -- contents -------------------------------------------------------------------------------
     def copy(self) -> FactStore:
@@ -108,6 +121,7 @@ class FactStore:
         new._signatures = defaultdict(set, {k: set(v) for k, v in self._signatures.items()})
         new.versions = defaultdict(int, self.versions)
         new.mutable = mutable
+        new._frozen = dict(self._frozen)
         return new
 
     def var(self, name: str) -> Var:
@@ -125,6 +139,7 @@ class FactStore:
         if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
             raise ValueError(f"fact store: {pred!r} was declared constant")
         self.versions[pred] += 1
+        self._frozen.pop(pred, None)
         self._by_pred[pred].add(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].add(args)
@@ -138,6 +153,7 @@ class FactStore:
         if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
             raise ValueError(f"fact store: {pred!r} was declared constant")
         self.versions[pred] += 1
+        self._frozen.pop(pred, None)
         self._by_pred[pred].discard(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].discard(args)
@@ -157,6 +173,18 @@ class FactStore:
 
     def facts(self) -> list[Fact]:
         return list(self._facts.values())
+
+    def fact_list(self) -> FactList:
+        """:meth:`facts` with a snapshot of the grouping (:class:`FactList`)."""
+        frozen = self._frozen
+        grouped = {}
+        for p, v in self._by_pred.items():
+            f = frozen.get(p)
+            if f is None:
+                f = frozen[p] = frozenset(v)
+            if f:
+                grouped[p] = f
+        return FactList(self._facts.values(), grouped)
 
     def by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
         """Predicate -> argument tuples of its facts (the facts grouped, without building them)."""
