@@ -19,6 +19,10 @@ that a credit-assignment library cannot live with, and what this module does ins
   healthy but slow call too. ``close()`` returns within ``close_timeout`` seconds in every
   case: healthy workers get the ``close`` command, the rest are killed, every process is
   joined (no orphans).
+* **An env's own error keeps the worker.** Gymnasium shuts down a worker whose env raised (a
+  non-string action, ``step`` before ``reset``), leaving the vector env unusable; here the
+  error is raised in the parent as itself (the lowest worker's, as a sync env raises the
+  first env's) and every worker stays ready for the next call, as in a sync env.
 
 The worker speaks Gymnasium's pipe protocol (``reset``, ``reset-noop``, ``step``, ``close``,
 ``_call``, ``_setattr``, ``_check_spaces``), so the parent is Gymnasium's own class with two
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import pickle
 import signal
 import sys
 import time
@@ -215,6 +220,20 @@ class TextAsyncVectorEnv(AsyncVectorEnv):
                 return False
         return True
 
+    def _raise_if_errors(self, successes: Any) -> None:
+        """Raise a worker's error as itself, keeping every worker (as a sync env would).
+
+        Gymnasium shuts down a worker whose env raised, so one bad action left the vector env
+        broken (``'NoneType' object has no attribute 'send'`` on the next call); here the
+        worker reported the error and waits for the next command.
+        """
+        successes = list(successes)
+        if all(successes):
+            return
+        errors = [self.error_queue.get() for _ in range(len(successes) - sum(successes))]
+        self._state = AsyncState.DEFAULT
+        raise min(errors, key=lambda e: e[0])[2]
+
     # -- waits that name a dead worker -----------------------------------------------------------
     def reset_async(self, *args: Any, **kwargs: Any) -> None:
         with self._naming_dead_workers("reset"):
@@ -326,6 +345,9 @@ def text_env_worker(
             if permit:
                 semaphore.acquire()
             try:
+                if command == "close":
+                    pipe.send((None, True))
+                    break
                 if command == "reset":
                     observation, info = env.reset(**data)
                     reset_next = False
@@ -339,9 +361,6 @@ def text_env_worker(
                         reset_next = bool(terminated or truncated)
                     obs_out = _publish(env, index, observation, shared_memory)
                     result = (obs_out, reward, terminated, truncated, info)
-                elif command == "close":
-                    pipe.send((None, True))
-                    break
                 elif command == "_call":
                     name, args, kwargs = data
                     if name in ("reset", "step", "close", "_setattr", "_check_spaces"):
@@ -363,6 +382,16 @@ def text_env_worker(
                     result = (same_obs, single_action_space == env.action_space)
                 else:
                     raise RuntimeError(f"unknown command {command!r} sent to worker {index}")
+            except Exception:  # the env's own error (a bad action, ...): report it, stay alive
+                error_type, error_value, _ = sys.exc_info()
+                try:
+                    pickle.dumps(error_value)
+                except Exception:  # an unpicklable error would never reach the parent
+                    error_type = RuntimeError
+                    error_value = RuntimeError(f"{type(error_value).__name__}: {error_value}")
+                error_queue.put((index, error_type, error_value, traceback.format_exc()))
+                pipe.send((None, False))
+                continue
             finally:
                 if permit:
                     semaphore.release()

@@ -230,3 +230,24 @@ def test_trainer_with_a_killed_env_worker_then_resume_matches_sync(tmp_path, tra
     name = f"iter-{iterations:06d}"
     weights = (run / "checkpoints" / name / "model.safetensors").read_bytes()
     assert weights == (reference / "checkpoints" / name / "model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_after_an_env_error_the_vector_env_still_works_like_sync(mode):
+    """Gymnasium shut down the worker that raised: the next call failed with
+    ``'NoneType' object has no attribute 'send'``. Async now behaves as sync does."""
+    venv = GroupedVectorEnv("mvpo/SearchQA-v0", 1, 2, vectorization_mode=mode)
+    pids = [p.pid for p in venv.env.processes] if mode == "async" else []
+    with pytest.raises(gym.error.ResetNeeded):
+        venv.step(["<search> a </search>"] * 2)  # step before reset
+    obs, _ = venv.reset_groups([0])
+    with pytest.raises(TypeError, match="expects a text action"):
+        venv.step(["<search> a </search>", 2])
+    venv.reset_groups([0])
+    obs, rewards, *_ = venv.step(["<search> Zandyne Mills </search>"] * 2)
+    assert obs[0] == obs[1] and "<information>" in obs[0]
+    if mode == "async":
+        assert all(p.is_alive() for p in venv.env.processes)
+        _close_and_check(venv, pids)
+    else:
+        venv.close()
