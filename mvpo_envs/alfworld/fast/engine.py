@@ -68,7 +68,22 @@ class Game:
     command_text: dict = field(default_factory=dict)
     #: (agent, location) -> {"go to ..." text: grounding}
     goto_commands: dict = field(default_factory=dict)
+    #: memo of the state-determined outputs (docs/alfworld_engine.md, "Speed"): each fact of a
+    #: changing predicate gets a bit; a state is the int of its facts' bits, an exact key
+    bits: dict = field(default_factory=dict)
+    #: state -> (command table, sorted admissible tuple, won)
+    states: dict = field(default_factory=dict)
+    #: (state after the action, grounding) -> feedback text
+    feedbacks: dict = field(default_factory=dict)
+    #: grounding -> its effects as (atom, positive, bit of the atom, bit of its negation)
+    effects: dict = field(default_factory=dict)
 
+
+#: entries (states + feedbacks) the memos of all cached games may hold before they are cleared
+MEMO_LIMIT = 32_768
+#: ``False`` turns the memo off (every state derived anew; the benchmark's "cold" line)
+MEMO_ENABLED = True
+_memo_entries = 0
 
 _LOGICS: OrderedDict[str, Logic] = OrderedDict()
 _GAMES: OrderedDict[tuple[str, str], Game] = OrderedDict()
@@ -129,6 +144,24 @@ def _check_negations(query) -> None:
             )
 
 
+def _bit(game: Game, key: tuple[str, ...]) -> int:
+    bit = game.bits.get(key)
+    if bit is None:
+        bit = game.bits[key] = 1 << len(game.bits)
+    return bit
+
+
+def _memo_room(n: int) -> None:
+    """Count ``n`` new memo entries; clear every game's memo past :data:`MEMO_LIMIT`."""
+    global _memo_entries
+    _memo_entries += n
+    if _memo_entries > MEMO_LIMIT:
+        for game in _GAMES.values():
+            game.states.clear()
+            game.feedbacks.clear()
+        _memo_entries = n
+
+
 def load_game(data: dict) -> Game:
     """Parse a game's data once per process (cached by content)."""
     key = (_digest(data["pddl_domain"] + data["grammar"]), _digest(data["pddl_problem"]))
@@ -176,8 +209,8 @@ class FastEngine:
         self._loaded: str | None = None
         self._store: FactStore | None = None
         self._commands: dict[str, Grounding] = {}
-        self._won_key: tuple | None = None
         self._won = False
+        self._state = 0
         self.moves = 0
 
     @property
@@ -202,16 +235,20 @@ class FastEngine:
     def reset(self) -> FastStep:
         game = self.game
         self._store = game.initial.copy()
-        self._won_key = None
         self.moves = 0
         if game.start is None:
+            mutable = game.initial.mutable or frozenset()
+            self._state = 0
+            for key in game.initial.keys():
+                if key[0] in mutable or key[0].startswith("not_"):
+                    self._state |= _bit(game, key)
             # the intro and the first admissible list depend only on the initial state
             feedback = game.logic.grammar.derive("#intro#", self._store, game.entities, {})
             step = self._pack(feedback)
-            game.start = (step, dict(self._commands), self._won_key)
+            game.start = (step, self._commands, self._state)
             return step
-        step, commands, self._won_key = game.start
-        self._commands = dict(commands)
+        step, commands, self._state = game.start
+        self._commands = commands
         self._won = step.won
         return FastStep(
             step.feedback, step.won, list(step.admissible), self._store.fact_list(), game.names
@@ -225,14 +262,30 @@ class FastEngine:
         if grounding is None:
             return self._pack(NOTHING_HAPPENS)
         game = self.game
-        name, args = grounding
-        for atom, positive in game.model.effects(name, args):
-            self._store.apply(atom, positive)
+        effects = game.effects.get(grounding)
+        if effects is None:
+            effects = game.effects[grounding] = tuple(
+                (atom, positive, _bit(game, atom), _bit(game, ("not_" + atom[0],) + atom[1:]))
+                for atom, positive in game.model.effects(*grounding)
+            )
+        state = self._state
+        store = self._store
+        for atom, positive, bit, neg_bit in effects:
+            # as FactStore.apply: a positive effect adds p(x) and drops not_p(x), and back
+            store.apply(atom, positive)
+            state = (state | bit) & ~neg_bit if positive else (state | neg_bit) & ~bit
+        self._state = state
         self.moves += 1
-        text = game.logic.texts[name]
-        feedback = game.logic.grammar.derive(
-            text.feedback, self._store, game.entities, self._mapping(grounding)
-        )
+        key = (state, grounding)
+        feedback = game.feedbacks.get(key) if MEMO_ENABLED else None
+        if feedback is None:
+            text = game.logic.texts[grounding[0]]
+            feedback = game.logic.grammar.derive(
+                text.feedback, store, game.entities, self._mapping(grounding)
+            )
+            if MEMO_ENABLED:
+                game.feedbacks[key] = feedback
+                _memo_room(1)
         return self._pack(feedback)
 
     # -- helpers --------------------------------------------------------------------------------
@@ -256,6 +309,26 @@ class FastEngine:
         return text
 
     def _pack(self, feedback: str) -> FastStep:
+        game = self.game
+        store = self._store
+        assert store is not None
+        memo = game.states.get(self._state) if MEMO_ENABLED else None
+        if memo is None:
+            memo = self._compute_state()
+            if MEMO_ENABLED:
+                game.states[self._state] = memo
+                _memo_room(1)
+        self._commands, admissible, self._won = memo
+        return FastStep(
+            feedback=feedback,
+            won=self._won,
+            admissible=list(admissible),
+            facts=store.fact_list(),
+            entity_names=game.names,
+        )
+
+    def _compute_state(self) -> tuple[dict[str, Grounding], tuple[str, ...], bool]:
+        """The command table, the sorted admissible commands and ``won`` of the current state."""
         game = self.game
         store = self._store
         assert store is not None
@@ -284,17 +357,7 @@ class FastEngine:
                     f"command {text!r} names two actions with different effects "
                     f"({first[0]}{first[1]} and {grounding[0]}{grounding[1]})"
                 )
-        self._commands = commands
-        key = tuple(store.versions[p] for p in game.goal.predicates)
-        if key != self._won_key:
-            self._won, self._won_key = game.goal.holds(store), key
-        return FastStep(
-            feedback=feedback,
-            won=self._won,
-            admissible=sorted(commands),
-            facts=store.fact_list(),
-            entity_names=game.names,
-        )
+        return commands, tuple(sorted(commands)), game.goal.holds(store)
 
     def facts_by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
         """The current facts grouped by predicate (raw ids), without building fact objects:

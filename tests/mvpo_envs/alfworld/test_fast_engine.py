@@ -254,3 +254,47 @@ def test_fast_engine_matches_pddl_engine_everywhere(capsys):
             f"game files and {len(real)} real ones"
         )
     assert total >= 20_000
+
+
+# -- the memo and the grouped facts change no output (docs/alfworld_engine.md, "Speed") ----------
+def _play_fast(game: Path, seed: int, steps: int) -> list[tuple]:
+    """Two seeded random episodes (~10% garbled) of a fresh engine; every output and the
+    ``info["state"]`` built from the grouped facts and from the plain fact list."""
+    from mvpo_envs.alfworld.state import state_from_facts
+
+    engine, rng, out = FastEngine(), random.Random(seed), []
+    engine.load(game)
+    goal = {"object": "apple", "receptacle": "fridge"}
+    for _ in range(2):
+        step = engine.reset()
+        for _ in range(steps):
+            adm = step.admissible
+            cmd = _garbled(rng, adm) if rng.random() < 0.1 else rng.choice(adm)
+            step = engine.step(cmd)
+            args = (step.entity_names, "x", goal, step.feedback)
+            grouped = state_from_facts(step.facts, *args)
+            assert grouped == state_from_facts(list(step.facts), *args), cmd
+            out.append(
+                (cmd, step.feedback, tuple(step.admissible), step.won, _facts(step), grouped)
+            )
+    return out
+
+
+def test_memo_and_grouped_facts_change_no_output(monkeypatch):
+    from mvpo_envs.alfworld.fast import engine as fast_engine
+
+    game = sorted((project_data_dir() / "alfworld" / "alfworld").rglob("game.tw-pddl"))[0]
+    monkeypatch.setattr(fast_engine, "MEMO_ENABLED", False)
+    cold = _play_fast(game, seed=3, steps=40)
+    loaded = fast_engine.load_game(read_game(game))
+    assert not loaded.states and not loaded.feedbacks
+    monkeypatch.setattr(fast_engine, "MEMO_ENABLED", True)
+    assert _play_fast(game, seed=3, steps=40) == cold  # filling the memo
+    assert loaded.states and loaded.feedbacks
+    assert _play_fast(game, seed=3, steps=40) == cold  # replayed from the memo
+    # past the limit every game's memo is cleared, and the outputs stay the same
+    monkeypatch.setattr(fast_engine, "MEMO_LIMIT", 5)
+    loaded.states.clear()
+    loaded.feedbacks.clear()
+    assert _play_fast(game, seed=3, steps=40) == cold
+    assert len(loaded.states) + len(loaded.feedbacks) <= 5
