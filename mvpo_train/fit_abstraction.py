@@ -6,8 +6,9 @@ docs/abstractions.md ("Fit and use")::
     python -c "import gymnasium as gym, mvpo_envs; \
         gym.make('mvpo/ALFWorld-v0', abstraction='learned:runs/abs-alfworld')"
 
-The rollouts come from a seeded random policy over ``info["admissible_actions"]``; episode
-``i`` resets with ``seed + i``. Nothing here knows a specific environment: it reads the
+The rollouts come from a seeded random policy over ``info["admissible_actions"]`` (episode
+``i`` resets with ``seed + i``) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
+``mvpo-train`` run (its config decides env keywords, prompt and action mode). Nothing here knows a specific environment: it reads the
 gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
 """
 
@@ -69,6 +70,61 @@ def random_rollouts(
     return out, returns
 
 
+def policy_rollouts(
+    run_dir: str | Path, env_id: str, episodes: int, seed: int = 0
+) -> tuple[list[Episode], list[float]]:
+    """``episodes`` episodes of the policy of a ``mvpo-train`` run (its latest complete
+    checkpoint, its config: env keywords, prompt, action mode), tasks drawn with ``seed``.
+
+    States are the observations the policy acted on (``{"observation": text}``, from the
+    rollout's ``anchor`` column); returns are the env rewards (without format penalties).
+    """
+    import torch
+
+    from mvpo_train.checkpoint import complete_checkpoints, load_model_weights
+    from mvpo_train.config import TrainConfig, load_config
+    from mvpo_train.prompts import get_template
+    from mvpo_train.rollout import RolloutCollector
+    from mvpo_train.trainer import _make_backend, load_policy, make_venv, rollout_config
+
+    run = Path(run_dir)
+    if not (run / "config.yaml").is_file():
+        raise FileNotFoundError(f"--policy {run}: not a mvpo-train run folder (no config.yaml)")
+    cfg = TrainConfig(**load_config(run / "config.yaml"))
+    if cfg.env_id != env_id:
+        raise ValueError(f"--policy {run}: the run trained on {cfg.env_id}, not {env_id}")
+    ckpts = complete_checkpoints(run)
+    if not ckpts:
+        raise FileNotFoundError(f"--policy {run}: no complete checkpoint in {run}/checkpoints")
+    policy = load_policy(cfg)
+    load_model_weights(policy.model, ckpts[-1][1])
+    policy.model.eval()
+    venv = make_venv(cfg, cfg.split, episodes, 1)
+    try:
+        rng = np.random.default_rng(seed)
+        tasks = [int(x) for x in rng.integers(venv.num_tasks, size=episodes)]
+        collector = RolloutCollector(
+            venv,
+            policy,
+            get_template(cfg.env_id, cfg.prompt_style),
+            rollout_config(cfg),
+            _make_backend(cfg, policy),
+            torch.Generator().manual_seed(seed),
+        )
+        batch = collector.collect(tasks)
+    finally:
+        venv.close()
+    traj, t = np.asarray(batch.traj), np.asarray(batch.t)
+    reward = np.asarray(batch.extras["env_reward"], dtype=np.float64)
+    order = np.lexsort((t, traj))
+    out, returns = [], []
+    for i in np.unique(traj):
+        rows = order[traj[order] == i]
+        out.append([{"observation": str(batch.anchor[r])} for r in rows])
+        returns.append(float(reward[rows].sum()))
+    return out, returns
+
+
 def fit_abstraction(
     env_id: str,
     episodes: int,
@@ -85,12 +141,10 @@ def fit_abstraction(
     model_path: str | None = None,
 ) -> EmbeddingClusterAbstraction:
     """Collect, fit, save to ``out``; returns the fitted abstraction."""
-    if policy != "random":
-        raise ValueError(
-            f"--policy {policy!r}: only 'random' is implemented; to fit on a trained policy's "
-            "rollouts use the trainer's refit (docs/abstractions.md, 'In the trainer')"
-        )
-    eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps)
+    if policy == "random":
+        eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps)
+    else:
+        eps, returns = policy_rollouts(policy, env_id, episodes, seed)
     if milestones == "rules":
         milestones = gym.make(env_id, **(env_kwargs or {})).unwrapped.abstraction.name
     learner = MilestoneLearner(top_k=top_k, min_support=min_support, seed=seed)
@@ -120,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("env_id", help="gymnasium id, e.g. mvpo/ALFWorld-v0")
     p.add_argument("--episodes", type=int, required=True)
-    p.add_argument("--policy", default="random", help="random (only this one for now)")
+    p.add_argument(
+        "--policy", default="random", help="'random' or a mvpo-train run folder (its checkpoint)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="folder to write (abstraction.json, .npy)")
     p.add_argument("--k", type=int, default=32, help="number of observation clusters")

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import mvpo_envs  # noqa: F401
-from mvpo_train.fit_abstraction import main, random_rollouts
+from mvpo_train.fit_abstraction import main, policy_rollouts, random_rollouts
 
 ENVS = ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0", "mvpo/SearchQA-v0"]
 
@@ -43,7 +43,31 @@ def test_errors_are_one_clear_line(tmp_path, capsys):
     # a random policy never answers right: no event can predict success
     assert main(base) == 2
     assert "same outcome" in capsys.readouterr().err
-    assert main([*base, "--policy", "runs/some-run"]) == 2
-    assert "only 'random'" in capsys.readouterr().err
+    assert main([*base, "--policy", str(tmp_path / "no-run")]) == 2
+    assert "not a mvpo-train run folder" in capsys.readouterr().err
     assert main([*base, "--env-kwargs", "{bad"]) == 2
     assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+def test_fit_on_a_trained_runs_rollouts(micro, tmp_path, capsys):
+    from mvpo_train.config import TrainConfig
+    from mvpo_train.trainer import train
+
+    run = tmp_path / "run"
+    train(
+        TrainConfig(
+            run_dir=str(run), model=str(micro), device="cpu", threads=1, progress=False,
+            tensorboard=False, num_groups=1, group_size=2, max_steps=3, iterations=1,
+            micro_batch_size=16, save_every=0, tasks=[13], env_kwargs={"preset": "mini"},
+        )
+    )  # fmt: skip
+    eps, rets = policy_rollouts(run, "mvpo/ALFWorld-v0", 4, seed=0)
+    assert len(eps) == 4 and len(rets) == 4
+    assert all(1 <= len(ep) <= 3 for ep in eps)  # max_steps=3 of the run's config
+    assert eps == policy_rollouts(run, "mvpo/ALFWorld-v0", 4, seed=0)[0]  # seeded
+    out = tmp_path / "abs"
+    args = ["mvpo/ALFWorld-v0", "--episodes", "4", "--k", "2", "--milestones", "rules"]
+    assert main([*args, "--policy", str(run), "--out", str(out)]) == 0
+    assert '"policy": "' + str(run) in (out / "abstraction.json").read_text()
+    assert main(["mvpo/WebShop-v0", "--episodes", "2", "--policy", str(run), "--out", "x"]) == 2
+    assert "trained on mvpo/ALFWorld-v0" in capsys.readouterr().err
