@@ -63,6 +63,15 @@ def _clear_fast_caches() -> None:
     fast_engine._LOGICS.clear()
 
 
+def memo_off(run, *args):
+    """``run(*args)`` with the fast engine's state memo off: every state derived anew."""
+    fast_engine.MEMO_ENABLED = False
+    try:
+        return run(*args)
+    finally:
+        fast_engine.MEMO_ENABLED = True
+
+
 def play_engine(make, games, extra: int, episodes: int, reload_each_reset: bool = False):
     """One engine over the script. Returns trace, #steps, step time, warm-reset times and
     first-load times (load + first reset of a game)."""
@@ -202,15 +211,20 @@ def main(argv: list[str] | None = None) -> None:
     own = play_engine(lambda: AlfworldEngine(cached=False), games, args.extra, 1, True)
     pddl = play_engine(lambda: AlfworldEngine(cached=True), games, args.extra, args.episodes)
     _clear_fast_caches()
+    cold = memo_off(play_engine, FastEngine, games, args.extra, args.episodes)
+    _clear_fast_caches()
     fast = play_engine(FastEngine, games, args.extra, args.episodes)
     n_own = len(own[0])
-    identical = own[0] == pddl[0][:n_own] == fast[0][:n_own] and pddl[0] == fast[0]
+    identical = own[0] == pddl[0][:n_own] == fast[0][:n_own] and pddl[0] == fast[0] == cold[0]
 
     # 2. through the env wrapper
     _clear_fast_caches()
     env_pddl = play_env("pddl", games, args.extra, args.episodes, env_kwargs)
+    _clear_fast_caches()
+    env_cold = memo_off(play_env, "fast", games, args.extra, args.episodes, env_kwargs)
+    _clear_fast_caches()
     env_fast = play_env("fast", games, args.extra, args.episodes, env_kwargs)
-    env_identical = env_pddl[0] == env_fast[0]
+    env_identical = env_pddl[0] == env_fast[0] == env_cold[0]
 
     # 3. memory per env
     mem_fast = memory_per_env("fast", games, 32, env_kwargs)
@@ -226,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
                 preset,
                 ents,
                 engine_speed(FastEngine, sgames, 4 * args.extra, seed=1),
+                memo_off(engine_speed, FastEngine, sgames, 4 * args.extra, 1),
                 engine_speed(lambda: AlfworldEngine(cached=True), sgames, args.extra, seed=1),
             )
         )
@@ -265,6 +280,14 @@ def main(argv: list[str] | None = None) -> None:
         f"{ms(pddl[3]):.2f} | {ms(pddl[4]):.0f} |",
         f"| **fast** | **{fast[1] / fast[2]:.0f}** | **{fast[1] / fast[2] / own_sps:.0f}x** | "
         f"{ms(fast[3]):.3f} | {ms(fast[4]):.1f} |",
+        f"| fast, memo off | {cold[1] / cold[2]:.0f} | {cold[1] / cold[2] / own_sps:.0f}x | "
+        f"{ms(cold[3]):.3f} | {ms(cold[4]):.1f} |",
+        "",
+        "fast = the default: each game's outputs that depend only on the state (command table, "
+        "admissible list, `won`; feedback per state and action) are kept in an exact memo "
+        "shared by the process's engines, so states met again (the second pass here, the "
+        "episodes of a group on one game) cost a lookup. memo off = every state derived anew "
+        "(`fast_engine.MEMO_ENABLED = False`), the cost of a state never seen.",
         "",
         '## Single env, through `gym.make("mvpo/ALFWorld-v0", engine=...)`',
         "",
@@ -275,6 +298,7 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---:|---:|",
         f"| pddl | {env_pddl[1]:.1f} | {env_pddl[2]:.1f} |",
         f"| fast | {env_fast[1]:.1f} | {env_fast[2]:.1f} |",
+        f"| fast, memo off | {env_cold[1]:.1f} | {env_cold[2]:.1f} |",
         "",
         "## Memory per env (each env reset on a game)",
         "",
@@ -285,9 +309,10 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "## Cost against room size (engine level, random admissible actions)",
         "",
-        "| bundled preset | objects + receptacles per game (mean) | fast steps/s | pddl steps/s |",
-        "|---|---:|---:|---:|",
-        *[f"| {p_} | {e:.0f} | {f:.0f} | {d:.1f} |" for p_, e, f, d in sizes],
+        "| bundled preset | objects + receptacles per game (mean) | fast steps/s "
+        "| fast, memo off | pddl steps/s |",
+        "|---|---:|---:|---:|---:|",
+        *[f"| {p_} | {e:.0f} | {f:.0f} | {c:.0f} | {d:.1f} |" for p_, e, f, c, d in sizes],
         "",
         "## Batching (env steps/s summed over sub-envs)",
         "",
