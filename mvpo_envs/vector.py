@@ -12,7 +12,8 @@ vector env is sync or async and however many worker processes it has.
 Vectorization backends (``vectorization_mode``): ``"sync"`` (Gymnasium's ``SyncVectorEnv``, one
 process) and ``"async"`` (:class:`~mvpo_envs.async_worker.TextAsyncVectorEnv`, one worker
 process per sub-env, its own worker protocol so async == sync on the same seeds, and a named
-:class:`WorkerCrashedError` instead of a hang). Both build every sub-env with the same
+:class:`WorkerCrashedError` instead of a hang) and ``"ray"`` (Ray actors, optional extra ``ray``,
+:mod:`mvpo_envs.ray_vector`). All build every sub-env with the same
 ``gym.make(env_id, **env_kwargs)``. A backend is one function in :data:`BACKENDS`
 ``(env_fns, vector_kwargs) -> gymnasium.vector.VectorEnv``: adding one (e.g. Ray actors) is
 adding an entry; it must honour seeds per sub-env and ``NEXT_STEP`` autoreset.
@@ -47,10 +48,18 @@ def _async_backend(env_fns: list[EnvFn], vector_kwargs: dict[str, Any]) -> gym.v
     return TextAsyncVectorEnv(env_fns, **{"shared_memory": False, **vector_kwargs})
 
 
+def _ray_backend(env_fns: list[EnvFn], vector_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    # Ray is an optional extra, imported only when asked for (docs/scaling.md)
+    from mvpo_envs.ray_vector import ray_backend
+
+    return ray_backend(env_fns, vector_kwargs)
+
+
 #: vectorization mode -> constructor ``(env_fns, vector_kwargs) -> VectorEnv``
 BACKENDS: dict[str, Callable[[list[EnvFn], dict[str, Any]], gym.vector.VectorEnv]] = {
     "sync": _sync_backend,
     "async": _async_backend,
+    "ray": _ray_backend,
 }
 
 
@@ -58,7 +67,7 @@ class GroupedVectorEnv:
     """A Gymnasium vector env of ``num_groups * group_size`` copies of one env id.
 
     Sub-env ``i`` belongs to group ``i // group_size``. ``vectorization_mode`` is a key of
-    :data:`BACKENDS`: ``"sync"`` (one process) or ``"async"`` (one worker process per sub-env;
+    :data:`BACKENDS`: ``"sync"`` (one process), ``"ray"`` (Ray actors) or ``"async"`` (one worker process per sub-env;
     a dead or stopped worker raises :class:`WorkerCrashedError` naming it, and :meth:`close`
     returns within seconds). ``vector_kwargs`` go to the backend (for ``"async"``:
     ``call_timeout``, ``stopped_grace``, ``close_timeout`` and Gymnasium's ``AsyncVectorEnv``

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -105,9 +106,25 @@ def _train(argv: list[str]) -> int:
     parser.add_argument(
         "--print-config", action="store_true", help="print the resolved config and exit"
     )
+    parser.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="data-parallel processes on this machine (torchrun on loopback; docs/scaling.md)",
+    )
     _add_debug(parser)
     args = parser.parse_args(argv)
     cfg = config_from_args(args)  # estimator name and kwargs checked here
+    if args.nproc > 1 and not args.print_config:
+        from mvpo_train.distributed import launch
+
+        rest, skip = [], False
+        for a in argv:  # the same flags without --nproc, for every rank
+            if skip or a == "--nproc" or a.startswith("--nproc="):
+                skip = a == "--nproc"
+                continue
+            rest.append(a)
+        return launch(args.nproc, rest)
     if args.print_config:
         import yaml
 
@@ -116,7 +133,7 @@ def _train(argv: list[str]) -> int:
     from mvpo_train.trainer import train
 
     rows = train(cfg)
-    if rows:
+    if rows and os.environ.get("RANK", "0") == "0":  # one line, not one per rank
         last = rows[-1]
         print(
             f"done: iteration {last['iteration']}/{cfg.iterations}, success {last['success']:.3f}, "

@@ -67,7 +67,7 @@ ScoreImpl = Literal["kv", "concat"]
 Backend = Literal["hf", "vllm"]
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
-Vectorization = Literal["sync", "async"]
+Vectorization = Literal["sync", "async", "ray"]
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
 

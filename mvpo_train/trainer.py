@@ -35,6 +35,7 @@ import yaml
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.vector import GroupedVectorEnv
+from mvpo_train import distributed as D
 from mvpo_train.backends import make_backend
 from mvpo_train.batch import StepBatch
 from mvpo_train.checkpoint import (
@@ -45,7 +46,6 @@ from mvpo_train.checkpoint import (
     load_model_weights,
     remove_stale_temporaries,
     restore_rng,
-    save_checkpoint,
 )
 from mvpo_train.config import ConfigError, TrainConfig, build_estimator, changed_fields
 from mvpo_train.loss import LossConfig, ppo_loss
@@ -55,6 +55,9 @@ from mvpo_train.prompts import get_template
 from mvpo_train.records import write_batch_record
 from mvpo_train.rollout import RolloutCollector, RolloutConfig
 from mvpo_train.tiny_model import resolve_model_path
+
+#: mvpo_train.distributed may start several ranks of this trainer
+SUPPORTS_DISTRIBUTED = True
 
 __all__ = [
     "RUN_ARTIFACTS",
@@ -81,7 +84,14 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     """
     _quiet_transformers()
     torch.set_num_threads(cfg.threads)
+    ctx = D.init_distributed()  # torchrun's ranks; one process without torchrun
     plan = plan_run(cfg)  # the run folder's rules; reads, never writes
+    ctx.barrier()  # every rank has read the folder before rank 0 writes it
+    if cfg.num_groups % ctx.world_size:  # a group is never split across ranks
+        raise ConfigError(
+            f"num_groups: {cfg.num_groups} groups cannot be shared by {ctx.world_size} ranks "
+            "(use a multiple of the number of processes)"
+        )
     check_runtime(cfg)
     _seed_everything(cfg.seed)
 
@@ -92,7 +102,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         policy.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps
     )
     estimator = build_estimator(cfg)
-    venv = make_venv(cfg, cfg.split, cfg.num_groups, cfg.group_size)
+    venv = make_venv(cfg, cfg.split, cfg.num_groups // ctx.world_size, cfg.group_size)
     if cfg.tasks and max(cfg.tasks) >= venv.num_tasks:  # never a silently wrapped task
         venv.close()
         raise ConfigError(
@@ -123,7 +133,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     )
 
     # -- the run folder (setup succeeded: now write) and resume --------------------------------
-    run_dir = plan.open(cfg)
+    run_dir = plan.open(cfg) if ctx.is_main else Path(cfg.run_dir)
+    ctx.barrier()
     start, env_steps, metrics_rows = 0, 0, 0
     if plan.checkpoint is not None:
         saved = plan.saved
@@ -138,19 +149,31 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
             backend.sync_weights(policy.model)
         if start >= cfg.iterations:
             _say(f"nothing to do: the run is complete at iteration {start} (raise --iterations)")
-    logger = MetricsLogger(run_dir, tensorboard=cfg.tensorboard, keep_rows=metrics_rows)
+    D.check_same_weights(policy.model, ctx)
+    logger = (
+        MetricsLogger(run_dir, tensorboard=cfg.tensorboard, keep_rows=metrics_rows)
+        if ctx.is_main
+        else None
+    )
     eval_state: dict[str, Any] = {}
 
     written: list[dict[str, Any]] = []
-    bar = _progress(cfg, start)
+    bar = _progress(cfg, start) if ctx.is_main else None
     for iteration in range(start, cfg.iterations):
         timer = PhaseTimer()
         policy.model.eval()
 
         # 1. rollout (Gen.)
         with timer("rollout"):
-            tasks = sample_tasks(cfg, venv, gens["tasks"])
-            batch = collector.collect(tasks)
+            if ctx.enabled:
+                collector.generator = D.rank_generator(cfg.seed, iteration, ctx.rank)
+                tasks = D.sample_global_tasks(cfg, venv.num_tasks, gens["tasks"])
+                batch, local_rows = D.gather_batch(
+                    collector.collect(D.shard_tasks(tasks, ctx)), ctx
+                )
+            else:
+                tasks = sample_tasks(cfg, venv, gens["tasks"])
+                batch = collector.collect(tasks)
 
         # 2. old and reference log-probs (Logp+Ref)
         with timer("logp_ref"):
@@ -162,7 +185,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
                 ref_logp = [x.cpu().numpy() for x in _no_grad_logprobs(ref_policy, batch, cfg)]
 
         # 3. advantages (Adv.); a batch record (docs/inspect.md) keeps the pre-call state
-        record = cfg.record_every > 0 and (iteration + 1) % cfg.record_every == 0
+        record = ctx.is_main and cfg.record_every > 0 and (iteration + 1) % cfg.record_every == 0
         state_before = estimator.state_dict() if record else None
         with timer("advantage"):
             adv, diag = estimator(batch)
@@ -176,16 +199,30 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         # 4. policy update (Actor)
         with timer("update"):
             policy.model.train()
-            stats = ppo_update(
-                policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg, gens["minibatch"]
-            )
+            if ctx.enabled:
+                stats = D.ppo_update_dp(
+                    policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg,
+                    gens["minibatch"], local_rows, ctx,
+                )  # fmt: skip
+            else:
+                stats = ppo_update(
+                    policy,
+                    optimizer,
+                    batch,
+                    adv,
+                    old_logp,
+                    ref_logp,
+                    cfg,
+                    loss_cfg,
+                    gens["minibatch"],
+                )
             policy.model.eval()
             if backend is not None:
                 backend.sync_weights(policy.model)
 
         # evaluation (not part of the timed iteration)
         eval_metrics: dict[str, Any] = {}
-        if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+        if ctx.is_main and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
             with timer("eval"):
                 eval_metrics = evaluate(
                     policy, cfg, backend=backend, seed=cfg.seed + iteration, cache=eval_state
@@ -200,7 +237,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         row.update({f"eval/{k}": v for k, v in eval_metrics.items()})
         row.update(timer.as_metrics())
         row["time/total"] -= timer.seconds.get("eval", 0.0)  # the iteration's own time
-        logger.log(row, iteration + 1)
+        if logger is not None:
+            logger.log(row, iteration + 1)
         written.append(row)
         metrics_rows += 1
         if bar is not None:
@@ -214,7 +252,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         # checkpoint
         last = iteration + 1 == cfg.iterations
         if (cfg.save_every and (iteration + 1) % cfg.save_every == 0) or last:
-            save_checkpoint(
+            D.save_checkpoint_main(
+                ctx,
                 run_dir,
                 iteration + 1,
                 policy.model,
@@ -234,8 +273,10 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
 
     if bar is not None:
         bar.close()
-    logger.close()
+    if logger is not None:
+        logger.close()
     venv.close()
+    D.shutdown(ctx)
     if backend is not None:
         backend.close()
     for ev in eval_state.values():

@@ -219,7 +219,7 @@ def test_global_tasks_are_the_trainers_draw(micro):
             venv.close()
 
 
-def test_torchrun_command_and_refusal_while_the_trainer_is_single_process():
+def test_torchrun_command():
     cmd = D.torchrun_command(2, ["--iterations", "1"], port=29999)
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node=2"]
     assert "--master-addr=127.0.0.1" in cmd and cmd[-4:] == [
@@ -230,16 +230,45 @@ def test_torchrun_command_and_refusal_while_the_trainer_is_single_process():
     ]
     with pytest.raises(ValueError, match="nproc"):
         D.torchrun_command(0, [])
-    from mvpo_train import trainer
 
-    if getattr(trainer, "SUPPORTS_DISTRIBUTED", False):
-        pytest.skip("the trainer runs data-parallel: nothing to refuse")
+
+def _train_argv(micro: Path, run_dir: Path, *extra: str) -> list[str]:
+    return [
+        "--model", str(micro), "--run-dir", str(run_dir), "--device", "cpu", "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--num-groups", "2", "--group-size", "2",
+        "--max-steps", "3", "--estimator", "mvpo", "--minibatch-size", "8",
+        "--micro-batch-size", "4", "--ppo-epochs", "1", "--seed", "3",
+        "--env-kwargs", '{"preset": "mini"}', *extra,
+    ]  # fmt: skip
+
+
+def test_mvpo_train_nproc_2_writes_one_run_and_resumes_on_one_rank(micro, tmp_path):
+    """``mvpo-train --nproc 2``: one metrics file, one set of checkpoints (rank 0), then
+    ``--resume`` on one process continues it; groups that cannot be split evenly are refused."""
     import subprocess
     import sys
 
-    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "0"}
-    out = subprocess.run(
-        [sys.executable, "-m", "mvpo_train.distributed", "--iterations", "1"],
-        env=env, capture_output=True, text=True, timeout=120,
+    from mvpo_train.checkpoint import complete_checkpoints
+    from mvpo_train.metrics import read_metrics
+
+    code = "import sys; from mvpo_train.cli import train_main; sys.exit(train_main())"
+    run = tmp_path / "run"
+    first = subprocess.run(
+        [sys.executable, "-c", code, "--nproc", "2", "--iterations", "2", *_train_argv(micro, run)],
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert out.returncode == 2 and "does not run data-parallel" in out.stderr
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
+    assert [it for it, _ in complete_checkpoints(run)] == [1, 2]
+    second = subprocess.run(
+        [sys.executable, "-c", code, "--iterations", "3", "--resume", *_train_argv(micro, run)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2, 3]
+    odd = subprocess.run(
+        [sys.executable, "-c", code, "--nproc", "2", "--iterations", "1",
+         *_train_argv(micro, tmp_path / "odd"), "--num-groups", "3"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert odd.returncode != 0 and "cannot be shared by 2 ranks" in odd.stderr
