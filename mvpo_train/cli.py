@@ -130,8 +130,10 @@ def _train(argv: list[str]) -> int:
 
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=True), end="")
         return 0
-    from mvpo_train.trainer import train
+    from mvpo_train.trainer import make_venv, train
 
+    if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
+        make_venv(cfg, cfg.eval_split, 1, 1).close()
     rows = train(cfg)
     if rows and os.environ.get("RANK", "0") == "0":  # one line, not one per rank
         last = rows[-1]

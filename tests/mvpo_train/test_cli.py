@@ -228,3 +228,17 @@ def test_eval_task_index_out_of_range_is_one_line(micro, tmp_path, capsys):
     assert eval_main(["--run-dir", str(run), "--split", "eval", "--tasks", "1,500"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tasks: [500] out of range; split 'eval'" in err
+
+
+def test_an_eval_split_the_env_refuses_fails_before_training(micro, tmp_path, capsys):
+    run = tmp_path / "run"
+    argv = [
+        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
+        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--env-id", "mvpo/SearchQA-v0",
+        "--eval-every", "1", "--eval-split", "nope",
+    ]  # fmt: skip
+    assert train_main(argv) == 2  # was: one iteration trained, then the error, no metrics
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refused split='nope'" in err
+    assert not run.exists()
