@@ -188,6 +188,10 @@ def _eval(argv: list[str]) -> int:
     p.add_argument("--out", default=None, help="write the result as JSON here")
     _add_debug(p)
     args = p.parse_args(argv)
+    if args.out and not Path(args.out).resolve().parent.is_dir():  # before, not after, the eval
+        raise ConfigError(f"--out: the folder of {args.out} does not exist")
+    if args.seed < 0:
+        raise ConfigError(f"--seed: expected an int >= 0, got {args.seed}")
 
     values: dict[str, Any] = dict(PRESETS[args.preset])
     model = args.model

@@ -242,3 +242,13 @@ def test_an_eval_split_the_env_refuses_fails_before_training(micro, tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "refused split='nope'" in err
     assert not run.exists()
+
+
+def test_eval_out_in_a_missing_folder_fails_before_evaluating(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("seed: 0\n")
+    out = tmp_path / "missing" / "eval.json"
+    assert eval_main(["--run-dir", str(run), "--out", str(out)]) == 2  # was a traceback after it
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out: the folder of" in err
