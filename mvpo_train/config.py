@@ -128,6 +128,18 @@ class TrainConfig:
         [1, 8, 13, 19],
         "train only on these task indices of the split (empty = sample all its tasks)",
     )
+    abstraction: str = _f(
+        "",
+        "abstraction of the envs: '' = the env's rules, a registered name, NAME:PATH "
+        "(learned:DIR), or 'learned' to fit one from this run's rollouts (docs/abstractions.md)",
+    )
+    abstraction_refit_every: int = _f(
+        0, "with --abstraction learned: refit every K iterations (0 = fit once)", ge=0
+    )
+    abstraction_kwargs: dict = _f(
+        {},
+        'with --abstraction learned: RefitConfig fields as JSON, e.g. \'{"k": 8, "window": 4}\'',
+    )
     vectorization: Vectorization = _f(
         "sync", "vector env mode (async gives the same results as sync)", safe=True
     )
@@ -211,7 +223,7 @@ class TrainConfig:
             raise ConfigError(
                 f"device: expected auto, cpu, cuda, cuda:N or mps; got {self.device!r}"
             )
-        for name in ("env_kwargs", "estimator_kwargs"):
+        for name in ("env_kwargs", "estimator_kwargs", "abstraction_kwargs"):
             bad = [k for k in getattr(self, name) if not isinstance(k, str)]
             if bad:
                 raise ConfigError(f"{name}: keys must be strings, got {bad[0]!r}")

@@ -36,6 +36,7 @@ import yaml
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train import distributed as D
+from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.backends import make_backend
 from mvpo_train.batch import StepBatch
 from mvpo_train.checkpoint import (
@@ -103,6 +104,19 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     )
     estimator = build_estimator(cfg)
     venv = make_venv(cfg, cfg.split, cfg.num_groups // ctx.world_size, cfg.group_size)
+    refit = (  # a learned abstraction fitted from this run's rollouts (docs/abstractions.md)
+        AbstractionRefit(
+            RefitConfig(
+                **{
+                    "refit_every": cfg.abstraction_refit_every,
+                    "seed": cfg.seed,
+                    **cfg.abstraction_kwargs,
+                }
+            )
+        )
+        if cfg.abstraction == "learned"
+        else None
+    )
     if cfg.tasks and max(cfg.tasks) >= venv.num_tasks:  # never a silently wrapped task
         venv.close()
         raise ConfigError(
@@ -141,6 +155,10 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         load_model_weights(policy.model, plan.checkpoint)
         optimizer.load_state_dict(saved["optimizer"])
         estimator.load_state_dict(saved["state"]["estimator"])
+        if refit is not None and "abstraction_refit" in saved["state"]:
+            refit.load_state_dict(saved["state"]["abstraction_refit"])
+            if refit.abstraction is not None:
+                refit.install(venv)
         restore_rng(saved["rng"], gens)
         start = saved["state"]["iteration"]
         env_steps = saved["state"]["env_steps"]
@@ -174,6 +192,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
             else:
                 tasks = sample_tasks(cfg, venv, gens["tasks"])
                 batch = collector.collect(tasks)
+            if refit is not None and refit.step(iteration, batch) is not None:
+                refit.install(venv)  # labels the next iteration's episodes
 
         # 2. old and reference log-probs (Logp+Ref)
         with timer("logp_ref"):
@@ -261,6 +281,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
                 capture_rng(gens),
                 {
                     "estimator": estimator.state_dict(),
+                    **({"abstraction_refit": refit.state_dict()} if refit is not None else {}),
                     "env_steps": env_steps,
                     "metrics_rows": metrics_rows,
                     "config": cfg.to_dict(),
@@ -492,6 +513,8 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
     """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
     :class:`ConfigError` carrying the env's message."""
     kwargs = dict(cfg.env_kwargs)
+    if cfg.abstraction and cfg.abstraction != "learned":
+        kwargs.setdefault("abstraction", cfg.abstraction)
     kwargs.setdefault("split", split)
     if split != cfg.split:
         kwargs["split"] = split

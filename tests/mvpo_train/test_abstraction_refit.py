@@ -117,3 +117,33 @@ def test_install_in_async_workers(batches):
         assert keys == set(fitted.milestone_names)
     finally:
         venv.close()
+
+
+def test_trainer_fits_the_learned_abstraction_and_resumes_bit_exactly(micro, tmp_path):
+    """``--abstraction learned --abstraction-refit-every 1``: fitted from the first iteration's
+    rollouts, refitted each iteration, saved in checkpoints; kill + resume == uninterrupted."""
+    from mvpo_train.checkpoint import find_intact_checkpoint, load_checkpoint
+    from mvpo_train.config import TrainConfig
+    from mvpo_train.metrics import read_metrics, strip_timing
+    from mvpo_train.trainer import train
+
+    def cfg(run, **kw):
+        return TrainConfig(
+            run_dir=str(run), model=str(micro), device="cpu", threads=1, progress=False,
+            tensorboard=False, num_groups=2, group_size=2, max_steps=4, iterations=3,
+            estimator="mvpo", minibatch_size=8, micro_batch_size=4, ppo_epochs=1, seed=3,
+            env_kwargs={"preset": "mini"}, abstraction="learned", abstraction_refit_every=1,
+            abstraction_kwargs={"k": 4, "min_support": 1}, **kw,
+        )  # fmt: skip
+
+    train(cfg(tmp_path / "full"))
+    assert len(train(cfg(tmp_path / "split", stop_after=1))) == 1
+    train(cfg(tmp_path / "split", resume=True))
+    a = [strip_timing(r) for r in read_metrics(tmp_path / "full")]
+    b = [strip_timing(r) for r in read_metrics(tmp_path / "split")]
+    assert len(a) == 3 and a == b
+    name = "checkpoints/iter-000003/model.safetensors"
+    assert (tmp_path / "full" / name).read_bytes() == (tmp_path / "split" / name).read_bytes()
+    saved = load_checkpoint(find_intact_checkpoint(tmp_path / "full")[0])
+    state = saved["state"]["abstraction_refit"]
+    assert state["fitted_at"] == 2  # refitted after every iteration, the last after iteration 3
