@@ -73,8 +73,13 @@ class Game:
     bits: dict = field(default_factory=dict)
     #: state -> (command table, sorted admissible tuple, won)
     states: dict = field(default_factory=dict)
-    #: (state after the action, grounding) -> feedback text
+    #: (feedback text, grounding, the state's facts of the changing predicates the text reads)
+    #: -> feedback (after the action)
     feedbacks: dict = field(default_factory=dict)
+    #: predicate -> the bits of its facts seen so far
+    pred_bits: dict = field(default_factory=dict)
+    #: text -> the changing predicates deriving it may read
+    reads: dict = field(default_factory=dict)
     #: grounding -> its effects as (atom, positive, bit of the atom, bit of its negation)
     effects: dict = field(default_factory=dict)
 
@@ -148,7 +153,26 @@ def _bit(game: Game, key: tuple[str, ...]) -> int:
     bit = game.bits.get(key)
     if bit is None:
         bit = game.bits[key] = 1 << len(game.bits)
+        game.pred_bits[key[0]] = game.pred_bits.get(key[0], 0) | bit
     return bit
+
+
+def _projection(game: Game, text: str, state: int) -> int:
+    """The part of ``state`` that deriving ``text`` can read: exactly the facts of the changing
+    predicates it reads (the constant facts and the entities are the game's)."""
+    preds = game.reads.get(text)
+    if preds is None:
+        preds = game.reads[text] = tuple(
+            sorted(
+                p
+                for p in game.logic.grammar.predicates_read(text)
+                if p in FLUENTS or p.startswith("not_")
+            )
+        )
+    mask = 0
+    for p in preds:
+        mask |= game.pred_bits.get(p, 0)
+    return state & mask
 
 
 def _memo_room(n: int) -> None:
@@ -210,6 +234,9 @@ class FastEngine:
         self._store: FactStore | None = None
         self._commands: dict[str, Grounding] = {}
         self._won = False
+        #: versions of the goal's predicates when ``_goal_won`` was computed (this store only)
+        self._goal_key: tuple | None = None
+        self._goal_won = False
         self._state = 0
         self.moves = 0
 
@@ -235,6 +262,7 @@ class FastEngine:
     def reset(self) -> FastStep:
         game = self.game
         self._store = game.initial.copy()
+        self._goal_key = None
         self.moves = 0
         if game.start is None:
             mutable = game.initial.mutable or frozenset()
@@ -276,12 +304,12 @@ class FastEngine:
             state = (state | bit) & ~neg_bit if positive else (state | neg_bit) & ~bit
         self._state = state
         self.moves += 1
-        key = (state, grounding)
+        text = game.logic.texts[grounding[0]].feedback
+        key = (text, grounding, _projection(game, text, state)) if MEMO_ENABLED else None
         feedback = game.feedbacks.get(key) if MEMO_ENABLED else None
         if feedback is None:
-            text = game.logic.texts[grounding[0]]
             feedback = game.logic.grammar.derive(
-                text.feedback, store, game.entities, self._mapping(grounding)
+                text, store, game.entities, self._mapping(grounding)
             )
             if MEMO_ENABLED:
                 game.feedbacks[key] = feedback
@@ -357,7 +385,10 @@ class FastEngine:
                     f"command {text!r} names two actions with different effects "
                     f"({first[0]}{first[1]} and {grounding[0]}{grounding[1]})"
                 )
-        return commands, tuple(sorted(commands)), game.goal.holds(store)
+        key = tuple(store.versions[p] for p in game.goal.predicates)
+        if key != self._goal_key:  # the goal is re-evaluated only when a fact it reads changed
+            self._goal_won, self._goal_key = game.goal.holds(store), key
+        return commands, tuple(sorted(commands)), self._goal_won
 
     def facts_by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
         """The current facts grouped by predicate (raw ids), without building fact objects:

@@ -262,6 +262,30 @@ class Grammar:
             parsed = self._parsed[text] = parse_symbols(text)
         return parsed
 
+    def predicates_read(self, text: str) -> frozenset[str]:
+        """Every predicate deriving ``text`` may read: rule conditions and queries of every
+        rule it can reach (whichever alternatives apply), list separators included."""
+        seen: set[str] = set()
+        preds: set[str] = set()
+        todo = list(self.symbols(text))
+        while todo:
+            s = todo.pop()
+            if s.kind == "n":
+                if s.text not in seen:
+                    seen.add(s.text)
+                    for rule in self.rules.get(s.text, []):
+                        preds.update(p for p, _ in rule.condition or ())
+                        todo.extend(rule.rhs)
+            elif s.kind in ("c", "l"):
+                cond = s if s.kind == "c" else s.sub
+                assert cond is not None
+                if s.kind == "l":
+                    todo.extend(Sym("n", n) for n in _LIST_RULES)
+                preds.update(p for p, _ in cond.given or ())
+                if cond.sub is not None:
+                    todo.append(cond.sub)
+        return frozenset(preds)
+
     def static_predicates_only(self, text: str, fluents: set[str]) -> bool:
         """Whether deriving ``text`` can only read predicates outside ``fluents``."""
         seen: set[str] = set()

@@ -298,3 +298,20 @@ def test_memo_and_grouped_facts_change_no_output(monkeypatch):
     loaded.feedbacks.clear()
     assert _play_fast(game, seed=3, steps=40) == cold
     assert len(loaded.states) + len(loaded.feedbacks) <= 5
+
+
+def test_predicates_read_by_a_text_agree_with_the_static_check():
+    from mvpo_envs.alfworld.fast.actions import FLUENTS
+    from mvpo_envs.alfworld.fast.engine import load_game
+
+    game_file = sorted((project_data_dir() / "alfworld" / "alfworld").rglob("game.tw-pddl"))[0]
+    game = load_game(read_game(game_file))
+    grammar, fluents = game.logic.grammar, FLUENTS | {"not_" + f for f in FLUENTS}
+    for name, text in game.logic.texts.items():
+        for t in (text.template, text.feedback):
+            static = grammar.static_predicates_only(t, fluents)
+            assert static == (not grammar.predicates_read(t) & fluents), (name, t)
+    # "You arrive at <r>. On the <r>, you see ..." reads what is in and whether it is open
+    assert {"inreceptacle", "opened"} <= grammar.predicates_read(
+        game.logic.texts["gotolocation"].feedback
+    )
