@@ -180,7 +180,17 @@ def plot_metrics(
 
     from mvpo_train.config import ConfigError
 
+    suffix = Path(out).suffix.lower().lstrip(".")
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if suffix not in supported:  # checked before reading and drawing, not by savefig after
+        raise ConfigError(f"--out: {out} has no image suffix; use one of {sorted(supported)}")
     data = [read_metrics(r) for r in runs]
+    empty = [str(r) for r, rows in zip(runs, data, strict=True) if not rows]
+    if empty:
+        raise ConfigError(
+            f"{empty[0]}: no metrics rows yet (the run has not finished an iteration)"
+        )
     wanted = list(keys)
     keys = [k for k in wanted if any(row.get(k) is not None for rows in data for row in rows)]
     if not keys:

@@ -252,3 +252,17 @@ def test_eval_out_in_a_missing_folder_fails_before_evaluating(tmp_path, capsys):
     assert eval_main(["--run-dir", str(run), "--out", str(out)]) == 2  # was a traceback after it
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--out: the folder of" in err
+
+
+def test_plot_bad_suffix_and_empty_run_are_one_line(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("")
+    assert plot_main([str(run), "--out", str(tmp_path / "c.png")]) == 2
+    assert "no metrics rows yet" in capsys.readouterr().err
+    (run / "metrics.jsonl").write_text('{"iteration": 1, "success": 0.5}\n')
+    assert plot_main([str(run), "--out", str(tmp_path / "curves.txt")]) == 2  # was a traceback
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no image suffix" in err
+    assert plot_main([str(run), "--out", str(tmp_path / "c.svg"), "--keys", "success"]) == 0
+    assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
