@@ -188,8 +188,13 @@ def _eval(argv: list[str]) -> int:
     p.add_argument("--out", default=None, help="write the result as JSON here")
     _add_debug(p)
     args = p.parse_args(argv)
-    if args.out and not Path(args.out).resolve().parent.is_dir():  # before, not after, the eval
-        raise ConfigError(f"--out: the folder of {args.out} does not exist")
+    if (
+        args.out
+    ):  # its folder is made (as mvpo-plot and mvpo-inspect do) before, not after, the eval
+        try:
+            Path(args.out).resolve().parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"--out: cannot create the folder of {args.out}: {err}") from err
     if args.seed < 0:
         raise ConfigError(f"--seed: expected an int >= 0, got {args.seed}")
 

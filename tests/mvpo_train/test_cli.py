@@ -244,14 +244,15 @@ def test_an_eval_split_the_env_refuses_fails_before_training(micro, tmp_path, ca
     assert not run.exists()
 
 
-def test_eval_out_in_a_missing_folder_fails_before_evaluating(tmp_path, capsys):
+def test_eval_out_folder_is_checked_before_evaluating(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text("seed: 0\n")
-    out = tmp_path / "missing" / "eval.json"
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "eval.json"  # a folder that cannot be made
     assert eval_main(["--run-dir", str(run), "--out", str(out)]) == 2  # was a traceback after it
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--out: the folder of" in err
+    assert err.count("\n") == 1 and "--out: cannot create the folder of" in err
 
 
 def test_plot_bad_suffix_and_empty_run_are_one_line(tmp_path, capsys):
