@@ -89,6 +89,16 @@ def main(argv: list[str] | None = None) -> int:
             raise RecordError(f"{path}: holds iteration {record.iteration}, not {args.iteration}")
         names = parse_estimators(args.estimators, record.estimator_name)
         data = build_inspect_data(record, names, args.group)
+        if (args.png_estimator or args.png_minus) and not args.png:
+            raise ValueError("--png-estimator/--png-minus draw the PNG: add --png")
+        for flag, name in (
+            ("--png-estimator", args.png_estimator),
+            ("--png-minus", args.png_minus),
+        ):
+            if name is not None and name not in data.adv:  # before any file is written
+                raise ValueError(
+                    f"{flag}: estimator {name!r} is not on the page ({data.estimators})"
+                )
         if args.out:
             out = Path(args.out)
             out = out.with_suffix(".html") if out.suffix.lower() != ".html" else out

@@ -79,3 +79,15 @@ def test_every_env_gives_a_page_with_the_estimators_numbers(
     a = random_batch(env_id, 1, 2, steps, np.random.default_rng(5))
     b = random_batch(env_id, 1, 2, steps, np.random.default_rng(5))
     assert a.action.tolist() == b.action.tolist() and a.signature.tolist() == b.signature.tolist()
+
+
+def test_png_flags_are_checked_before_any_file_is_written(tmp_path, recorded, capsys):
+    out = tmp_path / "page.html"
+    for argv, msg in [
+        (["--png", "--png-estimator", "rloo"], "--png-estimator: estimator 'rloo' is not"),
+        (["--png", "--png-minus", "bogus"], "--png-minus: estimator 'bogus' is not"),
+        (["--png-estimator", "grpo"], "add --png"),  # was silently ignored
+    ]:
+        assert main([str(recorded), "-e", "grpo", "-o", str(out), *argv]) == 2
+        assert msg in capsys.readouterr().err
+        assert not out.exists()  # the HTML was written before the PNG error
