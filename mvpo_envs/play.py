@@ -30,6 +30,8 @@ import mvpo_envs  # noqa: F401  (registers the env ids)
 
 #: an admissible action whose brackets hold a placeholder to fill in: ``search[<query>]``
 TEMPLATE = re.compile(r"^(?P<head>[^\[]+)\[<(?P<slot>[a-z_ ]+)>\]$")
+#: SearchQA's admissible templates, ``<search> query </search>`` / ``<answer> text </answer>``
+TAG_TEMPLATE = re.compile(r"^<(?P<tag>[a-z_]+)> (?P<slot>[a-z_]+) </(?P=tag)>$")
 HELP_LINE = "type an action, its number, 'reset' or 'quit'"
 
 
@@ -102,8 +104,8 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def resolve_action(line: str, admissible: list[str], read: Callable[[str], str]) -> str | None:
     """The action a typed line means, or ``None`` when nothing should be sent.
 
-    A number picks an admissible action; an admissible template (``search[<query>]``) asks
-    for its slot text (a typed ``search[<r>]`` is a query and goes as it is); an empty line, or an empty slot, sends nothing.
+    A number picks an admissible action; an admissible template (``search[<query>]``, or
+    SearchQA's ``<search> query </search>``) asks for its slot text (a typed ``search[<r>]`` is a query and goes as it is); an empty line, or an empty slot, sends nothing.
     """
     line = line.strip()
     if not line:
@@ -111,12 +113,16 @@ def resolve_action(line: str, admissible: list[str], read: Callable[[str], str])
     if line.isdigit() and 0 <= int(line) < len(admissible):
         line = admissible[int(line)]
     m = TEMPLATE.match(line) if line in admissible else None
-    if m is not None:
+    tag = TAG_TEMPLATE.match(line) if line in admissible and m is None else None
+    if m is not None or tag is not None:
+        slot = m["slot"] if m is not None else tag["slot"]  # type: ignore[index]
         try:
-            text = read(f"{m['slot']}> ").strip()
+            text = read(f"{slot}> ").strip()
         except EOFError:
             return None
-        return f"{m['head']}[{text}]" if text else None
+        if not text:
+            return None
+        return f"{m['head']}[{text}]" if m is not None else f"<{tag['tag']}> {text} </{tag['tag']}>"  # type: ignore[index]
     return line
 
 

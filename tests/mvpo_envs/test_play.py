@@ -184,3 +184,14 @@ def test_demo_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert exc_info.value.code == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_searchqa_tag_template_asks_for_its_text():
+    admissible = ["<search> query </search>", "<answer> text </answer>"]
+    # was: "0" sent the template itself, a search for the word "query" (one of 4 turns gone)
+    assert resolve_action("0", admissible, _feed([" Zandyne Mills "])) == (
+        "<search> Zandyne Mills </search>"
+    )
+    assert resolve_action("1", admissible, _feed(["1912"])) == "<answer> 1912 </answer>"
+    assert resolve_action("1", admissible, _feed([""])) is None
+    assert resolve_action("<search> x </search>", admissible, _feed([])) == "<search> x </search>"
