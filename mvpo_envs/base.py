@@ -164,6 +164,11 @@ class TextEnv(gym.Env[str, str]):
             raise ValueError(f"{type(self).__name__}: no tasks to play")
         self.observation_space = AnyText(self.max_text_length)
         self.action_space = AnyText(self.max_text_length)
+        if isinstance(abstraction, str) and not abstraction.strip():  # not a silent default
+            raise ValueError(
+                f"abstraction is empty: give a name such as {self.default_abstraction!r}, or "
+                "omit it for the env's paper abstraction"
+            )
         self.abstraction = make_abstraction(abstraction or self.default_abstraction)
         self._tracker = AbstractionTracker(self.abstraction)
         self._task_index: int | None = None
@@ -221,7 +226,15 @@ class TextEnv(gym.Env[str, str]):
         transition = self._start(self._task_index)
         self._done = False
         record = self._record(transition, invalid=False)
-        info = cast(Info, {**record, **self._tracker.reset(transition.state)})
+        try:
+            labels = self._tracker.reset(transition.state)
+        except KeyError as err:  # e.g. abstraction="webshop" on ALFWorld: name the mismatch
+            raise ValueError(
+                f"{type(self).__name__}: the abstraction {self.abstraction.name!r} reads the "
+                f"state key {err.args[0]!r}, which this env does not have (an abstraction of "
+                f"another env? this env's is {self.default_abstraction!r})"
+            ) from err
+        info = cast(Info, {**record, **labels})
         self._last_info = info
         if self.render_mode == "human":
             self.render()

@@ -42,3 +42,18 @@ def test_env_reset_checks_options():
 def test_empty_data_dir_is_an_error_not_the_bundled_data(env_id):
     with pytest.raises(ValueError, match="data_dir is empty"):
         gym.make(env_id, data_dir=" ")
+
+
+def test_empty_abstraction_name_is_an_error_not_the_default():
+    with pytest.raises(ValueError, match="abstraction is empty"):
+        gym.make("mvpo/SearchQA-v0", abstraction="")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "other"), [("mvpo/ALFWorld-v0", "webshop"), ("mvpo/WebShop-v0", "searchqa")]
+)
+def test_an_abstraction_of_another_env_is_named_at_reset(env_id, other):
+    env = gym.make(env_id, abstraction=other)  # was a bare KeyError('page') from the tracker
+    with pytest.raises(ValueError, match=f"the abstraction '{other}' reads the state key"):
+        env.reset(seed=0)
+    env.close()
