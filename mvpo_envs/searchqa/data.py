@@ -173,6 +173,8 @@ def load_corpus(path: str | os.PathLike) -> Corpus:
         else:
             raise ValueError(f"{path}: passage {i} has neither 'contents' nor 'text'")
         docs.append(Doc(str(row.get("id", i)), contents))
+    if not docs:  # an index over nothing failed deep inside bm25s ("max() arg is empty")
+        raise ValueError(f"{path}: the corpus holds no passages")
     return Corpus(docs, file_sha256(path), path)
 
 

@@ -138,3 +138,10 @@ def test_write_bundle_roundtrip(tmp_path: Path) -> None:
     assert meta["passages"] == len(load_corpus(tmp_path / "corpus.jsonl"))
     assert len(load_qa(tmp_path / "test.jsonl")) == 5
     assert isinstance(Doc("1", '"T"\nx').title, str)
+
+
+def test_empty_corpus_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n\n")
+    with pytest.raises(ValueError, match="the corpus holds no passages"):
+        load_corpus(path)
