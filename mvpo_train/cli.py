@@ -50,6 +50,9 @@ def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) 
                 flush=True,
             )
             return 1
+        if isinstance(err, ConnectionError):  # e.g. SearchQA's retrieval server is down
+            print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+            return 1
         if not _is_user_error(err):
             raise
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)

@@ -267,3 +267,16 @@ def test_plot_bad_suffix_and_empty_run_are_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "has no image suffix" in err
     assert plot_main([str(run), "--out", str(tmp_path / "c.svg"), "--keys", "success"]) == 0
     assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_an_unreachable_retrieval_server_is_one_line(capsys):
+    """SearchQA's http retriever raises ConnectionError mid-rollout: was a traceback."""
+    from mvpo_envs.searchqa.retrievers.http import HttpRetriever
+    from mvpo_train.cli import _guard
+
+    def run(argv):
+        return HttpRetriever("http://127.0.0.1:1/retrieve", timeout=1, retries=0).search(["x"], 1)
+
+    assert _guard("mvpo-train", run, []) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "could not reach the retrieval server" in err
