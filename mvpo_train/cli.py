@@ -29,6 +29,8 @@ EXIT_USER_ERROR = 2
 def _is_user_error(err: BaseException) -> bool:
     if isinstance(err, ConfigError):
         return True
+    if isinstance(err, ImportError) and "pip install" in str(err):  # an optional extra
+        return True
     checkpoint = sys.modules.get("mvpo_train.checkpoint")  # imported only by commands using it
     return checkpoint is not None and isinstance(err, checkpoint.CheckpointError)
 
@@ -57,6 +59,25 @@ def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) 
             raise
         print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
         return EXIT_USER_ERROR
+
+
+def check_device(device: str) -> None:
+    """A ``cuda``/``cuda:N``/``mps`` device this torch can use, else one line (it was torch's
+    ``AssertionError: Torch not compiled with CUDA enabled`` after the model loaded)."""
+    if device in ("auto", "cpu"):
+        return
+    import torch
+
+    if device.startswith("cuda"):
+        index = int(device.split(":")[1]) if ":" in device else 0
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if index >= count:
+            raise ConfigError(
+                f"device: {device} is not available (torch {torch.__version__} sees {count} "
+                "CUDA device(s)); use --device cpu or auto"
+            )
+    elif device == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError("device: mps is not available here; use --device cpu or auto")
 
 
 def _is_worker_crash(err: BaseException) -> bool:
@@ -135,6 +156,7 @@ def _train(argv: list[str]) -> int:
         return 0
     from mvpo_train.trainer import make_venv, train
 
+    check_device(cfg.device)
     if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
         make_venv(cfg, cfg.eval_split, 1, 1).close()
     rows = train(cfg)
@@ -224,6 +246,7 @@ def _eval(argv: list[str]) -> int:
     from mvpo_train.trainer import _quiet_transformers, check_runtime, evaluate, load_policy
 
     check_runtime(cfg)
+    check_device(cfg.device)
     if args.run_dir and model is None:
         model = str(_intact_checkpoint(Path(args.run_dir)))
     elif model is not None and (Path(model) / "SHA256SUMS").is_file():

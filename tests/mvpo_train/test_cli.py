@@ -280,3 +280,24 @@ def test_an_unreachable_retrieval_server_is_one_line(capsys):
     assert _guard("mvpo-train", run, []) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "could not reach the retrieval server" in err
+
+
+def test_unavailable_device_and_missing_extra_are_one_line(tmp_path, capsys, monkeypatch):
+    import torch
+
+    from mvpo_train.cli import _guard, check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"device: cuda:1 is not available .* 0 CUDA device"):
+        check_device("cuda:1")
+    check_device("cpu")
+    run = tmp_path / "run"
+    assert train_main(["--device", "cuda", "--run-dir", str(run), "--iterations", "1"]) == 2
+    assert "device: cuda is not available" in capsys.readouterr().err and not run.exists()
+
+    def needs_extra(argv):
+        raise ImportError("the vllm backend needs vLLM: pip install 'mvpo[vllm]' (a CUDA machine)")
+
+    assert _guard("mvpo-train", needs_extra, []) == 2  # was a traceback
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'mvpo[vllm]'" in err
