@@ -38,7 +38,8 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -52,16 +53,24 @@ from mvpo_train.batch import FIELDS, StepBatch
 from mvpo_train.loss import LossConfig, ppo_loss
 
 __all__ = [
+    "PARALLELISMS",
     "DistContext",
     "check_same_weights",
     "concat_batches",
+    "full_optimizer_state_dict",
+    "full_state_dict",
     "gather_batch",
+    "gathered",
+    "is_fsdp",
+    "load_full_optimizer_state_dict",
+    "load_full_state_dict",
     "init_distributed",
     "launch",
     "ppo_update_dp",
     "rank_generator",
     "sample_global_tasks",
     "save_checkpoint_main",
+    "shard_policy",
     "shard_tasks",
     "shutdown",
     "sync_gradients",
@@ -251,7 +260,8 @@ def ppo_update_dp(
     seen = dict.fromkeys(stat_keys, 0.0)
     tokens = 0.0
     pg_loss, grad_norms, trained = [], [], 0
-    params = [p for p in policy.model.parameters() if p.requires_grad]
+    fsdp = is_fsdp(policy.model)
+    params = [p for p in policy.model.parameters() if p.requires_grad]  # sharded under FSDP
     for p in params:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
@@ -263,6 +273,8 @@ def ppo_update_dp(
             train_rows = [int(r) for r in mb if mine[r] and not (skip and adv[r] == 0.0)]
             optimizer.zero_grad(set_to_none=False)
             mb_pg = 0.0
+            gather = gathered(policy.model, sync_gradients=False) if fsdp else nullcontext()
+            gather.__enter__()
             for m0 in range(0, len(train_rows), cfg.micro_batch_size):
                 micro = train_rows[m0 : m0 + cfg.micro_batch_size]
                 logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
@@ -288,11 +300,18 @@ def ppo_update_dp(
                 for k, v in st.items():
                     sums[k] += v * n_micro
                     seen[k] += n_micro
-            sync_gradients(params, ctx)
+            if fsdp:  # one synchronised backward per mini-batch: FSDP's reduce-scatter
+                _fsdp_sync_step(policy)
+                gather.__exit__(None, None, None)
+                with torch.no_grad():  # FSDP averaged over ranks: back to the sum
+                    for p in params:
+                        p.grad.mul_(ctx.world_size)
+            else:
+                sync_gradients(params, ctx)
             grad_norm = (
-                float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+                float(_full(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
                 if cfg.max_grad_norm > 0
-                else float(torch.sqrt(sum((p.grad.double() ** 2).sum() for p in params)))
+                else float(torch.sqrt(sum(_full(p.grad).double().pow(2).sum() for p in params)))
             )
             optimizer.step()
             pg_loss.append(mb_pg)
@@ -314,6 +333,198 @@ def ppo_update_dp(
     return out
 
 
+# ------------------------------------------------------------------ FSDP2
+
+#: ``parallelism`` values: ``"ddp"`` replicates the model on every rank (the default),
+#: ``"fsdp"`` shards it with FSDP2 (docs/scaling.md, "FSDP2").
+PARALLELISMS = ("ddp", "fsdp")
+
+
+def _fsdp_units(model: torch.nn.Module) -> list[Any]:
+    from torch.distributed.fsdp import FSDPModule
+
+    return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+def is_fsdp(model: torch.nn.Module) -> bool:
+    """Whether ``model`` was sharded by :func:`shard_policy`."""
+    return bool(_fsdp_units(model))
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """The whole tensor of a ``DTensor`` (a collective), else ``t``."""
+    from torch.distributed.tensor import DTensor
+
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def shard_policy(policy: Any, ctx: DistContext) -> None:
+    """Shard ``policy.model`` with FSDP2 over ``ctx``'s ranks (docs/scaling.md, "FSDP2").
+
+    Units: every decoder layer (``<base>.layers[i]``), then the whole model, whose own unit
+    holds the embeddings, the final norm and the LM head (tied or not: a tied weight must sit
+    in one unit). Gradients are summed over ranks, as :func:`sync_gradients` does, because the
+    loss is already normalised by the global token count (FSDP averages: the update
+    multiplies back by the world size; gloo has no pre-multiplied sum). The policy calls
+    its base model and its LM head apart, not the model's ``forward``; both calls become
+    registered FSDP forward methods of the root unit (``mvpo_hidden``, ``mvpo_head``). Build
+    the optimizer *after* this call (it must hold the sharded parameters). One process: no-op.
+    """
+    if not ctx.enabled:
+        return
+    import types
+
+    from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
+
+    model = policy.model
+    if is_fsdp(model):
+        raise RuntimeError("shard_policy: the model is already sharded")
+    layers = getattr(policy._base, "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList) or not len(layers):
+        raise ValueError(
+            f"parallelism='fsdp': {type(model).__name__} has no decoder layers at "
+            f"{type(policy._base).__name__}.layers; only decoder-layer models are supported"
+        )
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    base, head = policy._base, policy._head
+    model.mvpo_hidden = types.MethodType(lambda _self, **kw: base(**kw), model)
+    model.mvpo_head = types.MethodType(lambda _self, h: head(h), model)
+    register_fsdp_forward_method(model, "mvpo_hidden")
+    register_fsdp_forward_method(model, "mvpo_head")
+    policy._base, policy._head = model.mvpo_hidden, model.mvpo_head
+
+
+@contextmanager
+def gathered(model: torch.nn.Module, *, sync_gradients: bool = True) -> Iterator[None]:
+    """Every FSDP unit of ``model`` unsharded (all-gathered) until the block ends.
+
+    Ranks run different numbers of forwards (their own envs end at different steps, their
+    rows chunk differently), so no forward may issue a collective: rollouts, log-prob passes
+    and each PPO mini-batch run inside this block, which gathers the weights once (the same
+    collectives on every rank) and reshards at the end. ``sync_gradients=False`` also keeps
+    gradients unsharded and local (no reduce-scatter) until :func:`_fsdp_sync_step`. A model
+    without FSDP units: nothing happens.
+    """
+    units = _fsdp_units(model)
+    if not units:
+        yield
+        return
+    root = model  # unsharded first: its lazy init must mark it the root
+    for unit in [model, *(u for u in units if u is not model)]:
+        unit.unshard()
+    root.set_reshard_after_forward(False)
+    root.set_reshard_after_backward(False)
+    root.set_requires_gradient_sync(sync_gradients)
+    try:
+        yield
+    finally:
+        root.set_requires_gradient_sync(True)
+        root.set_reshard_after_backward(True)
+        root.set_reshard_after_forward(True)
+        for unit in units:
+            unit.reshard()
+
+
+def _fsdp_sync_step(policy: Any) -> None:
+    """Reduce-scatter the gradients accumulated locally inside :func:`gathered`: one forward
+    and backward of a one-token input through the whole model (loss x 0: it adds nothing),
+    the same on every rank, with gradient sync on."""
+    model = policy.model
+    for unit in _fsdp_units(model):
+        unit.set_requires_gradient_sync(True, recurse=False)
+    ids = torch.full((1, 1), policy.pad_id, dtype=torch.long, device=policy.device)
+    out = model(input_ids=ids, use_cache=False)
+    (out.logits.float().sum() * 0.0).backward()
+
+
+def full_state_dict(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's full state dict on CPU (rank 0; ``{}`` on the other ranks under FSDP, where
+    this is a collective every rank must call); ``model.state_dict()`` without FSDP."""
+    if not is_fsdp(model):
+        return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return get_model_state_dict(model, options=opts)
+
+
+def load_full_state_dict(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load a full state dict into a sharded model (every rank passes the same dict)."""
+    if not is_fsdp(model):
+        model.load_state_dict(state)
+        return
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    set_model_state_dict(model, state, options=StateDictOptions(full_state_dict=True))
+
+
+def _param_names(model: torch.nn.Module) -> list[str]:
+    return [n for n, p in model.named_parameters() if p.requires_grad]
+
+
+def full_optimizer_state_dict(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    """The optimizer state as an unsharded run saves it (parameters numbered in
+    ``model.parameters()`` order), so a checkpoint resumes with or without FSDP. A collective
+    under FSDP (rank 0 gets it, the others ``{}``)."""
+    if not is_fsdp(model):
+        return optimizer.state_dict()
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_optimizer_state_dict,
+    )
+
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    osd = get_optimizer_state_dict(model, optimizer, options=opts)
+    if not osd:
+        return {}
+    index = {n: i for i, n in enumerate(_param_names(model))}
+    return {
+        "state": {index[k]: v for k, v in osd["state"].items()},
+        "param_groups": [
+            {**g, "params": [index[n] for n in g["params"]]} for g in osd["param_groups"]
+        ],
+    }
+
+
+def load_full_optimizer_state_dict(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict
+) -> None:
+    """Load an unsharded run's optimizer state (see :func:`full_optimizer_state_dict`)."""
+    if not is_fsdp(model):
+        optimizer.load_state_dict(state)
+        return
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_optimizer_state_dict,
+    )
+
+    names = _param_names(model)
+    osd = {
+        "state": {names[int(k)]: v for k, v in state["state"].items()},
+        "param_groups": [
+            {**g, "params": [names[int(i)] for i in g["params"]]} for g in state["param_groups"]
+        ],
+    }
+    opts = StateDictOptions(full_state_dict=True)
+    set_optimizer_state_dict(model, optimizer, osd, options=opts)
+
+
+class _Saved:
+    """What :func:`mvpo_train.checkpoint.save_checkpoint` needs of a model and an optimizer,
+    from full state dicts (FSDP: rank 0 writes what every rank gathered)."""
+
+    def __init__(self, model: torch.nn.Module, model_state: dict, optim_state: dict):
+        self._model, self._model_state, self._optim_state = model, model_state, optim_state
+
+    def save_pretrained(self, path: Any, **kwargs: Any) -> None:
+        self._model.save_pretrained(path, state_dict=self._model_state, **kwargs)
+
+    def state_dict(self) -> dict:
+        return self._optim_state
+
+
 # ------------------------------------------------------------------ checkpoints
 
 
@@ -324,6 +535,10 @@ def save_checkpoint_main(ctx: DistContext, *args: Any, **kwargs: Any) -> Path | 
     """
     from mvpo_train.checkpoint import save_checkpoint
 
+    if len(args) >= 4 and is_fsdp(args[2]):  # (run_dir, iteration, model, optimizer, ...)
+        model, optimizer = args[2], args[3]
+        saved = _Saved(model, full_state_dict(model), full_optimizer_state_dict(model, optimizer))
+        args = (args[0], args[1], saved, saved, *args[4:])
     path = save_checkpoint(*args, **kwargs) if ctx.is_main else None
     ctx.barrier()
     return path
@@ -331,7 +546,7 @@ def save_checkpoint_main(ctx: DistContext, *args: Any, **kwargs: Any) -> Path | 
 
 def check_same_weights(model: torch.nn.Module, ctx: DistContext) -> None:
     """Raise unless every rank holds bit-identical weights (e.g. after loading a checkpoint)."""
-    if not ctx.enabled:
+    if not ctx.enabled or is_fsdp(model):  # FSDP: each rank holds its own shard
         return
     h = hashlib.sha256()
     for name, p in sorted(model.state_dict().items()):

@@ -42,8 +42,11 @@ def _cfg(micro: str):
     )  # fmt: skip
 
 
-def _iteration(ctx, micro: str, out: Path) -> None:
-    """One training iteration on ``ctx``'s ranks (``ctx.world_size`` 1 or 2)."""
+def _iteration(ctx, micro: str, out: Path, parallelism: str = "ddp") -> None:
+    """One training iteration on ``ctx``'s ranks (``ctx.world_size`` 1 or 2); ``"fsdp"``
+    shards the model with FSDP2 (rollouts and updates on gathered weights)."""
+    from contextlib import nullcontext
+
     from mvpo_train.checkpoint import capture_rng
     from mvpo_train.config import build_estimator
     from mvpo_train.loss import LossConfig
@@ -55,6 +58,9 @@ def _iteration(ctx, micro: str, out: Path) -> None:
     cfg = _cfg(micro)
     torch.manual_seed(cfg.seed)
     policy = load_policy(cfg)
+    fsdp = parallelism == "fsdp" and ctx.enabled
+    if fsdp:
+        D.shard_policy(policy, ctx)
     global_tasks = [4, 9]  # drawn by the trainer's task generator, the same on every rank
     shards = range(2) if not ctx.enabled else [ctx.rank]  # 1 process plays both shards
     parts = []
@@ -66,7 +72,8 @@ def _iteration(ctx, micro: str, out: Path) -> None:
             venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg),
             None, gen,
         )  # fmt: skip
-        parts.append(collector.collect(tasks))
+        with D.gathered(policy.model) if fsdp else nullcontext():
+            parts.append(collector.collect(tasks))
         venv.close()
     if ctx.enabled:
         batch, local_rows = D.gather_batch(parts[0], ctx)
@@ -89,8 +96,29 @@ def _iteration(ctx, micro: str, out: Path) -> None:
         capture_rng({"tasks": np.random.default_rng(0)}),
         {"estimator": estimator.state_dict(), "env_steps": len(batch), "metrics_rows": 1},
     )  # fmt: skip
+    weights = D.full_state_dict(policy.model)  # a collective under FSDP
+    if fsdp:  # the checkpoint loads back into a fresh sharded model on every rank
+        from mvpo_train.checkpoint import load_checkpoint
+
+        torch.manual_seed(123)
+        fresh = load_policy(cfg)
+        D.shard_policy(fresh, ctx)
+        opt2 = torch.optim.AdamW(fresh.model.parameters(), lr=cfg.lr)
+        saved = load_checkpoint(ckpt if ctx.is_main else out / "run/checkpoints/iter-000001")
+        from safetensors.torch import load_file
+
+        D.load_full_state_dict(
+            fresh.model, load_file(out / "run/checkpoints/iter-000001/model.safetensors")
+        )
+        D.load_full_optimizer_state_dict(fresh.model, opt2, saved["optimizer"])
+        back, back_opt = (
+            D.full_state_dict(fresh.model),
+            D.full_optimizer_state_dict(fresh.model, opt2),
+        )
+        if ctx.is_main:
+            torch.save({"model": back, "optimizer": back_opt}, out / "reloaded.pt")
     if ctx.is_main:
-        torch.save({k: v.clone() for k, v in policy.model.state_dict().items()}, out / "w.pt")
+        torch.save({k: v.clone() for k, v in weights.items()}, out / "w.pt")
         row = {**batch_metrics(batch, adv), **{f"adv/{k}": v for k, v in diag.items()}}
         row.update({f"loss/{k}": v for k, v in stats.items()})
         row["actions"] = batch.action.tolist()
@@ -101,13 +129,13 @@ def _iteration(ctx, micro: str, out: Path) -> None:
         (out / f"rank{ctx.rank}-ckpt.txt").write_text(str(ckpt))
 
 
-def _worker(rank: int, world: int, port: int, micro: str, out: str) -> None:
+def _worker(rank: int, world: int, port: int, micro: str, out: str, par: str = "ddp") -> None:
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
     )
     ctx = D.init_distributed("gloo", timeout_s=300)  # a stuck collective fails the test
     try:
-        _iteration(ctx, micro, Path(out))
+        _iteration(ctx, micro, Path(out), par)
     finally:
         D.shutdown(ctx)
 
@@ -272,3 +300,68 @@ def test_mvpo_train_nproc_2_writes_one_run_and_resumes_on_one_rank(micro, tmp_pa
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert odd.returncode != 0 and "cannot be shared by 2 ranks" in odd.stderr
+
+
+@pytest.fixture(scope="module")
+def fsdp_run(micro, tmp_path_factory):
+    d = tmp_path_factory.mktemp("fsdp2")
+    mp.spawn(_worker, args=(2, _free_port(), str(micro), str(d), "fsdp"), nprocs=2)
+    return d
+
+
+def test_fsdp_two_ranks_give_the_weights_and_metrics_of_one_process(runs, fsdp_run, micro):
+    """FSDP2 on 2 gloo ranks == 1 process: same global batch, metrics and updated weights."""
+    m1 = json.loads((runs[1] / "metrics.json").read_text())
+    mf = json.loads((fsdp_run / "metrics.json").read_text())
+    assert m1["actions"] == mf["actions"] and m1["group"] == mf["group"]
+    for key in m1:
+        if key not in ("actions", "group", "ckpt"):
+            assert mf[key] == pytest.approx(m1[key], rel=1e-4, abs=1e-7), key
+    w1, wf = torch.load(runs[1] / "w.pt"), torch.load(fsdp_run / "w.pt")
+    assert set(wf) == set(w1)
+    from transformers import AutoModelForCausalLM
+
+    w0 = AutoModelForCausalLM.from_pretrained(micro).state_dict()
+    assert max(float((wf[k] - w0[k].to(wf[k].dtype)).abs().max()) for k in wf) > 1e-3
+    for k in w1:
+        torch.testing.assert_close(wf[k], w1[k], rtol=1e-4, atol=1e-5)
+
+
+def test_fsdp_checkpoint_is_one_full_copy_loadable_without_fsdp_and_on_ranks(fsdp_run, micro):
+    """Rank 0 writes full state dicts; they load into a plain model and optimizer, and back
+    into a freshly sharded model on 2 ranks (same weights and optimizer state)."""
+    from mvpo_train.checkpoint import load_checkpoint, load_model_weights
+    from mvpo_train.trainer import load_policy
+
+    ckpts = sorted((fsdp_run / "run" / "checkpoints").glob("iter-*"))
+    assert [c.name for c in ckpts] == ["iter-000001"]
+    assert (fsdp_run / "rank1-ckpt.txt").read_text() == "None"
+    wf = torch.load(fsdp_run / "w.pt")
+    cfg = _cfg(str(micro))
+    policy = load_policy(cfg)
+    load_model_weights(policy.model, ckpts[0])
+    for k, v in policy.model.state_dict().items():
+        assert torch.equal(v, wf[k]), k
+    saved = load_checkpoint(ckpts[0])
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
+    opt.load_state_dict(saved["optimizer"])  # numbered like an unsharded run's
+    n_params = len(list(policy.model.parameters()))
+    assert sorted(opt.state_dict()["state"]) == list(range(n_params))
+    back = torch.load(fsdp_run / "reloaded.pt")
+    for k, v in wf.items():
+        assert torch.equal(back["model"][k], v), k
+    for i, st in saved["optimizer"]["state"].items():
+        for name in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(back["optimizer"]["state"][int(i)][name], st[name])
+    assert float(saved["optimizer"]["state"][0]["exp_avg_sq"].abs().sum()) > 0
+
+
+def test_fsdp_on_one_process_is_a_no_op_and_layers_are_required(micro):
+    from mvpo_train.trainer import load_policy
+
+    policy = load_policy(_cfg(str(micro)))
+    D.shard_policy(policy, D.DistContext())
+    assert not D.is_fsdp(policy.model)
+    with D.gathered(policy.model):  # no units: nothing to gather
+        pass
+    assert D.PARALLELISMS == ("ddp", "fsdp")
