@@ -264,16 +264,34 @@ def _count_types(items: list[QAItem]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _count(low: int):
+    """argparse type: an int >= ``low`` (a zero or negative count wrote an empty data set)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mvpo-searchqa-generate", description=__doc__.split("\n")[0])
     p.add_argument(
         "--out", default=str(bundled_dir()), help="output folder (default: data/searchqa)"
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--train", type=int, default=800, help="number of training questions")
-    p.add_argument("--test", type=int, default=200, help="number of test questions")
+    p.add_argument("--seed", type=_count(0), default=0)
+    p.add_argument("--train", type=_count(1), default=800, help="number of training questions")
+    p.add_argument("--test", type=_count(1), default=200, help="number of test questions")
     args = p.parse_args(argv)
-    meta = write_bundle(args.out, args.seed, args.train, args.test)
+    try:
+        meta = write_bundle(args.out, args.seed, args.train, args.test)
+    except RuntimeError as err:  # more questions than the invented world holds
+        p.error(str(err))
     print(json.dumps(meta))
     return 0
 

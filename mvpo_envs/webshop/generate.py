@@ -200,12 +200,27 @@ def check(out: Path) -> tuple[int, int]:
     return total, perfect
 
 
+def _count(low: int):
+    """argparse type: an int >= ``low`` (a zero or negative count wrote an empty data set)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m mvpo_envs.webshop.generate", description=__doc__.split("\n")[0]
+    p = argparse.ArgumentParser(prog="mvpo-webshop-generate", description=__doc__.split("\n")[0])
+    p.add_argument("--seed", type=_count(0), default=0)
+    p.add_argument(
+        "--per-type", type=_count(1), default=24, help="products per product type (25 types)"
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--per-type", type=int, default=24, help="products per product type (25 types)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: data/webshop)")
     p.add_argument("--check", action="store_true", help="replay the expert on every test goal")
     args = p.parse_args(argv)

@@ -145,3 +145,19 @@ def test_empty_corpus_is_one_clear_error(tmp_path: Path) -> None:
     path.write_text("\n\n")
     with pytest.raises(ValueError, match="the corpus holds no passages"):
         load_corpus(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--train", "0"], "expected an integer >= 1"),  # wrote an empty split, exit 0
+        (["--train", "-1"], "expected an integer >= 1"),  # silently 0 train, 199 test
+        (["--train", "100000", "--test", "1"], "lower the counts"),  # was a traceback
+    ],
+)
+def test_generator_cli_bad_counts_are_one_line(tmp_path, argv, needle, capsys):
+    from mvpo_envs.searchqa.generate import main
+
+    with pytest.raises(SystemExit) as exc_info:
+        main([*argv, "--out", str(tmp_path / "out")])
+    assert exc_info.value.code == 2 and needle in capsys.readouterr().err

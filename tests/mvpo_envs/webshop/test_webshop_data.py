@@ -289,3 +289,13 @@ def test_counts_and_file_options_are_checked(kwargs, needle, monkeypatch):
     monkeypatch.delenv("WEBSHOP_DATA", raising=False)
     with pytest.raises(ValueError, match=needle):
         WebShopEnv(**kwargs)
+
+
+@pytest.mark.parametrize("argv", [["--per-type", "0"], ["--per-type", "-1"], ["--seed", "-2"]])
+def test_generator_cli_refuses_empty_or_negative_counts(tmp_path, argv, capsys):
+    from mvpo_envs.webshop.generate import main
+
+    with pytest.raises(SystemExit) as exc_info:
+        main([*argv, "--out", str(tmp_path / "out")])  # wrote 0 products, exit 0
+    assert exc_info.value.code == 2 and "expected an integer >=" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
