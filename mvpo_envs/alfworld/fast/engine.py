@@ -64,8 +64,11 @@ class Game:
     #: (first step, its command table, its goal key), filled by the first reset
     start: tuple | None = None
     #: command text of each grounded action whose template reads only constant facts,
-    #: shared by every engine of the process playing this game
+    #: shared by every engine of the process playing this game; keyed by the action and the
+    #: arguments its template reads (see ``_text_key``)
     command_text: dict = field(default_factory=dict)
+    #: action -> positions of the arguments its template reads, or None: all of them
+    text_args: dict = field(default_factory=dict)
     #: (agent, location) -> {"go to ..." text: grounding}
     goto_commands: dict = field(default_factory=dict)
     #: memo of the state-determined outputs (docs/alfworld_engine.md, "Speed"): each fact of a
@@ -321,9 +324,33 @@ class FastEngine:
         name, args = grounding
         return {ph: a for ph, a in zip(self.game.logic.params[name], args, strict=True)}
 
+    def _text_key(self, grounding: Grounding) -> tuple:
+        """A static template's text depends on the constant facts and on the arguments it reads:
+        those of its queries and ``{expr}`` names. When every query placeholder is an action
+        parameter (no new binding, so the other arguments exclude no entity), the text is
+        keyed by those arguments only: "go to sinkbasin 1" is one text from every place."""
+        game = self.game
+        name, args = grounding
+        try:
+            positions = game.text_args[name]
+        except KeyError:
+            params = game.logic.params[name]
+            placeholders, names = game.logic.grammar.context_read(game.logic.texts[name].template)
+            positions = None
+            if placeholders <= set(params):
+                positions = tuple(
+                    i for i, ph in enumerate(params) if ph in placeholders or ph[0] in names
+                )
+            game.text_args[name] = positions
+        if positions is None:
+            return grounding
+        return name, tuple(args[i] for i in positions)
+
     def _text(self, grounding: Grounding) -> str:
         game = self.game
-        text = game.command_text.get(grounding)
+        static = grounding[0] in game.logic.static_templates
+        key = self._text_key(grounding) if static else None
+        text = game.command_text.get(key) if static else None
         if text is None:
             name = grounding[0]
             text = game.logic.grammar.derive(
@@ -332,8 +359,8 @@ class FastEngine:
                 game.entities,
                 self._mapping(grounding),
             )
-            if name in game.logic.static_templates:
-                game.command_text[grounding] = text
+            if static:
+                game.command_text[key] = text
         return text
 
     def _pack(self, feedback: str) -> FastStep:

@@ -286,6 +286,37 @@ class Grammar:
                     todo.append(cond.sub)
         return frozenset(preds)
 
+    def context_read(self, text: str) -> tuple[frozenset[Placeholder], frozenset[str]]:
+        """What deriving ``text`` can read of its context: the placeholders of every query and
+        rule condition it can reach, and every name its ``{expr}`` code can look up."""
+        seen: set[str] = set()
+        placeholders: set[Placeholder] = set()
+        names: set[str] = set()
+        todo = list(self.symbols(text))
+        while todo:
+            s = todo.pop()
+            if s.kind == "n":
+                if s.text not in seen:
+                    seen.add(s.text)
+                    for rule in self.rules.get(s.text, []):
+                        placeholders.update(ph for _, phs in rule.condition or () for ph in phs)
+                        todo.extend(rule.rhs)
+            elif s.kind == "e":
+                codes = [compile(s.text.strip(), "<grammar>", "eval")]
+                while codes:
+                    code = codes.pop()
+                    names.update(code.co_names, code.co_varnames, code.co_freevars)
+                    codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+            elif s.kind in ("c", "l"):
+                cond = s if s.kind == "c" else s.sub
+                assert cond is not None
+                if s.kind == "l":
+                    todo.extend(Sym("n", n) for n in _LIST_RULES)
+                placeholders.update(ph for _, phs in cond.given or () for ph in phs)
+                if cond.sub is not None:
+                    todo.append(cond.sub)
+        return frozenset(placeholders), frozenset(names)
+
     def static_predicates_only(self, text: str, fluents: set[str]) -> bool:
         """Whether deriving ``text`` can only read predicates outside ``fluents``."""
         seen: set[str] = set()
