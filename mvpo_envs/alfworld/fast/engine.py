@@ -348,11 +348,14 @@ class FastEngine:
 
     def _text(self, grounding: Grounding) -> str:
         game = self.game
-        static = grounding[0] in game.logic.static_templates
+        text = game.command_text.get(grounding)
+        if text is not None:
+            return text
+        name = grounding[0]
+        static = name in game.logic.static_templates
         key = self._text_key(grounding) if static else None
         text = game.command_text.get(key) if static else None
         if text is None:
-            name = grounding[0]
             text = game.logic.grammar.derive(
                 game.logic.texts[name].template,
                 self._store,
@@ -361,6 +364,8 @@ class FastEngine:
             )
             if static:
                 game.command_text[key] = text
+        if static:
+            game.command_text[grounding] = text
         return text
 
     def _pack(self, feedback: str) -> FastStep:

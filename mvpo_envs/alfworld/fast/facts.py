@@ -72,14 +72,21 @@ def parse_query(text: str) -> tuple[Literal, ...]:
 
 
 class FactList(list):
-    """The fact list of one step plus ``grouped``: predicate -> frozenset of argument tuples,
-    a snapshot of the same facts (``state_from_facts`` reads it instead of regrouping)."""
+    """The fact list of one step; ``grouped`` gives the same facts grouped by predicate
+    (predicate -> frozenset of argument tuples) while the store has not changed since, else
+    ``None`` (``state_from_facts`` then groups the list itself)."""
 
-    __slots__ = ("grouped",)
+    __slots__ = ("_store", "_stamp")
 
-    def __init__(self, facts, grouped: dict[str, frozenset[tuple[str, ...]]]):
+    def __init__(self, facts, store: FactStore):
         super().__init__(facts)
-        self.grouped = grouped
+        self._store = store
+        self._stamp = store.stamp
+
+    @property
+    def grouped(self) -> dict[str, frozenset[tuple[str, ...]]] | None:
+        store = self._store
+        return store.grouped() if store.stamp == self._stamp else None
 
 
 class FactStore:
@@ -98,6 +105,8 @@ class FactStore:
         self.mutable: frozenset[str] | None = None
         #: predicate -> frozenset of its argument tuples, dropped when the predicate changes
         self._frozen: dict[str, frozenset[tuple[str, ...]]] = {}
+        #: bumped by every change of any predicate
+        self.stamp = 0
 
     # -- contents -------------------------------------------------------------------------------
     def copy(self) -> FactStore:
@@ -122,6 +131,7 @@ class FactStore:
         new.versions = defaultdict(int, self.versions)
         new.mutable = mutable
         new._frozen = dict(self._frozen)
+        new.stamp = 0
         return new
 
     def var(self, name: str) -> Var:
@@ -139,6 +149,7 @@ class FactStore:
         if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
             raise ValueError(f"fact store: {pred!r} was declared constant")
         self.versions[pred] += 1
+        self.stamp += 1
         self._frozen.pop(pred, None)
         self._by_pred[pred].add(args)
         for i, a in enumerate(args):
@@ -153,6 +164,7 @@ class FactStore:
         if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
             raise ValueError(f"fact store: {pred!r} was declared constant")
         self.versions[pred] += 1
+        self.stamp += 1
         self._frozen.pop(pred, None)
         self._by_pred[pred].discard(args)
         for i, a in enumerate(args):
@@ -175,7 +187,12 @@ class FactStore:
         return list(self._facts.values())
 
     def fact_list(self) -> FactList:
-        """:meth:`facts` with a snapshot of the grouping (:class:`FactList`)."""
+        """:meth:`facts` as a :class:`FactList` (its grouping is built on demand)."""
+        return FactList(self._facts.values(), self)
+
+    def grouped(self) -> dict[str, frozenset[tuple[str, ...]]]:
+        """Predicate -> frozenset of its facts' argument tuples (non-empty predicates only);
+        a predicate's set is rebuilt only after it changed."""
         frozen = self._frozen
         grouped = {}
         for p, v in self._by_pred.items():
@@ -184,7 +201,7 @@ class FactStore:
                 f = frozen[p] = frozenset(v)
             if f:
                 grouped[p] = f
-        return FactList(self._facts.values(), grouped)
+        return grouped
 
     def by_predicate(self) -> dict[str, list[tuple[str, ...]]]:
         """Predicate -> argument tuples of its facts (the facts grouped, without building them)."""
