@@ -315,3 +315,20 @@ def test_predicates_read_by_a_text_agree_with_the_static_check():
     assert {"inreceptacle", "opened"} <= grammar.predicates_read(
         game.logic.texts["gotolocation"].feedback
     )
+
+
+def test_an_old_steps_facts_stay_exact_after_the_engine_moves_on():
+    from mvpo_envs.alfworld.state import state_from_facts
+
+    game = sorted((project_data_dir() / "alfworld" / "alfworld").rglob("game.tw-pddl"))[0]
+    engine = FastEngine()
+    engine.load(game)
+    engine.reset()
+    walk = read_game(game)["walkthrough"]
+    first = engine.step(walk[0])
+    goal = {"object": "x", "receptacle": "y"}
+    now = state_from_facts(first.facts, first.entity_names, "a", goal, "")
+    assert first.facts.grouped is not None
+    engine.step(walk[1])  # the store changed: the old grouping is no longer offered
+    assert first.facts.grouped is None
+    assert state_from_facts(first.facts, first.entity_names, "a", goal, "") == now
