@@ -30,6 +30,21 @@ def local_ray():
     ray.shutdown()
 
 
+def _kill(actor) -> None:
+    """``ray.kill`` returns before the actor is gone: wait until a call fails."""
+    import time
+
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.__ray_ready__.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers after 60 s")
+
+
 @pytest.fixture
 def with_ray_backend():
     """The real ``"ray"`` entry of ``BACKENDS`` (vector.py's dispatch), no patching."""
@@ -83,7 +98,7 @@ def test_a_dead_actor_is_named_and_restart_needs_a_reset(local_ray, with_ray_bac
     )  # fmt: skip
     try:
         venv.reset_groups([0, 1])
-        ray.kill(venv.env._actors[1], no_restart=True)
+        _kill(venv.env._actors[1])
         with pytest.raises(ActorDiedError, match=r"sub-env 2 .*sub-env 3 .*during step") as err:
             venv.step(["look"] * 4)
         assert err.value.workers == [2, 3] and err.value.restarted
@@ -102,7 +117,7 @@ def test_without_restart_a_dead_actor_stays_an_error(local_ray):
     env = RayVectorEnv([_EnvFactory(ENV_ID, {"split": "train"}) for _ in range(2)])
     try:
         env.reset(seed=[0, 0])
-        ray.kill(env._actors[0], no_restart=True)
+        _kill(env._actors[0])
         for _ in range(2):
             with pytest.raises(ActorDiedError, match="sub-env 0 .*make a new one"):
                 env.step(["look", "look"])
