@@ -68,6 +68,7 @@ Backend = Literal["hf", "vllm"]
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 Vectorization = Literal["sync", "async", "ray"]
+Parallelism = Literal["ddp", "fsdp"]
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
 
@@ -113,6 +114,10 @@ class TrainConfig:
         0, "stop this process after N iterations as if killed (0 = never; tests)", ge=0, safe=True
     )
     threads: int = _f(2, "torch CPU threads (torch.set_num_threads)", gt=0)
+    parallelism: Parallelism = _f(
+        "ddp", "with --nproc/torchrun: ddp (replicated model) | fsdp (FSDP2 shards it; "
+        "docs/scaling.md)", safe=True,
+    )  # fmt: skip
     progress: bool = _f(True, "show a tqdm progress bar", safe=True)
     tensorboard: bool = _f(True, "also log to TensorBoard when it is installed", safe=True)
     # -- environment -------------------------------------------------------------------------

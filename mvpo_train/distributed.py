@@ -57,6 +57,7 @@ __all__ = [
     "DistContext",
     "check_same_weights",
     "concat_batches",
+    "fsdp_unsupported",
     "full_optimizer_state_dict",
     "full_state_dict",
     "gather_batch",
@@ -66,6 +67,7 @@ __all__ = [
     "load_full_state_dict",
     "init_distributed",
     "launch",
+    "load_checkpoint_into",
     "ppo_update_dp",
     "rank_generator",
     "sample_global_tasks",
@@ -509,6 +511,49 @@ def load_full_optimizer_state_dict(
     }
     opts = StateDictOptions(full_state_dict=True)
     set_optimizer_state_dict(model, optimizer, osd, options=opts)
+
+
+def fsdp_unsupported(cfg: Any) -> str | None:
+    """Why ``cfg`` cannot train with ``parallelism="fsdp"`` (``None``: it can)."""
+    if cfg.policy != "lm":
+        return f"policy={cfg.policy!r}: FSDP shards the decoder layers of an LM policy only"
+    if cfg.action_mode == "generate" and cfg.backend == "vllm":
+        return "backend='vllm': vLLM holds its own full copy of the weights; use backend='hf'"
+    return None
+
+
+def load_checkpoint_into(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer, path: Any, optim_state: dict
+) -> None:
+    """Resume: checkpoint ``path``'s weights and ``optim_state`` into ``model``/``optimizer``,
+    sharded (FSDP: every rank reads the full files and keeps its shard) or not."""
+    from mvpo_train.checkpoint import load_model_weights
+
+    if not is_fsdp(model):
+        load_model_weights(model, path)
+        optimizer.load_state_dict(optim_state)
+        return
+    capture = _Capture(model)
+    load_model_weights(capture, path)  # the same files, checks and errors as unsharded
+    load_full_state_dict(model, capture.state)
+    load_full_optimizer_state_dict(model, optimizer, optim_state)
+
+
+class _Capture:
+    """Stands for a sharded model in :func:`mvpo_train.checkpoint.load_model_weights`: keeps
+    the full state it is given (on CPU) and reports missing/unexpected names."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.config = model.config
+        self._names = set(model.state_dict())
+        self.state: dict[str, torch.Tensor] = {}
+
+    def parameters(self) -> Iterator[torch.Tensor]:
+        yield torch.empty(0)  # load on CPU
+
+    def load_state_dict(self, state: dict, strict: bool = True) -> tuple[list, list]:
+        self.state = dict(state)
+        return sorted(self._names - set(state)), sorted(set(state) - self._names)
 
 
 class _Saved:

@@ -44,7 +44,6 @@ from mvpo_train.checkpoint import (
     capture_rng,
     find_intact_checkpoint,
     load_checkpoint,
-    load_model_weights,
     remove_stale_temporaries,
     restore_rng,
 )
@@ -99,6 +98,10 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     # -- setup: policy, reference, optimizer, estimator, envs, RNGs ---------------------------
     policy = load_policy(cfg)
     ref_policy = _frozen_copy(policy) if cfg.kl_coef > 0 else None
+    if cfg.parallelism == "fsdp" and ctx.enabled:  # before the optimizer (sharded params)
+        if (why := D.fsdp_unsupported(cfg)) is not None:
+            raise ConfigError(f"parallelism: {why}")
+        D.shard_policy(policy, ctx)
     optimizer = torch.optim.AdamW(
         policy.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps
     )
@@ -152,8 +155,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     start, env_steps, metrics_rows = 0, 0, 0
     if plan.checkpoint is not None:
         saved = plan.saved
-        load_model_weights(policy.model, plan.checkpoint)
-        optimizer.load_state_dict(saved["optimizer"])
+        D.load_checkpoint_into(policy.model, optimizer, plan.checkpoint, saved["optimizer"])
         estimator.load_state_dict(saved["state"]["estimator"])
         if refit is not None and "abstraction_refit" in saved["state"]:
             refit.load_state_dict(saved["state"]["abstraction_refit"])
@@ -182,7 +184,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         policy.model.eval()
 
         # 1. rollout (Gen.)
-        with timer("rollout"):
+        with timer("rollout"), D.gathered(policy.model):  # FSDP: no collective per forward
             if ctx.enabled:
                 collector.generator = D.rank_generator(cfg.seed, iteration, ctx.rank)
                 tasks = D.sample_global_tasks(cfg, venv.num_tasks, gens["tasks"])
@@ -196,7 +198,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
                 refit.install(venv)  # labels the next iteration's episodes
 
         # 2. old and reference log-probs (Logp+Ref)
-        with timer("logp_ref"):
+        with timer("logp_ref"), D.gathered(policy.model):
             old_logp = batch.extras["old_logp"]
             if any(x is None for x in old_logp):
                 old_logp = [x.cpu().numpy() for x in _no_grad_logprobs(policy, batch, cfg)]
@@ -242,11 +244,12 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
 
         # evaluation (not part of the timed iteration)
         eval_metrics: dict[str, Any] = {}
-        if ctx.is_main and cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
-            with timer("eval"):
-                eval_metrics = evaluate(
-                    policy, cfg, backend=backend, seed=cfg.seed + iteration, cache=eval_state
-                )
+        if cfg.eval_every and (iteration + 1) % cfg.eval_every == 0:
+            with timer("eval"), D.gathered(policy.model):  # FSDP: every rank gathers
+                if ctx.is_main:
+                    eval_metrics = evaluate(
+                        policy, cfg, backend=backend, seed=cfg.seed + iteration, cache=eval_state
+                    )
 
         # metrics
         env_steps += len(batch)

@@ -365,3 +365,97 @@ def test_fsdp_on_one_process_is_a_no_op_and_layers_are_required(micro):
     with D.gathered(policy.model):  # no units: nothing to gather
         pass
     assert D.PARALLELISMS == ("ddp", "fsdp")
+
+
+def test_mvpo_train_fsdp_2_ranks_then_resume_without_fsdp(micro, tmp_path):
+    """``mvpo-train --nproc 2 --parallelism fsdp``: rank 0 writes one run whose checkpoint
+    resumes on one process (no FSDP) and again on 2 FSDP ranks; vLLM with FSDP is refused."""
+    import subprocess
+    import sys
+
+    from mvpo_train.checkpoint import complete_checkpoints
+    from mvpo_train.metrics import read_metrics
+
+    code = "import sys; from mvpo_train.cli import train_main; sys.exit(train_main())"
+    run = tmp_path / "run"
+
+    def train(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", code, *extra, *_train_argv(micro, run)],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+
+    first = train("--nproc", "2", "--parallelism", "fsdp", "--iterations", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert [it for it, _ in complete_checkpoints(run)] == [1]
+    second = train("--iterations", "2", "--resume")
+    assert second.returncode == 0, second.stderr[-3000:]
+    third = train("--nproc", "2", "--parallelism", "fsdp", "--iterations", "3", "--resume")
+    assert third.returncode == 0, third.stderr[-9000:]
+    rows = read_metrics(run)
+    assert [r["iteration"] for r in rows] == [1, 2, 3]
+    assert all(r["loss/optimizer_steps"] > 0 for r in rows)
+    assert [it for it, _ in complete_checkpoints(run)] == [2, 3]
+    from mvpo_train.config import ConfigError, preset
+
+    cfg = preset("cpu-tiny", policy="lm", action_mode="generate", backend="vllm")
+    assert "vllm" in D.fsdp_unsupported(cfg)
+    assert D.fsdp_unsupported(preset("cpu-tiny")) is None
+    assert ConfigError  # the trainer raises it with the reason above
+
+
+def _forwards_worker(rank: int, world: int, port: int, micro: str, out: str) -> None:
+    """Every forward the policy does, sharded vs the same policy unsharded on this rank."""
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
+    )
+    from mvpo_train.trainer import load_policy
+
+    torch.set_num_threads(1)
+    ctx = D.init_distributed("gloo", timeout_s=300)
+    try:
+        policy = load_policy(_cfg(micro))
+        prompts = [policy.encode(f"Task {rank}: go to the fridge {k}.") for k in range(3)]
+        cands = [[policy.encode(f" go to drawer {j}") for j in range(k + 2)] for k in range(3)]
+        resp = [policy.encode(" open drawer 1"), policy.encode(" look"), policy.encode(" go")]
+
+        def run() -> dict:
+            with torch.no_grad():
+                lp, ent = policy.token_logprobs(prompts, resp, entropy=True)
+                kv = policy.score_candidates(prompts, cands)
+                policy.score_impl = "concat"
+                cat = policy.score_candidates(prompts, cands)
+                policy.score_impl = "kv"
+            torch.manual_seed(5)
+            gen = policy.generate(prompts[:2], max_new_tokens=4 + rank)  # ranks differ
+            return {"lp": lp, "ent": ent, "kv": kv, "cat": cat, "gen": gen}
+
+        plain = run()
+        D.shard_policy(policy, ctx)
+        assert D.is_fsdp(policy.model)
+        with D.gathered(policy.model):
+            sharded = run()
+        with torch.no_grad():  # outside gathered: FSDP's own all-gather per forward
+            lp_ag, _ = policy.token_logprobs(prompts, resp)
+        torch.save({"plain": plain, "sharded": sharded, "lp_ag": lp_ag}, Path(out) / f"{rank}.pt")
+    finally:
+        D.shutdown(ctx)
+
+
+def test_fsdp_every_policy_forward_matches_unsharded(micro, tmp_path):
+    """Token log-probs, KV-cache and concat candidate scoring, and HF ``generate`` (with a
+    different number of forwards per rank) give the unsharded results under FSDP2."""
+    mp.spawn(_forwards_worker, args=(2, _free_port(), str(micro), str(tmp_path)), nprocs=2)
+    for rank in range(2):
+        got = torch.load(tmp_path / f"{rank}.pt", weights_only=False)
+        a, b = got["plain"], got["sharded"]
+        assert a["gen"] == b["gen"] and len(a["gen"]) == 2
+        for key in ("lp", "ent"):
+            for x, y in zip(a[key], b[key], strict=True):
+                torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
+        for x, y in zip(a["lp"], got["lp_ag"], strict=True):
+            torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
+        for key in ("kv", "cat"):
+            assert [len(x) for x in a[key].scores] == [2, 3, 4]
+            for x, y in zip(a[key].scores, b[key].scores, strict=True):
+                torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-6)
