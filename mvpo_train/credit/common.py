@@ -12,6 +12,8 @@ One implementation of each building block, reused by every estimator:
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, ClassVar, NamedTuple
@@ -114,7 +116,34 @@ def make_config(cls: type, config: Any, overrides: dict[str, Any], owner: str) -
             f"estimator '{owner}' got unknown config field(s) {unknown}; "
             f"valid fields: {sorted(valid)}"
         )
+    hints = typing.get_type_hints(cls)
+    for name, value in base.items():
+        expected = _field_types(hints[name])
+        if expected and not _is_instance(value, expected):
+            allowed = " or ".join(sorted(t.__name__ for t in expected))
+            raise TypeError(
+                f"estimator '{owner}': config field '{name}' expects {allowed}, got {value!r}"
+            )
     return cls(**base)
+
+
+def _field_types(hint: Any) -> tuple[type, ...]:
+    """The plain types a config field accepts (``()``: not checked here)."""
+    args = (
+        typing.get_args(hint)
+        if typing.get_origin(hint) in (typing.Union, types.UnionType)
+        else (hint,)
+    )
+    plain = tuple(a for a in args if isinstance(a, type))
+    return plain if len(plain) == len(args) else ()
+
+
+def _is_instance(value: Any, expected: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):  # bool is an int to Python, never a number of a config
+        return bool in expected
+    if float in expected and isinstance(value, int):
+        return True
+    return isinstance(value, expected)
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,3 +71,13 @@ def test_unknown_name_lists_available():
 def test_estimators_reject_non_batches():
     with pytest.raises(TypeError, match="StepBatch"):
         get_estimator("grpo")({"reward": [1]})
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [({"gamma": "x"}, "gamma"), ({"eps": True}, "eps"), ({"ddof": 1.5}, "ddof")],
+)
+def test_a_config_value_of_the_wrong_type_names_the_field(kwargs, field):
+    with pytest.raises(TypeError, match=f"config field '{field}' expects"):
+        get_estimator("mvpo", **kwargs)
+    assert get_estimator("mvpo", omega=2).config.omega == 2  # an int is a valid float
