@@ -14,10 +14,12 @@ from mvpo_abstraction.registry import (
     register_abstraction,
     register_milestone,
 )
+from mvpo_abstraction.wrapper import AbstractionWrapper
 
 __all__ = [
     "Abstraction",
     "AbstractionTracker",
+    "AbstractionWrapper",
     "available_abstractions",
     "available_milestones",
     "depth_bin",

@@ -207,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_steps=args.max_steps,
             model_path=args.model_path,
         )
-    except (ValueError, KeyError, FileNotFoundError, json.JSONDecodeError) as err:
+    except (ValueError, KeyError, TypeError, FileNotFoundError, gym.error.Error) as err:
+        # json.JSONDecodeError is a ValueError; gym.error.Error covers an unknown env id
         print(f"mvpo-fit-abstraction: {err}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: k={abstraction.k}, milestones={abstraction.milestone_names}")

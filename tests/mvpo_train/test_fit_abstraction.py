@@ -46,6 +46,9 @@ def test_errors_are_one_clear_line(tmp_path, capsys):
     assert main([*base, "--policy", str(tmp_path / "no-run")]) == 2
     assert "not a mvpo-train run folder" in capsys.readouterr().err
     assert main([*base, "--env-kwargs", "{bad"]) == 2
+    unknown = ["mvpo/Nope-v0", "--episodes", "2", "--out", str(tmp_path / "x")]
+    assert main(unknown) == 2
+    assert "Nope" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing half-written
 
 
