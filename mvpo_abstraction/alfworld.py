@@ -29,7 +29,7 @@ reads only what the observation text says, with the paper's deterministic string
 (``You arrive at X.``, ``you see a, b, and c``, ``You pick up the X``, ``You heat the X``...).
 The text variant keeps what it has read in ``state["text_view"]``, which the environment
 updates from feedback strings alone (see :mod:`mvpo_envs.alfworld.text_view`). Where the two
-differ (tested in ``tests/mvpo_abstraction/test_alfworld_abstraction.py``): objects on a
+differ (tested in ``tests/mvpo_abstraction/test_alfworld.py``): objects on a
 co-located receptacle are in reach but not named in the text; the text cannot see that a
 lamp turned on elsewhere or an object already clean at the start.
 """

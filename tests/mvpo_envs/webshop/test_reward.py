@@ -1,7 +1,7 @@
 """WebShop's reward (docs/environments.md, "mvpo/WebShop-v0", Reward) with hand-checked numbers.
 
 The noun extractor is fixed to the POS-free fallback so that every number here holds with or
-without spaCy; ``test_webshop_nouns.py`` compares the two.
+without spaCy; ``webshop/test_nouns.py`` compares the two.
 """
 
 from __future__ import annotations
