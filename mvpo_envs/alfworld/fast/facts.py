@@ -107,6 +107,8 @@ class FactStore:
         self._frozen: dict[str, frozenset[tuple[str, ...]]] = {}
         #: bumped by every change of any predicate
         self.stamp = 0
+        #: fact key -> (its Fact, its argument types), shared by copies (a Fact never changes)
+        self._made: dict[tuple[str, ...], tuple[Fact, tuple[str, ...]]] = {}
 
     # -- contents -------------------------------------------------------------------------------
     def copy(self) -> FactStore:
@@ -131,6 +133,7 @@ class FactStore:
         new.versions = defaultdict(int, self.versions)
         new.mutable = mutable
         new._frozen = dict(self._frozen)
+        new._made = self._made
         new.stamp = 0
         return new
 
@@ -144,7 +147,13 @@ class FactStore:
         if key in self._facts:
             return
         args = key[1:]
-        self._facts[key] = Fact(key, tuple(self.var(a) for a in args))
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = (
+                Fact(key, tuple(self.var(a) for a in args)),
+                tuple(self.types[a] for a in args),
+            )
+        self._facts[key] = made[0]
         pred = key[0]
         if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
             raise ValueError(f"fact store: {pred!r} was declared constant")
@@ -154,7 +163,7 @@ class FactStore:
         self._by_pred[pred].add(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].add(args)
-        self._signatures[pred].add(tuple(self.types[a] for a in args))
+        self._signatures[pred].add(made[1])
 
     def discard(self, key: tuple[str, ...]) -> None:
         if self._facts.pop(key, None) is None:
