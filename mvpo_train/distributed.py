@@ -343,6 +343,8 @@ PARALLELISMS = ("ddp", "fsdp")
 
 
 def _fsdp_units(model: torch.nn.Module) -> list[Any]:
+    if not getattr(model, "_mvpo_fsdp", False):  # not sharded: no FSDP import at all
+        return []
     from torch.distributed.fsdp import FSDPModule
 
     return [m for m in model.modules() if isinstance(m, FSDPModule)]
@@ -390,6 +392,7 @@ def shard_policy(policy: Any, ctx: DistContext) -> None:
     for layer in layers:
         fully_shard(layer)
     fully_shard(model)
+    model._mvpo_fsdp = True
     base, head = policy._base, policy._head
     model.mvpo_hidden = types.MethodType(lambda _self, **kw: base(**kw), model)
     model.mvpo_head = types.MethodType(lambda _self, h: head(h), model)
