@@ -645,7 +645,17 @@ def _main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return train_main(list(argv))
+    code = train_main(list(argv))
+    if world > 1:
+        # Every file the run writes is closed and atomic by now (metrics, checkpoints, records)
+        # and the process group is destroyed. Leaving through the interpreter's teardown can
+        # still abort a rank ("terminate called without an active exception": a C++ thread of
+        # the gloo/store stack destroyed while joinable), which torchrun reports as a failed
+        # run; so a rank ends here, after flushing Python's streams.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 # ------------------------------------------------------------------ benchmark helper
