@@ -284,9 +284,12 @@ def test_memo_and_grouped_facts_change_no_output(monkeypatch):
     from mvpo_envs.alfworld.fast import engine as fast_engine
 
     game = sorted((project_data_dir() / "alfworld" / "alfworld").rglob("game.tw-pddl"))[0]
+    loaded = fast_engine.load_game(read_game(game))  # the process's shared Game of this file
+    loaded.states.clear()  # earlier tests may have played this game with the memo on
+    loaded.feedbacks.clear()
     monkeypatch.setattr(fast_engine, "MEMO_ENABLED", False)
     cold = _play_fast(game, seed=3, steps=40)
-    loaded = fast_engine.load_game(read_game(game))
+    assert fast_engine.load_game(read_game(game)) is loaded
     assert not loaded.states and not loaded.feedbacks
     monkeypatch.setattr(fast_engine, "MEMO_ENABLED", True)
     assert _play_fast(game, seed=3, steps=40) == cold  # filling the memo
