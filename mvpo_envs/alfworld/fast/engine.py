@@ -15,9 +15,8 @@ import hashlib
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mvpo_envs.alfworld.data import read_json_object
+from mvpo_envs.alfworld.engine import read_game_file
 from mvpo_envs.alfworld.fast.actions import (
     EXACT_NEGATIONS,
     FLUENTS,
@@ -32,12 +31,7 @@ from mvpo_envs.alfworld.fast.grammar import ActionText, Entity, Grammar, parse_d
 from mvpo_envs.alfworld.fast.names import demangle_all
 from mvpo_envs.alfworld.fast.pddl import domain_actions, parse_problem
 
-REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
 NOTHING_HAPPENS = "Nothing happens."
-
-
-class GameFileError(ValueError):
-    """A game file is missing, unreadable or lacks what the engine needs."""
 
 
 @dataclass
@@ -102,18 +96,8 @@ def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def read_game(path: str | os.PathLike) -> dict:
-    """Read and check a ``game.tw-pddl`` file; errors name the file and what is wrong."""
-    path = Path(path)
-    if not path.is_file():
-        raise GameFileError(f"{path}: game file not found")
-    data = read_json_object(path, GameFileError)
-    missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
-    if missing:
-        raise GameFileError(f"{path}: missing or empty key(s) {missing}")
-    if "(:goal" not in data["pddl_problem"] or "(:init" not in data["pddl_problem"]:
-        raise GameFileError(f"{path}: pddl_problem has no (:init ...) or (:goal ...) section")
-    return data
+#: one reader and one error for both engines (the module imports no TextWorld at load time)
+read_game = read_game_file
 
 
 def build_logic(domain: str, grammar_text: str) -> Logic:
