@@ -50,7 +50,7 @@ import torch
 import torch.distributed as dist
 
 from mvpo_train.batch import FIELDS, StepBatch
-from mvpo_train.loss import LossConfig, ppo_loss
+from mvpo_train.loss import LossConfig
 
 __all__ = [
     "PARALLELISMS",
@@ -249,7 +249,7 @@ def ppo_update_dp(
     Same statistics as the trainer's (``pg_loss`` and ``grad_norm``: means over optimizer
     steps; the others: means over trained tokens of all ranks), identical on every rank.
     """
-    from mvpo_train.trainer import row_logprobs
+    from mvpo_train.trainer import micro_batch_backward
 
     n = len(batch)
     mine = np.zeros(n, dtype=bool)
@@ -279,23 +279,9 @@ def ppo_update_dp(
             gather.__enter__()
             for m0 in range(0, len(train_rows), cfg.micro_batch_size):
                 micro = train_rows[m0 : m0 + cfg.micro_batch_size]
-                logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
-                seq_index = torch.cat(
-                    [torch.full((len(x),), k, dtype=torch.long) for k, x in enumerate(logp)]
-                ).to(logp[0].device)
-                flat = torch.cat(logp)
-                old = torch.from_numpy(np.concatenate([old_logp[r] for r in micro])).to(flat.device)
-                ref = (
-                    torch.from_numpy(np.concatenate([ref_logp[r] for r in micro])).to(flat.device)
-                    if ref_logp is not None
-                    else None
+                st = micro_batch_backward(
+                    policy, batch, cfg, loss_cfg, micro, adv, old_logp, ref_logp, denom
                 )
-                a = torch.tensor(adv[micro], dtype=torch.float64, device=flat.device)
-                loss, st = ppo_loss(
-                    flat, old, a, seq_index, len(micro), loss_cfg, ref_logp=ref,
-                    entropy=torch.cat(ent) if ent is not None else None, denom=denom,
-                )  # fmt: skip
-                loss.backward()
                 mb_pg += st.pop("pg_loss")
                 n_micro = st.pop("tokens")
                 tokens += n_micro

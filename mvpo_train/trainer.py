@@ -613,6 +613,40 @@ def _no_grad_logprobs(policy: Policy, batch: StepBatch, cfg: TrainConfig) -> lis
 # ================================================================== the update
 
 
+def micro_batch_backward(
+    policy: Policy,
+    batch: StepBatch,
+    cfg: TrainConfig,
+    loss_cfg: LossConfig,
+    micro: list[int],
+    adv: np.ndarray,
+    old_logp: list,
+    ref_logp: list | None,
+    denom: float,
+) -> dict[str, float]:
+    """The clipped PPO loss of the rows ``micro`` (normalised by the mini-batch's ``denom``),
+    back-propagated; its statistics (``pg_loss``, ``tokens``, ...). Shared by
+    :func:`ppo_update` and the data-parallel update (docs/scaling.md)."""
+    logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
+    seq_index = torch.cat(
+        [torch.full((len(x),), k, dtype=torch.long) for k, x in enumerate(logp)]
+    ).to(logp[0].device)
+    flat = torch.cat(logp)
+    old = torch.from_numpy(np.concatenate([old_logp[r] for r in micro])).to(flat.device)
+    ref = (
+        torch.from_numpy(np.concatenate([ref_logp[r] for r in micro])).to(flat.device)
+        if ref_logp is not None
+        else None
+    )
+    a = torch.tensor(adv[micro], dtype=torch.float64, device=flat.device)
+    loss, st = ppo_loss(
+        flat, old, a, seq_index, len(micro), loss_cfg, ref_logp=ref,
+        entropy=torch.cat(ent) if ent is not None else None, denom=denom,
+    )  # fmt: skip
+    loss.backward()
+    return st
+
+
 def ppo_update(
     policy: Policy,
     optimizer: torch.optim.Optimizer,
@@ -652,23 +686,9 @@ def ppo_update(
             mb_pg = 0.0
             for m0 in range(0, len(train_rows), cfg.micro_batch_size):
                 micro = train_rows[m0 : m0 + cfg.micro_batch_size]
-                logp, ent = row_logprobs(policy, batch, cfg, micro, entropy=True)
-                seq_index = torch.cat(
-                    [torch.full((len(x),), k, dtype=torch.long) for k, x in enumerate(logp)]
-                ).to(logp[0].device)
-                flat = torch.cat(logp)
-                old = torch.from_numpy(np.concatenate([old_logp[r] for r in micro])).to(flat.device)
-                ref = (
-                    torch.from_numpy(np.concatenate([ref_logp[r] for r in micro])).to(flat.device)
-                    if ref_logp is not None
-                    else None
+                st = micro_batch_backward(
+                    policy, batch, cfg, loss_cfg, micro, adv, old_logp, ref_logp, denom
                 )
-                a = torch.tensor(adv[micro], dtype=torch.float64, device=flat.device)
-                loss, st = ppo_loss(
-                    flat, old, a, seq_index, len(micro), loss_cfg, ref_logp=ref,
-                    entropy=torch.cat(ent) if ent is not None else None, denom=denom,
-                )  # fmt: skip
-                loss.backward()
                 mb_pg += st.pop("pg_loss")
                 n_tok_micro = st.pop("tokens")
                 tokens += n_tok_micro
