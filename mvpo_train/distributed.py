@@ -638,10 +638,18 @@ def _main(argv: Sequence[str]) -> int:
         # still abort a rank ("terminate called without an active exception": a C++ thread of
         # the gloo/store stack destroyed while joinable), which torchrun reports as a failed
         # run; so a rank ends here, after flushing Python's streams.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_rank(code)
     return code
+
+
+def exit_rank(code: int = 0) -> None:
+    """End a finished rank process without the interpreter's teardown, after flushing Python's
+    streams: that teardown sometimes aborts a process that ran gloo collectives ("terminate
+    called without an active exception"), which its launcher reports as a failure. Call it
+    only once every file the rank writes is closed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 # ------------------------------------------------------------------ benchmark helper
@@ -706,6 +714,7 @@ def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> No
     if rank == 0:
         (Path(tmp) / "seconds.txt").write_text(str(float(np.median(secs))))
     shutdown(ctx)
+    exit_rank(0)
 
 
 def _synthetic_batch(policy: Any, groups: int, group_size: int, steps: int):

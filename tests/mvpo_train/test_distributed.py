@@ -138,6 +138,7 @@ def _worker(rank: int, world: int, port: int, micro: str, out: str, par: str = "
         _iteration(ctx, micro, Path(out), par)
     finally:
         D.shutdown(ctx)
+    D.exit_rank(0)  # reached only on success: an error above reaches mp.spawn as itself
 
 
 @pytest.fixture(scope="module")
@@ -440,6 +441,7 @@ def _forwards_worker(rank: int, world: int, port: int, micro: str, out: str) -> 
         torch.save({"plain": plain, "sharded": sharded, "lp_ag": lp_ag}, Path(out) / f"{rank}.pt")
     finally:
         D.shutdown(ctx)
+    D.exit_rank(0)  # reached only on success
 
 
 def test_fsdp_every_policy_forward_matches_unsharded(micro, tmp_path):
