@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections import Counter
 
 import alfworld.gen.constants as constants
 
@@ -42,6 +43,13 @@ from mvpo_envs.alfworld.gen_scene import LAMP_HOLDERS, Receptacle, can_contain
 
 #: ALFRED's cap on copies of one object type in a scene
 MAX_COPIES = constants.MAX_NUM_OF_OBJ_INSTANCES
+#: the most copies of one type a sparse room is filled up to: ALFRED's cap on copies of the
+#: task's target type (``PICKUP_REPEAT_MAX``), the most ALFRED ever puts in one scene
+FILL_MAX_COPIES = constants.PICKUP_REPEAT_MAX
+#: every room of the preset: receptacles within this range (ALFWorld's rooms in ReAct's
+#: prompts: 10-39) and at least MIN_OBJECTS objects in receptacles (the real kitchen: 43)
+RECEPTACLE_RANGE = (10, 40)
+MIN_OBJECTS = 30
 #: relative chance that an object lands in a receptacle of this type (default 1)
 PLACEMENT_WEIGHT = {
     "CounterTop": 8,
@@ -150,14 +158,58 @@ def scene_room_goals(number: int, task_type: str) -> tuple[Goal, ...]:
     return tuple(room_goals(load_room(number), task_type))
 
 
+class RoomRangeError(ValueError):
+    """A room outside the preset's ranges (receptacles, objects): never written."""
+
+
+def _room_types(room: Room) -> list[str]:
+    """Pickupable types of the scene that some receptacle of the room can hold."""
+    return [
+        o for o in room.scene.object_types if any(can_contain(r.rtype, o) for r in room.receptacles)
+    ]
+
+
+def room_in_range(room: Room) -> bool:
+    """Whether the whole room can be a game of the preset (docs/alfworld_generator.md, "Ranges").
+
+    Its receptacles (real layout + synthesized types) are within ``RECEPTACLE_RANGE`` and
+    ``FILL_MAX_COPIES`` copies of each of its object types reach ``MIN_OBJECTS``.
+    """
+    lo, hi = RECEPTACLE_RANGE
+    most = FILL_MAX_COPIES * len(_room_types(room)) + len(room.lamps)
+    return lo <= len(room.receptacles) <= hi and most >= MIN_OBJECTS
+
+
+@functools.cache
+def preset_scenes(pool: tuple[int, ...]) -> tuple[int, ...]:
+    """The scenes of a pool whose whole room is in range (the others are left out)."""
+    return tuple(n for n in pool if room_in_range(load_room(n)))
+
+
+def check_room(problem: Problem) -> None:
+    """Raise :class:`RoomRangeError` (one line) unless the game's room is in range."""
+    lo, hi = RECEPTACLE_RANGE
+    n_recs, n_objs = len(problem.receptacles), len(problem.things)
+    if not lo <= n_recs <= hi or n_objs < MIN_OBJECTS:
+        raise RoomRangeError(
+            f"{problem.scene.floor_plan}: {n_recs} receptacles and {n_objs} objects, outside "
+            f"the alfworld preset's ranges ({lo}-{hi} receptacles, at least {MIN_OBJECTS} objects)"
+        )
+
+
 def _weighted(rng: random.Random, recs: list[Receptacle]) -> Receptacle:
     weights = [PLACEMENT_WEIGHT.get(r.rtype, 1) for r in recs]
     return rng.choices(recs, weights=weights, k=1)[0]
 
 
 def sample_room_problem(rng: random.Random, task_type: str, pool: tuple[int, ...]) -> Problem:
-    """Draw a scene and goal, populate the whole room, place the agent, construct the plan."""
-    scenes = [n for n in pool if scene_room_goals(n, task_type)]
+    """Draw a scene and goal, populate the whole room, place the agent, construct the plan.
+
+    Only scenes whose room is in range (:func:`preset_scenes`); a room whose ALFRED draw has
+    fewer than ``MIN_OBJECTS`` objects gets more copies of its own types, up to
+    ``FILL_MAX_COPIES`` each; :func:`check_room` refuses anything still out of range.
+    """
+    scenes = [n for n in preset_scenes(tuple(pool)) if scene_room_goals(n, task_type)]
     if not scenes:
         raise ValueError(f"no scene in the pool supports {task_type}")
     number = rng.choice(scenes)
@@ -203,6 +255,21 @@ def sample_room_problem(rng: random.Random, task_type: str, pool: tuple[int, ...
         for _ in range(rng.randint(1, MAX_COPIES)):
             things.append(_place(rng, otype, _weighted(rng, spots), used))
 
+    # a sparse room: one more copy of a type at a time (target copies never in a goal receptacle)
+    copies_of = Counter(t.otype for t in things)
+    while len(things) < MIN_OBJECTS:
+        fill = [o for o in _room_types(room) if copies_of[o] < FILL_MAX_COPIES]
+        if not fill:
+            break  # check_room refuses it
+        otype = rng.choice(fill)
+        spots = (
+            sources
+            if otype == goal.object_target
+            else [r for r in recs if can_contain(r.rtype, otype)]
+        )
+        things.append(_place(rng, otype, _weighted(rng, spots), used))
+        copies_of[otype] += 1
+
     taken = {r.location for r in recs}
     agent_loc, agent_pose = _agent_start(rng, room.scene, taken)
     problem = Problem(
@@ -213,5 +280,6 @@ def sample_room_problem(rng: random.Random, task_type: str, pool: tuple[int, ...
         agent_location=agent_loc,
         agent_pose=agent_pose,
     )
+    check_room(problem)
     problem.plan = construct_plan(problem, targets, goal_rec, tool_rec, lamp)
     return problem
