@@ -45,6 +45,7 @@ from mvpo_envs.alfworld.data import TASK_TYPES
 from mvpo_envs.alfworld.gen_alfworld import (
     ALFWORLD_SPLIT_SIZES,
     SPLIT_POOLS,
+    RoomRangeError,
     sample_room_problem,
     task_sequence,
 )
@@ -680,20 +681,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         split_dir = Path(args.out) / split
         if not args.overwrite and split_dir.is_dir() and any(split_dir.iterdir()):
             parser.error(f"{split_dir} is not empty (use --overwrite to replace it)")
-    run = generate(
-        args.out,
-        split_sizes,
-        preset=args.preset,
-        seed=args.seed,
-        knobs=knobs,
-        task_types=task_types,
-        eval_scenes=args.eval_scenes,
-        manifest=args.manifest,
-        command=shlex.join([GENERATOR, *raw]),
-        overwrite=args.overwrite,
-        show_progress=not args.quiet,
-        workers=args.workers,
-    )
+    try:
+        run = generate(
+            args.out,
+            split_sizes,
+            preset=args.preset,
+            seed=args.seed,
+            knobs=knobs,
+            task_types=task_types,
+            eval_scenes=args.eval_scenes,
+            manifest=args.manifest,
+            command=shlex.join([GENERATOR, *raw]),
+            overwrite=args.overwrite,
+            show_progress=not args.quiet,
+            workers=args.workers,
+        )
+    except RoomRangeError as err:  # a room out of the preset's ranges is never written
+        print(f"{GENERATOR}: error: {err}", file=sys.stderr)
+        return 2
     for split, info in run.entry["splits"].items():
         print(
             f"{split}: {info['n_games']} games {info['task_types']} walkthrough "

@@ -103,3 +103,16 @@ def test_out_of_range_room_is_refused(monkeypatch):
     monkeypatch.setattr(gen_alfworld, "preset_scenes", lambda pool: tuple(pool))
     with pytest.raises(RoomRangeError, match=f"FloorPlan{SPARSE_SCENE}"):
         sample_room_problem(random.Random(1), "pick_and_place_simple", pool)
+
+
+def test_cli_refuses_an_out_of_range_room_with_one_line(monkeypatch, tmp_path, capsys):
+    from mvpo_envs.alfworld import generate as gen
+
+    monkeypatch.setattr(gen_alfworld, "MIN_OBJECTS", 1000)  # no room can reach it
+    monkeypatch.setattr(gen_alfworld, "preset_scenes", lambda pool: tuple(pool))
+    args = ["--out", str(tmp_path / "out"), "--preset", "alfworld", "--quiet"]
+    rc = gen.main([*args, "--split-sizes", "valid_unseen=1", "--workers", "1"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "outside the alfworld preset's ranges" in err and "at least 1000 objects" in err
+    assert not list((tmp_path / "out").rglob("game.tw-pddl"))  # nothing written
