@@ -403,6 +403,14 @@ def collect_demonstrations(
     return out
 
 
+def demonstrations_sha256(demos: Sequence[tuple[list[int], list[list[int]], int]]) -> str:
+    """A fingerprint of the expert data a warm start clones (its cache key with the
+    arguments): it changes when the env's games or walkthroughs change."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(list(demos), separators=(",", ":")).encode()).hexdigest()
+
+
 def warm_start(
     policy: EncoderPolicy,
     demos: Sequence[tuple[list[int], list[list[int]], int]],
@@ -458,11 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "threads")}
     out = Path(args.out)
     meta_path = out / "warm_start.json"
-    if meta_path.is_file():
-        saved = json.loads(meta_path.read_text())
-        if saved.get("settings") == settings:
-            print(f"warm start: {out} is up to date (cached)")
-            return 0
+    saved = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    if saved is not None and saved.get("settings") != settings:
         print(f"warm start: {out} holds another warm start; choose another --out", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
@@ -472,11 +477,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     demos = collect_demonstrations(
         policy, args.env_id, args.split, args.env_kwargs, args.history_length
     )
+    digest = demonstrations_sha256(demos)
+    if saved is not None:
+        if saved.get("demonstrations_sha256") == digest:
+            print(f"warm start: {out} is up to date (cached)")
+            return 0
+        # same arguments, other expert data (the env's games changed): the cache is stale
+        print(f"warm start: {out} was cloned from other expert data; rebuilding it")
     losses = warm_start(
         policy, demos, steps=args.steps, lr=args.lr, batch_size=args.batch_size, seed=args.seed
     )
     policy.model.save_pretrained(out)
-    meta = {"settings": settings, "demonstrations": len(demos), "final_loss": losses[-1]}
+    meta = {
+        "settings": settings,
+        "demonstrations": len(demos),
+        "demonstrations_sha256": digest,
+        "final_loss": losses[-1],
+    }
     meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(f"warm start: {len(demos)} expert steps, {args.steps} steps, loss {losses[-1]:.3f} "
           f"-> {out}")  # fmt: skip

@@ -4,6 +4,7 @@ start, bit-exact resume, checkpoints that load back, and one-line config errors.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,15 @@ def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     capsys.readouterr()
     assert warm_start_main(["--out", str(tmp_path / "a"), *args]) == 0
     assert "cached" in capsys.readouterr().out
+    # same arguments, other expert data (the games changed since): rebuilt, not reused
+    meta = tmp_path / "a" / "warm_start.json"
+    saved = json.loads(meta.read_text())
+    (tmp_path / "a" / "model.safetensors").write_bytes(w["c"])
+    meta.write_text(json.dumps({**saved, "demonstrations_sha256": "0" * 64}))
+    assert warm_start_main(["--out", str(tmp_path / "a"), *args, "--threads", "1"]) == 0
+    assert "rebuilding" in capsys.readouterr().out
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == w["a"]
+    assert json.loads(meta.read_text()) == saved
     assert warm_start_main(["--out", str(tmp_path / "a"), *args[:-2], "--batch-size", "4"]) == 2
     # the head loads as --model DIR and plays
     cfg = _cfg(tmp_path / "run", model=str(tmp_path / "a"))
