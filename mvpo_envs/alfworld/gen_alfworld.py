@@ -8,7 +8,10 @@ docs/alfworld_generator.md, "The alfworld preset". A game of the ``alfworld`` pr
   needs), each in a receptacle ALFRED allows to hold it (``VAL_RECEPTACLE_OBJECTS``), drawn
   with a weight per receptacle type (big surfaces such as countertops and tables hold most, as
   THOR's random spawn leaves them); no copy of the target type starts in a receptacle of the
-  goal type (the game would start solved);
+  goal type (the game would start solved); a room left under 30 objects gets more copies of its
+  own types, up to 4 each (docs/alfworld_generator.md, "Ranges");
+* only scenes whose whole room has 10-40 receptacles; a room out of these ranges is refused
+  (:class:`RoomRangeError`), never written;
 * the scene's lamps (desk and floor lamps), each standing in a lamp holder (desk, dresser,
   side table, shelf): alfred.pddl's ``ToggleObject`` needs the lamp in a receptacle at the
   agent's location;

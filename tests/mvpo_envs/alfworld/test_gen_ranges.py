@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import alfworld.gen.constants as constants
 import pytest
 
 from mvpo_envs.alfworld import gen_alfworld
@@ -27,7 +28,7 @@ from mvpo_envs.alfworld.gen_alfworld import (
     sample_room_problem,
     scene_room_goals,
 )
-from mvpo_envs.alfworld.gen_room import load_room
+from mvpo_envs.alfworld.gen_room import LAMPS, MOVABLE, load_room
 from mvpo_envs.alfworld.gen_scene import scene_numbers
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,6 +67,12 @@ def test_preset_pool_leaves_out_exactly_the_rooms_out_of_range():
     assert not set(kept) & set(unseen)
     for n in kept:
         assert room_in_range(load_room(n))
+    # the kept scenes still have every furniture receptacle type and both lamp types
+    furniture = {t for t in constants.VAL_RECEPTACLE_OBJECTS if t not in MOVABLE}
+    assert set().union(*(load_room(n).receptacle_types() for n in kept)) == furniture
+    assert set().union(*(load_room(n).lamps for n in kept)) == set(LAMPS)
+    for task in TASK_TYPES:
+        assert any(scene_room_goals(n, task) for n in kept), task
 
 
 def test_sparse_scene_is_filled_to_the_minimum():
