@@ -400,23 +400,25 @@ def curve(by_seed: dict[int, list[dict[str, Any]]], key: str) -> dict[str, np.nd
 
 
 def phase_table(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, tuple[float, float]]:
-    """Phase label -> (mean seconds per iteration, share of ``time/total``), over every
-    iteration of every seed; ``other`` = total minus the listed phases (logging, checkpoints).
-    Phases a run never timed (``time/eval`` without evaluation) are left out."""
+    """Phase label -> (mean seconds per iteration, share of the iteration), over every
+    iteration of every seed. The iteration = ``time/total`` + ``time/eval`` (the trainer's
+    total leaves evaluation out); evaluation, run every ``eval_every``-th iteration, is
+    averaged over all iterations; ``other`` = the iteration minus the listed phases (logging,
+    checkpoints). Phases a run never timed (``time/eval`` without evaluation) are left out."""
     rows = [r for rs in by_seed.values() for r in rs if r.get("time/total") is not None]
     if not rows:
         return {}
-    total = float(np.mean([r["time/total"] for r in rows]))
+    wall = float(np.mean([r["time/total"] + float(r.get("time/eval") or 0.0) for r in rows]))
     out: dict[str, tuple[float, float]] = {}
     timed = 0.0
     for key, label in PHASES.items():
         if any(r.get(key) is not None for r in rows):
             sec = float(np.mean([float(r.get(key) or 0.0) for r in rows]))
-            out[label] = (sec, sec / total if total > 0 else float("nan"))
+            out[label] = (sec, sec / wall if wall > 0 else float("nan"))
             timed += sec
-    other = total - timed
-    out["other"] = (other, other / total if total > 0 else float("nan"))
-    out["total"] = (total, 1.0)
+    other = wall - timed
+    out["other"] = (other, other / wall if wall > 0 else float("nan"))
+    out["total"] = (wall, 1.0)
     return out
 
 
@@ -511,8 +513,9 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
     colors = {a: f"C{i}" for i, a in enumerate(rs.arms)}
 
     def band(
@@ -523,7 +526,8 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
             return
         c = curve(by_seed, key)
         col = color or colors[arm]
-        ax.plot(c["x"], c["mean"], style, color=col, label=f"{label} (n={len(by_seed)})")
+        ax.plot(c["x"], c["mean"], style, color=col, marker="o", ms=2.5,
+                label=f"{label} (n={len(by_seed)})")  # fmt: skip
         ax.fill_between(c["x"], c["lo"], c["hi"], color=col, alpha=0.15, lw=0)
 
     for arm in rs.arms:
@@ -551,6 +555,8 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
     ]
     for ax, (title, ylab) in zip(axes.flat, titles, strict=True):
         ax.set(title=title, xlabel="iteration", ylabel=ylab)
+        ax.title.set_fontsize(10)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         if ax.lines:
             ax.legend(fontsize=7)
@@ -574,6 +580,11 @@ def _f(x: float | None, nd: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
 
+def _r(x: float, nd: int) -> float:
+    """``x`` rounded, without a negative zero (-0.00 -> 0.00)."""
+    return round(x, nd) + 0.0
+
+
 def _spread(d: dict[str, Any] | None) -> str:
     if not d:
         return "-"
@@ -581,9 +592,21 @@ def _spread(d: dict[str, Any] | None) -> str:
     return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
 
 
+#: one line under each run set's heading
+SET_NOTES = {
+    "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
+    "`benchmarks/results/learning.md`).",
+    "webshop": "WebShop, the seeds' reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
+    "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
+    "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
+    "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
+    "all equal.",
+}
+
+
 def markdown_section(s: dict[str, Any], early: int, png: str | None, command: str) -> list[str]:
     env = s["env"]
-    lines = [f"## {env}", ""]
+    lines = [f"## {env}", "", SET_NOTES.get(env, ""), ""]
     lines.append(f"Runs: `{s['base_rel']}/<arm>-seed<k>/`, made by `{command}`.")
     lines.append("")
     if not s["found"]:
@@ -680,13 +703,18 @@ def markdown_section(s: dict[str, Any], early: int, png: str | None, command: st
     lines += [
         "### One iteration's phases (Table 3 style): mean seconds (% of the iteration)",
         "",
-        "| estimator | " + " | ".join(labels) + " | total |",
+        "Mean over every iteration of every seed. The iteration = `time/total` + `time/eval` "
+        "(the trainer's total leaves evaluation out; evaluation, run every `eval_every`-th "
+        "iteration, is averaged over all iterations); *other* = logging and checkpoints. "
+        "Wall-clock seconds on a shared machine: read the shares, not the seconds.",
+        "",
+        "| estimator | " + " | ".join(labels) + " | iteration |",
         "|---|" + "---|" * (len(labels) + 1),
     ]
     for arm, a in arms.items():
         ph = a["phases"]
         cells = [
-            "-" if lab not in ph else f"{ph[lab][0]:.2f} ({100 * ph[lab][1]:.1f}%)"
+            "-" if lab not in ph else f"{_r(ph[lab][0], 2):.2f} ({_r(100 * ph[lab][1], 1):.1f}%)"
             for lab in labels
         ]
         tot = ph.get("total", (float("nan"), 1.0))[0]
@@ -725,14 +753,16 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
     web = next((s for s in summaries if s["env"] == "webshop"), None)
     if web is not None:
         lines += [
-            "WebShop setting: "
-            f"`{DIAG_WEBSHOP_ID}` (registered by this script: `mvpo/WebShop-v0`, bundled "
-            "catalog, `train` split, 15 steps, its reward and abstraction, with the search "
-            "template filled with the instruction so a score-mode policy can search), encoder "
-            f"policy with a fresh head, {args.num_groups} groups x {args.group_size} rollouts, "
-            f"lr {args.lr}, seeds {list(args.webshop_seeds)}, {args.iterations} iterations asked. "
-            "Success = `won` (score 1.0); the return is WebShop's score (partial credit), so a "
-            "GRPO group has zero advantage only when its 8 scores are all equal.",
+            "WebShop setting (both WebShop sets): "
+            f"`{DIAG_WEBSHOP_ID}` (registered by this script: `mvpo/WebShop-v0` with its bundled "
+            "catalog, `train` split, 15-step episodes, protocol and abstraction; the search "
+            "template `search[<query>]` is filled with the task's instruction, because a "
+            "score-mode policy cannot write a query and the literal template finds nothing), "
+            "encoder policy (`--policy encoder --model fresh`: a new head, close to uniform over "
+            f"the admissible actions), {args.num_groups} groups x {args.group_size} rollouts, "
+            f"lr {args.lr}, {args.iterations} iterations asked per run, one torch thread, "
+            "only `--estimator` differing; the same seed gives the three estimators the same "
+            "first batch. Success = `won` (WebShop score 1.0).",
             "",
         ]
     for s in summaries:

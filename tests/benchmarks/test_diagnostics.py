@@ -65,7 +65,8 @@ def runs(tmp_path: Path) -> Path:
         _row(2, 0.3, **{"adv/phi_success_mean": None, "adv/phi_failure_mean": 0.1,
                         "adv/kappa": 0.8, "adv/amp_weights/seen": 0.3}),
         _row(3, 0.2, **{"adv/phi_success_mean": 0.2, "adv/phi_failure_mean": 0.5,
-                        "adv/kappa": 0.6, "adv/amp_weights/seen": 0.4, "adv/singleton_ratio": 0.5}),
+                        "adv/kappa": 0.6, "adv/amp_weights/seen": 0.4, "adv/singleton_ratio": 0.5,
+                        "time/eval": 3.0}),
     ]  # fmt: skip
     _write_run(base / "mvpo-seed0", mvpo, planned=3)
     return base
@@ -87,6 +88,11 @@ def test_tables_are_computed_from_the_runs(diag, runs: Path) -> None:
     assert ph["update"] == (pytest.approx(2.0), pytest.approx(0.2))
     assert ph["other"] == (pytest.approx(1.0), pytest.approx(0.1))
     assert "eval" not in ph
+    # mvpo evaluated once (3 s, outside time/total): 1 s per iteration of 11 s
+    ph = s["arms"]["mvpo"]["phases"]
+    assert ph["eval"] == (pytest.approx(1.0), pytest.approx(1 / 11))
+    assert ph["rollout"] == (pytest.approx(6.0), pytest.approx(6 / 11))
+    assert ph["total"][0] == pytest.approx(11.0)
     # Phi: iteration 2 lacks a successful trajectory; iteration 3 flips
     phi = s["arms"]["mvpo"]["phi"]
     assert phi["iterations_with_both"] == 2
