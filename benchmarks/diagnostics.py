@@ -150,13 +150,33 @@ def register_diag_envs() -> None:
 # ====================================================================== WebShop runs
 
 
+@dataclass
+class WebShopSet:
+    """One WebShop run set: its name in the md, folder, reward and seeds."""
+
+    name: str
+    base: Path
+    reward: str  # diag_reward: "success" | "original"
+    seeds: list[int]
+
+
+def webshop_sets(args: argparse.Namespace) -> list[WebShopSet]:
+    """The WebShop run sets: the main one (the seeds' success reward), then WebShop's own
+    score reward (``<base>/score``)."""
+    base = Path(args.webshop_base)
+    return [
+        WebShopSet("webshop", base, "success", list(args.webshop_seeds)),
+        WebShopSet("webshop-score", base / "score", "original", list(args.webshop_score_seeds)),
+    ]
+
+
 def webshop_train_cmd(
-    path: Path, estimator: str, seed: int, reward: str, args: argparse.Namespace
+    path: Path, estimator: str, seed: int, ws: WebShopSet, args: argparse.Namespace
 ) -> list[str]:
     """The ``mvpo-train`` flags of one WebShop run (through this script's ``--train-child``)."""
     cmd = [
         "nice", "-n", "15", sys.executable, str(Path(__file__).resolve()), "--train-child", "--",
-        "--env-id", DIAG_WEBSHOP_ID, "--env-kwargs", json.dumps({"diag_reward": reward}),
+        "--env-id", DIAG_WEBSHOP_ID, "--env-kwargs", json.dumps({"diag_reward": ws.reward}),
         "--policy", "encoder", "--model", "fresh",
         "--estimator", estimator, "--seed", str(seed), "--tasks", "[]",
         "--max-steps", "15", "--num-groups", str(args.num_groups),
@@ -176,31 +196,21 @@ def n_lines(path: Path) -> int:
     return sum(1 for x in f.open() if x.strip()) if f.is_file() else 0
 
 
-def webshop_sets(args: argparse.Namespace) -> list[tuple[str, Path, str, list[int]]]:
-    """(name, folder, reward, seeds) of the WebShop run sets: the seeds' success reward
-    (the main set), then WebShop's own score reward (``<base>/score``)."""
-    base = Path(args.webshop_base)
-    return [
-        ("webshop", base, "success", list(args.webshop_seeds)),
-        ("webshop-score", base / "score", "original", list(args.webshop_score_seeds)),
-    ]
-
-
 def run_webshop(args: argparse.Namespace) -> None:
     """Train every (estimator, seed) WebShop run not finished yet, one process at a time."""
     t_start = time.time()
     jobs = [
-        (base / f"{est}-seed{seed}", est, seed, reward)
-        for _, base, reward, seeds in webshop_sets(args)
-        for seed in seeds
+        (ws.base / f"{est}-seed{seed}", est, seed, ws)
+        for ws in webshop_sets(args)
+        for seed in ws.seeds
         for est in WEBSHOP_ARMS
     ]
-    for path, est, seed, reward in jobs:
+    for path, est, seed, ws in jobs:
         if n_lines(path) >= args.iterations:
             print(f"[skip]  {path}: {args.iterations} iterations done", flush=True)
             continue
         path.mkdir(parents=True, exist_ok=True)
-        cmd = webshop_train_cmd(path, est, seed, reward, args)
+        cmd = webshop_train_cmd(path, est, seed, ws, args)
         print(f"[start] {path}: {' '.join(cmd[5:])}", flush=True)
         t0 = time.time()
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -268,6 +278,7 @@ class Run:
     path: Path
     rows: list[dict[str, Any]]
     planned: int | None  # ``iterations`` of config.yaml, None if unreadable
+    config: dict[str, Any] = field(default_factory=dict)  # config.yaml ({} if absent)
 
 
 @dataclass
@@ -323,15 +334,39 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def planned_iterations(path: Path) -> int | None:
+def read_config(path: Path) -> dict[str, Any]:
     import yaml
 
     f = path / "config.yaml"
-    if not f.is_file():
-        return None
-    cfg = yaml.safe_load(f.read_text()) or {}
-    it = cfg.get("iterations")
-    return int(it) if isinstance(it, int) else None
+    return (yaml.safe_load(f.read_text()) or {}) if f.is_file() else {}
+
+
+#: config fields shown per run set (and checked to agree across its runs)
+SETTINGS = (
+    "env_id", "env_kwargs", "split", "tasks", "max_steps", "num_groups", "group_size", "policy",
+    "model", "lr", "ppo_epochs", "kl_coef", "estimator_kwargs", "abstraction", "iterations",
+)  # fmt: skip
+
+
+def settings(rs: RunSet) -> tuple[dict[str, Any], list[str]]:
+    """The :data:`SETTINGS` of the set's runs: the values all runs share, and one line per
+    field whose value differs between runs (a comparison that is not like for like)."""
+    configs = [(f"{a}-seed{s}", r.config) for a, by in rs.runs.items() for s, r in by.items()]
+    shared: dict[str, Any] = {}
+    differ = []
+    for key in SETTINGS:
+        vals = {json.dumps(c.get(key), sort_keys=True) for _, c in configs}
+        if vals == {"null"}:  # no run has the field
+            continue
+        if len(vals) == 1:
+            shared[key] = configs[0][1].get(key)
+        elif vals:
+            groups: dict[str, list[str]] = {}
+            for n, c in configs:
+                groups.setdefault(json.dumps(c.get(key), sort_keys=True), []).append(n)
+            per = "; ".join(f"{v} in {', '.join(ns)}" for v, ns in groups.items())
+            differ.append(f"`{key}` differs between runs: {per}")
+    return shared, differ
 
 
 def derive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -350,7 +385,10 @@ def load_runset(env: str, base: Path, arms: Iterable[str], seeds: Iterable[int])
             if (path / "metrics.jsonl").is_file():
                 rows = derive(read_metrics(path))
                 if rows:
-                    rs.runs.setdefault(arm, {})[seed] = Run(path, rows, planned_iterations(path))
+                    cfg = read_config(path)
+                    it = cfg.get("iterations")
+                    planned = int(it) if isinstance(it, int) else None
+                    rs.runs.setdefault(arm, {})[seed] = Run(path, rows, planned, cfg)
     return rs
 
 
@@ -461,6 +499,11 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
     """Every number of the md for one run set (JSON-friendly)."""
     out: dict[str, Any] = {"env": rs.env, "base": str(rs.base), "found": rs.found(), "arms": {}}
     out["partial"] = rs.partial_notes()
+    out["settings"], out["settings_differ"] = settings(rs)
+    lengths = [len(r.rows) for by in rs.runs.values() for r in by.values()]
+    # "first iterations": the same window for every run of the set, at most the shortest run
+    early = min([early, *lengths])
+    out["early"] = early
     for arm in rs.arms:
         by_seed = rs.rows(arm)
         if not by_seed:
@@ -482,6 +525,9 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
         first = early_per_seed(by_seed, "adv/zero_adv_ratio", 1)
         if first:
             a["zero_adv_first_iteration"] = float(np.mean(list(first.values())))
+        first = early_per_seed(by_seed, "success", 1)
+        if first:
+            a["success_first_iteration"] = float(np.mean(list(first.values())))
         for key in ("adv/kappa", "adv/ema_success", STEP_GROUPING, "adv/grouping_ratio"):
             if has_key(by_seed, key):
                 c = curve(by_seed, key)
@@ -515,7 +561,7 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    fig, axes = plt.subplots(2, 3, figsize=(12.5, 6.8))
     colors = {a: f"C{i}" for i, a in enumerate(rs.arms)}
 
     def band(
@@ -564,12 +610,17 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
     for ax in (axes[0, 0], axes[0, 1]):
         ax.axvspan(0.5, early + 0.5, color="grey", alpha=0.08)
-    fig.suptitle(
-        f"{rs.env}: mean over seeds, band = min..max over seeds ({rs.base.relative_to(ROOT) if rs.base.is_relative_to(ROOT) else rs.base})"
-    )
+    fig.suptitle(f"{rs.env}: mean over seeds, band = min..max over seeds ({_rel(rs.base)})")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100)
     plt.close(fig)
+    # a 256-colour palette: the same picture at a third of the bytes (the PNGs are committed)
+    Image.open(buf).convert("RGB").quantize(256).save(out, optimize=True)
     return True
 
 
@@ -604,13 +655,21 @@ SET_NOTES = {
 }
 
 
-def markdown_section(s: dict[str, Any], early: int, png: str | None, command: str) -> list[str]:
+def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
     env = s["env"]
+    early = s.get("early", 0)
     lines = [f"## {env}", "", SET_NOTES.get(env, ""), ""]
     lines.append(f"Runs: `{s['base_rel']}/<arm>-seed<k>/`, made by `{command}`.")
     lines.append("")
+    if s.get("note"):
+        lines += [s["note"], ""]
     if not s["found"]:
         return lines + ["**Not run yet**: no run folder with metrics was found.", ""]
+    shown = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in s["settings"].items())
+    lines += [f"Settings shared by the runs (their `config.yaml`): {shown}.", ""]
+    if s["settings_differ"]:
+        lines.append("**Not like for like**:")
+        lines += [f"* {d}" for d in s["settings_differ"]] + [""]
     if s["partial"]:
         lines.append("**Partial run set** (fewer seeds or iterations than asked):")
         lines += [f"* {n}" for n in s["partial"]] + [""]
@@ -625,9 +684,10 @@ def markdown_section(s: dict[str, Any], early: int, png: str | None, command: st
     head = (
         f"| estimator | seeds | iterations | zero-advantage ratio, it. 1 "
         f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
-        f"| zero-credit ratio, first {early} it. | batch success, first {early} it. |"
+        f"| zero-credit ratio, first {early} it. | batch success, it. 1 "
+        f"| batch success, first {early} it. |"
     )
-    sep = "|---|---|---|---|---|---|---|"
+    sep = "|---|---|---|---|---|---|---|---|"
     if seeds_col:
         head += " seeds' paper, early |"
         sep += "---|"
@@ -636,7 +696,8 @@ def markdown_section(s: dict[str, Any], early: int, png: str | None, command: st
         row = (
             f"| {arm} | {len(a['seeds'])} | {min(a['iterations'])}..{max(a['iterations'])} "
             f"| {_f(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
-            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_spread(a.get('success'))} |"
+            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_f(a.get('success_first_iteration'))} "
+            f"| {_spread(a.get('success'))} |"
         )
         if seeds_col:
             row += f" {SEEDS_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
@@ -745,33 +806,29 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         "(`1 - adv/singleton_ratio`, GiGPO and MVPO), MVPO regions = share of rows whose "
         "region holds at least 2 rows (`adv/grouping_ratio`); *Phi* = a trajectory's mean prefix "
         "potential; *kappa* = MVPO's mixing weight, *EMA success* its success average. "
-        f'"First {args.early} iterations": the mean of each seed\'s first {args.early} '
-        "iterations, then mean over seeds with (min..max) and the per-seed values. "
+        f'"First k iterations" (k = {args.early}, or the length of the shortest run of the '
+        "set if shorter): the mean of each seed's first k iterations, then the mean over seeds "
+        "with (min..max) and the per-seed values. "
         "Figures: mean over seeds, band = min..max over seeds.",
         "",
     ]
     web = next((s for s in summaries if s["env"] == "webshop"), None)
     if web is not None:
         lines += [
-            "WebShop setting (both WebShop sets): "
-            f"`{DIAG_WEBSHOP_ID}` (registered by this script: `mvpo/WebShop-v0` with its bundled "
-            "catalog, `train` split, 15-step episodes, protocol and abstraction; the search "
-            "template `search[<query>]` is filled with the task's instruction, because a "
-            "score-mode policy cannot write a query and the literal template finds nothing), "
-            "encoder policy (`--policy encoder --model fresh`: a new head, close to uniform over "
-            f"the admissible actions), {args.num_groups} groups x {args.group_size} rollouts, "
-            f"lr {args.lr}, {args.iterations} iterations asked per run, one torch thread, "
-            "only `--estimator` differing; the same seed gives the three estimators the same "
-            "first batch. Success = `won` (WebShop score 1.0).",
+            "WebShop setting (both WebShop sets; every field in each set's settings line): "
+            f"`{DIAG_WEBSHOP_ID}` is registered by this script: `mvpo/WebShop-v0` with its "
+            "bundled catalog, split, 15-step episodes, protocol and abstraction, except that the "
+            "search template `search[<query>]` is filled with the task's instruction (a "
+            "score-mode policy cannot write a query, and the literal template finds nothing) "
+            "and the reward is chosen by `diag_reward`. Policy: the encoder scorer with a fresh "
+            "head (`--policy encoder --model fresh`, no warm start: WebShop offers no expert "
+            "plan to the warm start), one torch thread, only `--estimator` differing; a seed "
+            "gives the three estimators the same first batch. Success = `won` (WebShop score "
+            "1.0); its value at iteration 1 is the policy's initial success.",
             "",
         ]
     for s in summaries:
-        cmd = (
-            "python benchmarks/learning.py"
-            if s["env"] == "alfworld"
-            else ("python benchmarks/diagnostics.py --run-webshop")
-        )
-        lines += markdown_section(s, args.early, pngs.get(s["env"]), cmd)
+        lines += markdown_section(s, pngs.get(s["env"]), s["command"])
     out.write_text("\n".join(lines) + "\n")
 
 
@@ -781,22 +838,43 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
 def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    sets = [
-        load_runset("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, args.alfworld_seeds),
-    ] + [
-        load_runset(name, base, WEBSHOP_ARMS, seeds) for name, base, _, seeds in webshop_sets(args)
+    alf = load_runset("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, args.alfworld_seeds)
+    commands = {"alfworld": "python benchmarks/learning.py"}
+    notes: dict[str, str] = {}
+    if not alf.found() and args.alfworld_preview:
+        quick = load_runset("alfworld", Path(args.alfworld_preview), ALFWORLD_ARMS, [0])
+        if quick.found():  # the study has not started: its smoke sweep as a preview
+            notes["alfworld"] = (
+                f"**Preview only**: the study (`{_rel(alf.base)}`) has no run yet; shown "
+                "instead is its smoke sweep (one seed, a few iterations, otherwise the study's "
+                "settings). Rerun `--analyze-only` when the study's runs exist."
+            )
+            commands["alfworld"] = "python benchmarks/learning.py --quick"
+            alf = quick
+    sets = [alf] + [
+        load_runset(ws.name, ws.base, WEBSHOP_ARMS, ws.seeds) for ws in webshop_sets(args)
     ]
     summaries, pngs = [], {}
     for rs in sets:
         s = summarize(rs, args.early)
-        base = rs.base.resolve()
-        s["base_rel"] = str(base.relative_to(ROOT)) if base.is_relative_to(ROOT) else str(base)
+        s["command"] = commands.get(rs.env, "python benchmarks/diagnostics.py --run-webshop")
+        s["note"] = notes.get(rs.env, "")
+        s["base_rel"] = _rel(rs.base)
         png = out.parent / f"{out.stem}_{rs.env}.png"
-        pngs[rs.env] = png.name if plot(rs, png, args.early) else None
+        drawn = plot(rs, png, s["early"])
+        if not drawn:
+            png.unlink(missing_ok=True)  # never a figure of runs that are gone
+        pngs[rs.env] = png.name if drawn else None
         summaries.append(s)
     write_markdown(summaries, args, out, pngs)
     out.with_suffix(".json").write_text(json.dumps(summaries, indent=1, default=float) + "\n")
     return summaries
+
+
+def _rel(path: Path) -> str:
+    """``path`` relative to the repository when inside it."""
+    p = path.resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -811,6 +889,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only rebuild the md, json and figures from the runs on disk")  # fmt: skip
     p.add_argument("--alfworld-base", default=str(ALFWORLD_BASE), help="ALFWorld sweep folder")
     p.add_argument("--alfworld-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--alfworld-preview", default=str(ROOT / "runs" / "learning-quick"),
+                   help="shown (marked as a preview) while --alfworld-base has no run: the "
+                   "sweep's `--quick` runs; '' for none")  # fmt: skip
     p.add_argument("--webshop-base", default=str(WEBSHOP_BASE), help="WebShop runs folder")
     p.add_argument("--webshop-seeds", nargs="+", type=int, default=[0, 1, 2],
                    help="seeds of the main WebShop set (the seeds' success reward)")  # fmt: skip

@@ -35,7 +35,7 @@ def _write_run(path: Path, rows: list[dict], planned: int, torn: bool = False) -
     if torn:
         text += '{"iteration": 99, "succ'  # a line being written
     (path / "metrics.jsonl").write_text(text)
-    (path / "config.yaml").write_text(f"iterations: {planned}\nestimator: x\n")
+    (path / "config.yaml").write_text(f"iterations: {planned}\nestimator: x\nlr: 0.001\n")
 
 
 def _row(it: int, zero_adv: float, **extra) -> dict:
@@ -119,9 +119,13 @@ def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path
     assert rc == 0
     md = out.read_text()
     assert "| grpo | 2 | 3..3 | 0.750 | 0.700 (0.500..0.900; 0.900, 0.500)" in md
+    assert "| 0.100 | 0.150 (0.150..0.150; 0.150, 0.150) |" in md  # success: it. 1, first 2
     assert "6.00 (60.0%)" in md
     assert "**flips** in 1 of 2 iterations" in md
     assert "**Partial run set**" in md
+    # the planned iterations differ (3 vs 5): said, with the runs of each value
+    assert "`iterations` differs between runs: 3 in grpo-seed0, mvpo-seed0; 5 in grpo-seed1" in md
+    assert "Settings shared by the runs (their `config.yaml`): `lr` 0.001." in md
     assert md.count("**Not run yet**") == 2  # both WebShop sets
     assert (out.parent / "diag_alfworld.png").stat().st_size > 10_000
     assert not (out.parent / "diag_webshop.png").exists()
@@ -165,3 +169,19 @@ def test_success_reward_pays_only_a_won_episode(diag) -> None:
             assert rewards[-1] == pytest.approx(expected)
         wins += score == 1.0
     assert wins >= 1  # the success branch was exercised
+
+
+def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: Path) -> None:
+    """No study run yet: the ``--quick`` runs are shown, marked as a preview; none: not run."""
+    out = tmp_path / "res" / "diag.md"
+    common = ["--analyze-only", "--alfworld-base", str(tmp_path / "study-not-started"),
+              "--webshop-base", str(tmp_path / "none"), "--out", str(out)]  # fmt: skip
+    assert diag.main([*common, "--alfworld-preview", str(runs)]) == 0
+    md = out.read_text()
+    assert "**Preview only**" in md and "made by `python benchmarks/learning.py --quick`" in md
+    assert "| grpo | 1 | 3..3 | 1.000 |" in md  # seed 0 only
+    assert "### Zero-advantage and zero-credit ratio, first 3 iterations" in md  # 5 > 3 done
+    assert diag.main([*common, "--alfworld-preview", ""]) == 0
+    md = out.read_text()
+    assert "**Preview only**" not in md and md.count("**Not run yet**") == 3
+    assert not (out.parent / "diag_alfworld.png").exists()  # the preview's figure removed
