@@ -16,35 +16,45 @@ From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per ite
 * the share of each phase of an iteration (rollout / reference log-probs / advantage / update /
   eval; docs/training.md, "One iteration") per estimator: mean seconds and % of the iteration.
 
-Written to ``benchmarks/results/diagnostics.md`` with ``diagnostics_alfworld.png`` and
-``diagnostics_webshop.png``. A run set that is missing is written as "not run yet"; one with
-fewer seeds or iterations than asked is marked partial.
+Written to ``benchmarks/results/diagnostics.md`` (+ ``.json``) with one figure per run set,
+``diagnostics_<set>.png``. A run set that is missing is written as "not run yet"; one with
+fewer seeds or iterations than asked is marked partial; config fields that differ between the
+runs of a set are listed ("not like for like").
 
 Run sets:
 
-* ALFWorld: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run folders
-  ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
-  ``mvpo-learned``; this script never trains them.
-* WebShop (``--run-webshop``): GRPO, GiGPO and MVPO on WebShop (bundled catalog, default
-  ``train`` split, 15-step episodes), same seeds, only ``--estimator`` differing, a few
-  iterations, into ``runs/diagnostics-webshop/<estimator>-seed<k>/``, one process at a time
-  under ``nice -n 15`` with one torch thread. Resumable: a finished run is skipped, an
-  interrupted one continues with ``mvpo-train --resume``.
+* ``alfworld``: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run
+  folders ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
+  ``mvpo-learned``; this script never trains them. While the study has no run, the sweep's
+  smoke runs (``--quick``, ``runs/learning-quick/``) are shown instead, marked as a preview.
+* ``webshop`` and ``webshop-score`` (``--run-webshop``): GRPO, GiGPO and MVPO on WebShop
+  (bundled catalog, default ``train`` split, 15-step episodes, 8 tasks x 8 rollouts), same
+  seeds, only ``--estimator`` differing, 5 iterations, one process at a time under
+  ``nice -n 15`` with one torch thread, into ``runs/diagnostics-webshop/<estimator>-seed<k>/``
+  (the seeds' reward: 1 for a won episode, else 0, as verl-agent's WebShop) and
+  ``runs/diagnostics-webshop/score/<estimator>-seed<k>/`` (WebShop's own score reward).
+  Resumable: a finished run is skipped, an interrupted one continues with
+  ``mvpo-train --resume``.
 
-  The policy is the encoder scorer (docs/policies.md) with a fresh head, i.e. close to uniform
-  over the admissible actions. WebShop's search page offers one admissible action, the template
-  ``search[<query>]``, which a score-mode policy can only send literally (a search for the text
-  "<query>", no results, success 0). The runs therefore use the env id
-  ``mvpo-diag/WebShop-InstructionSearch-v0`` registered here: ``mvpo/WebShop-v0`` unchanged
-  (same catalog, reward, protocol, abstraction) except that the template in
-  ``info["admissible_actions"]`` is filled with the task's instruction, the query WebShop's
-  own random player sends (``mvpo_envs.webshop.expert.random_episode``). No warm start: the
-  WebShop env offers no ``expert_actions`` hook for ``python -m mvpo_train.encoder_policy``.
+  The policy is the encoder scorer (docs/policies.md) with a fresh head (its first scores
+  barely differ: close to uniform over the admissible actions). No warm start: the WebShop env
+  offers no ``expert_actions`` hook for ``python -m mvpo_train.encoder_policy``. Two things
+  stop the trainer's score mode on ``mvpo/WebShop-v0`` as it is, and are bridged here:
+
+  - the search page's one admissible action is the template ``search[<query>]``, which a
+    score-mode policy can only send literally (a search for "<query>": no results, success
+    0). The runs use the env id ``mvpo-diag/WebShop-InstructionSearch-v0`` registered here:
+    ``mvpo/WebShop-v0`` unchanged (catalog, protocol, abstraction) except that the template
+    in ``info["admissible_actions"]`` is filled with the task's instruction (the query
+    WebShop's own random player sends, ``mvpo_envs.webshop.expert.random_episode``) and the
+    reward is chosen by the keyword ``diag_reward`` (``"success"`` | ``"original"``);
+  - the encoder policy splits its prompt at the tokenizer's ``[SEP]`` id, which WebShop's
+    ``" [SEP] "``-joined observations also produce: :func:`literal_sep_workaround`.
 
 Commands (from the repository root)::
 
     python benchmarks/learning.py                      # the ALFWorld sweep (the lead's)
-    python benchmarks/diagnostics.py --run-webshop     # WebShop runs (~15 min), then analysis
+    python benchmarks/diagnostics.py --run-webshop     # WebShop runs (~10 min), then analysis
     python benchmarks/diagnostics.py --analyze-only    # rebuild md + figures from the runs
 """
 
@@ -820,7 +830,9 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
             "bundled catalog, split, 15-step episodes, protocol and abstraction, except that the "
             "search template `search[<query>]` is filled with the task's instruction (a "
             "score-mode policy cannot write a query, and the literal template finds nothing) "
-            "and the reward is chosen by `diag_reward`. Policy: the encoder scorer with a fresh "
+            "and the reward is chosen by `diag_reward`; the encoder's tokenizer reads the "
+            "observations' literal `[SEP]` as text (the package's encoder policy would read it "
+            "as its segment separator and stop). Policy: the encoder scorer with a fresh "
             "head (`--policy encoder --model fresh`, no warm start: WebShop offers no expert "
             "plan to the warm start), one torch thread, only `--estimator` differing; a seed "
             "gives the three estimators the same first batch. Success = `won` (WebShop score "
