@@ -185,3 +185,27 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     md = out.read_text()
     assert "**Preview only**" not in md and md.count("**Not run yet**") == 3
     assert not (out.parent / "diag_alfworld.png").exists()  # the preview's figure removed
+
+
+def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
+    """The bridge for WebShop's ``" [SEP] "`` observations (restored after the test)."""
+    from mvpo_train.encoder_policy import SegmentEmbedder
+
+    original = SegmentEmbedder.ids
+    emb = SegmentEmbedder.__new__(SegmentEmbedder)
+    from transformers import AutoTokenizer
+
+    from mvpo_abstraction.learned import default_embedding_model_path
+
+    emb.tokenizer = AutoTokenizer.from_pretrained(default_embedding_model_path())
+    sep = emb.tokenizer.sep_token_id
+    alfworld_text = "You arrive at countertop 1. On the countertop 1, you see a mug 2."
+    before = original(emb, alfworld_text, 128)
+    try:
+        assert sep in original(emb, "Instruction: [SEP] buy a mug", 128)  # what is bridged
+        assert diag.literal_sep_workaround() is True
+        ids = SegmentEmbedder.ids(emb, "Instruction: [SEP] buy a mug", 128)
+        assert sep not in ids and len(ids) > len(original(emb, "Instruction: buy a mug", 128))
+        assert SegmentEmbedder.ids(emb, alfworld_text, 128) == before
+    finally:
+        SegmentEmbedder.ids = original
