@@ -907,7 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--webshop-base", default=str(WEBSHOP_BASE), help="WebShop runs folder")
     p.add_argument("--webshop-seeds", nargs="+", type=int, default=[0, 1, 2],
                    help="seeds of the main WebShop set (the seeds' success reward)")  # fmt: skip
-    p.add_argument("--webshop-score-seeds", nargs="*", type=int, default=[0],
+    p.add_argument("--webshop-score-seeds", nargs="*", type=int, default=[0, 1, 2],
                    help="seeds of the WebShop set with WebShop's score reward (none: skip)")  # fmt: skip
     p.add_argument("--iterations", type=int, default=5, help="WebShop iterations per run")
     p.add_argument("--num-groups", type=int, default=8, help="WebShop tasks per iteration")
