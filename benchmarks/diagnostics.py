@@ -731,7 +731,9 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
             f"| {fl('adv/grouping_ratio')} |"
         )
     lines.append("")
-    lines.append(f"Seeds' paper: kappa {SEEDS_KAPPA.get(env, '-')} over 150 iterations.")
+    lines.append(
+        f"Seeds' paper: kappa {SEEDS_KAPPA.get(env.split('-')[0], '-')} over 150 iterations."
+    )
     lines.append("")
     # --- Phi
     lines += ["### Prefix potential Phi: successful vs failed trajectories", ""]
