@@ -1,29 +1,36 @@
-"""Learning benchmark: GRPO vs GiGPO vs MVPO with the tiny CPU policy on ALFWorld mini.
+"""Learning study: GRPO vs GiGPO vs MVPO (and MVPO with a learned abstraction) on ALFWorld-scale rooms.
 
-Every estimator trains with the same ``cpu-tiny`` configuration (same env
-split, same model, same hyper-parameters) on the same seeds; only ``--estimator`` differs.
-Reported per estimator (mean +- std over seeds):
+docs/learning_study.md. Every arm trains the same policy on the same data with the same
+hyper-parameters and the same seeds; only the credit estimator (and, for ``mvpo-learned``, the
+abstraction) differs:
 
-* training success per iteration (the rollout batch's success rate), and its curve;
-* iterations to reach a success threshold (first iteration whose 3-iteration moving average
-  of batch success reaches ``--threshold``; "not reached" counts as the run's length);
-* the zero-credit ratio early in training (mean over the first 5 iterations): the share of
-  rows in step groups whose returns do not vary (docs/estimators.md §2/§3.7);
-* final success (mean over the last 5 iterations) and greedy success on the eval split at
-  the end (``mvpo-eval`` on the last checkpoint).
+* policy: the ``encoder`` policy (docs/policies.md), warm-started by behaviour cloning on the
+  expert walkthroughs of the *train* split (``python -m mvpo_train.encoder_policy --out
+  runs/encoder-warm``, cached; this script runs it first);
+* data: ``mvpo/ALFWorld-v0`` defaults (the bundled ALFWorld-scale ``alfworld`` preset), all
+  train tasks, 50-step episodes; held-out: ``valid_unseen`` (scenes never seen in train);
+* batch: ``--num-groups`` tasks x ``--group-size`` rollouts per iteration, ``--iterations``
+  iterations (sized so that the whole study fits about 2 hours on 2 cores; docs/learning_study.md
+  says how).
 
-Run from the repository root (two runs at a time on a 2-core machine, ~30-60 min)::
+Reported per arm, over seeds (bootstrap 95% CIs over seeds, seeded): training success per
+iteration (curve with a band), its area (mean success over all iterations), iterations until
+the 5-iteration moving average of batch success reaches ``--threshold`` (per seed), final
+training success (last 5 iterations), held-out success (sampled, ``valid_unseen`` and
+``valid_seen``, on the final checkpoint; and of the warm start), early zero-advantage ratio;
+and paired differences between arms (same seed = same warm start, same first task draw).
 
-    python benchmarks/learning.py                 # writes benchmarks/results/learning.{md,png}
-    python benchmarks/learning.py --quick         # 1 seed, few iterations (smoke test)
+Run from the repository root::
 
-Runs go to ``runs/benchmark-learning/<estimator>-seed<k>/``; an existing complete run is
-reused (``--fresh`` retrains), so an interrupted benchmark continues where it stopped.
+    python benchmarks/learning.py                  # the study: table + plots in benchmarks/results/
+    python benchmarks/learning.py --analyze-only   # rebuild the table and plots from runs/
+    python benchmarks/learning.py --quick          # smoke test: 1 seed, 3 iterations
 
-On Ray (docs/scaling.md, "Sweeps on Ray"), one Ray task per run, results gathered as above::
-
-    python benchmarks/learning.py --ray           # a local Ray instance of --jobs CPUs
-    python benchmarks/learning.py --ray auto      # the cluster this node belongs to
+Runs go to ``runs/learning-study/<arm>-seed<k>/``. The sweep is resumable: a finished run (and
+its evaluation) is skipped, an interrupted one continues from its checkpoint (``--resume``), so
+rerunning the same command after a kill continues the study. Runs are queued seed by seed, so
+an interrupted study still has every arm on the first seeds. ``--ray [ADDRESS]`` runs each run
+as a Ray task (docs/scaling.md, "Sweeps on Ray").
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ import argparse
 import json
 import os
 import platform
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -41,62 +50,119 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-ESTIMATORS = ("grpo", "gigpo", "mvpo")
+WARM = "runs/encoder-warm"
+
+#: arm name -> the mvpo-train flags that make it (everything else is shared)
+ARMS: dict[str, list[str]] = {
+    "grpo": ["--estimator", "grpo"],
+    "gigpo": ["--estimator", "gigpo"],
+    "mvpo": ["--estimator", "mvpo"],
+    "mvpo-learned": [
+        "--estimator",
+        "mvpo",
+        "--abstraction",
+        "learned",
+        "--abstraction-refit-every",
+        "10",
+    ],  # fmt: skip
+    "ecpo": ["--estimator", "ecpo"],
+    "progpo": ["--estimator", "progpo"],
+    "beacon": ["--estimator", "beacon"],
+    "rloo": ["--estimator", "rloo"],
+}
+DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
+
+#: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
+STUDY_FLAGS = [
+    "--policy", "encoder", "--model", WARM, "--env-kwargs", "{}", "--tasks", "[]",
+    "--max-steps", "50", "--ppo-epochs", "2",
+    "--eval-split", "valid_unseen", "--eval-episodes", "4", "--no-eval-greedy",
+]  # fmt: skip
+#: final evaluation of each run: (split, episodes per task), sampled actions, seed 0
+FINAL_EVALS = (("valid_unseen", 8), ("valid_seen", 4))
+SMOOTH = 5  # moving-average window of the training curve and of iterations-to-threshold
 
 
-def run_dir(base: Path, estimator: str, seed: int) -> Path:
-    return base / f"{estimator}-seed{seed}"
+def run_dir(base: Path, arm: str, seed: int) -> Path:
+    return base / f"{arm}-seed{seed}"
 
 
-def complete(path: Path, iterations: int) -> bool:
+def n_metrics(path: Path) -> int:
     f = path / "metrics.jsonl"
-    return f.is_file() and sum(1 for _ in f.open()) >= iterations
+    return sum(1 for x in f.open() if x.strip()) if f.is_file() else 0
 
 
-def train_cmd(path: Path, estimator: str, seed: int, args: argparse.Namespace) -> list[str]:
+def eval_file(path: Path, split: str) -> Path:
+    return path / f"eval-{split}.json"
+
+
+def _py(entry: str) -> list[str]:
+    return [sys.executable, "-c", f"from mvpo_train.cli import {entry}; {entry}()"]
+
+
+def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list[str]:
     cmd = [
-        sys.executable, "-c", "from mvpo_train.cli import train_main; train_main()",
-        "--preset", "cpu-tiny", "--estimator", estimator, "--seed", str(seed),
+        *_py("train_main"), "--preset", "cpu-tiny", *ARMS[arm], "--seed", str(seed),
         "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
         "--no-progress", "--no-tensorboard", "--save-every", "5",
     ]  # fmt: skip
+    if args.study:
+        cmd += [*STUDY_FLAGS, "--num-groups", str(args.num_groups), "--group-size",
+                str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every)]  # fmt: skip
     # an interrupted run resumes from its checkpoint; a run folder without one starts over
     if (path / "checkpoints" / "LATEST").is_file():
         cmd.append("--resume")
-    elif path.exists() and any(path.iterdir()):
+    elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
         cmd.append("--overwrite")
     return cmd + list(args.extra)
 
 
-def eval_cmd(path: Path, args: argparse.Namespace) -> list[str]:
-    return [
-        sys.executable, "-c", "from mvpo_train.cli import eval_main; eval_main()",
-        "--run-dir", str(path), "--out", str(path / "eval.json"), "--seed", "0",
-    ]  # fmt: skip
+def eval_cmd(path: Path, split: str, episodes: int, model: str | None = None) -> list[str]:
+    cmd = [*_py("eval_main"), "--run-dir", str(path), "--split", split, "--episodes",
+           str(episodes), "--sampled", "--seed", "0", "--out", str(eval_file(path, split))]  # fmt: skip
+    return cmd + (["--model", model] if model else [])
 
 
 def run_all(args: argparse.Namespace, base: Path) -> None:
-    """Train (and evaluate) every (estimator, seed) pair not finished yet.
-
-    Locally ``--jobs`` processes at a time, or with ``--ray`` one Ray task per run.
-    """
-    jobs = [(e, s) for s in args.seeds for e in args.estimators]
+    """Train (and evaluate) every (arm, seed) pair not finished yet, seed by seed."""
     pending = []
-    for est, seed in jobs:
-        path = run_dir(base, est, seed)
-        if args.fresh and path.exists():
-            import shutil
-
-            shutil.rmtree(path)
-        if complete(path, args.iterations) and (not args.eval or (path / "eval.json").is_file()):
-            continue
-        cmds = [train_cmd(path, est, seed, args)] + ([eval_cmd(path, args)] if args.eval else [])
-        script = " && ".join(" ".join(_quote(x) for x in cmd) for cmd in cmds)
-        pending.append((f"{est}-seed{seed}", path, script))
+    for seed in args.seeds:
+        for arm in args.arms:
+            path = run_dir(base, arm, seed)
+            if args.fresh and path.exists():
+                shutil.rmtree(path)
+            evals = FINAL_EVALS if args.eval else ()
+            cmds = []
+            if n_metrics(path) < args.iterations:
+                cmds.append(train_cmd(path, arm, seed, args))
+            cmds += [eval_cmd(path, s, e) for s, e in evals if not eval_file(path, s).is_file()]
+            if cmds:
+                script = " && ".join(shlex.join(c) for c in cmds)
+                pending.append((f"{arm}-seed{seed}", path, script))
     if args.ray is not None:
         _run_ray(pending, args)
     else:
         _run_local(pending, args)
+
+
+def warm_start_and_eval(args: argparse.Namespace, base: Path) -> None:
+    """The cached warm start, and the held-out success of the warm start itself (once: it is
+    the same for every arm and seed), evaluated through the first seed's first run folder."""
+    env = {**os.environ, **_RUN_ENV}
+    subprocess.run([sys.executable, "-m", "mvpo_train.encoder_policy", "--out", WARM],
+                   cwd=ROOT, env=env, check=True)  # fmt: skip
+    if not args.eval:
+        return
+    first = run_dir(base, args.arms[0], args.seeds[0])
+    start = base / "warm-start"
+    start.mkdir(parents=True, exist_ok=True)
+    for split, episodes in FINAL_EVALS:
+        out = start / f"eval-{split}.json"
+        if out.is_file() or not (first / "config.yaml").is_file():
+            continue
+        cmd = eval_cmd(first, split, episodes, model=str(ROOT / WARM))
+        cmd[cmd.index("--out") + 1] = str(out)
+        subprocess.run(cmd, cwd=ROOT, env=env, check=True)
 
 
 _RUN_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -175,71 +241,147 @@ def _run_ray(pending: list[tuple[str, Path, str]], args: argparse.Namespace) -> 
         print(f"[done]  {name} in {time.time() - t0:.0f} s: {status}", flush=True)
 
 
-def _quote(x: str) -> str:
-    import shlex
-
-    return shlex.quote(x)
-
-
 # ------------------------------------------------------------------ analysis
 
 
-def load_runs(base: Path, estimators, seeds) -> dict[str, list[list[dict]]]:
-    out: dict[str, list[list[dict]]] = {}
-    for est in estimators:
-        out[est] = []
+def load_runs(base: Path, arms, seeds, iterations: int) -> dict[str, dict[int, list[dict]]]:
+    """Per arm: seed -> metrics rows, only runs with at least ``iterations`` rows (complete)."""
+    out: dict[str, dict[int, list[dict]]] = {}
+    for arm in arms:
+        out[arm] = {}
         for seed in seeds:
-            f = run_dir(base, est, seed) / "metrics.jsonl"
+            f = run_dir(base, arm, seed) / "metrics.jsonl"
             if f.is_file():
-                out[est].append([json.loads(x) for x in f.read_text().splitlines() if x.strip()])
+                rows = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+                if len(rows) >= iterations:
+                    out[arm][seed] = rows[:iterations]
     return out
 
 
-def first_reach(success: np.ndarray, threshold: float, window: int = 3) -> int | None:
-    for i in range(len(success)):
-        if np.mean(success[max(0, i - window + 1) : i + 1]) >= threshold and i + 1 >= window:
+def moving_average(x: np.ndarray, window: int = SMOOTH) -> np.ndarray:
+    """Trailing mean over the last ``window`` values (fewer at the start), along the last axis."""
+    c = np.cumsum(np.asarray(x, dtype=np.float64), axis=-1)
+    out = np.empty_like(c)
+    for i in range(c.shape[-1]):
+        lo = i - window
+        out[..., i] = (c[..., i] - (c[..., lo] if lo >= 0 else 0.0)) / min(i + 1, window)
+    return out
+
+
+def first_reach(success: np.ndarray, threshold: float, window: int = SMOOTH) -> int | None:
+    """First iteration (1-based) whose trailing ``window``-iteration mean of batch success
+    reaches ``threshold`` (only once ``window`` iterations exist); None if never."""
+    ma = moving_average(success, window)
+    for i in range(window - 1, len(ma)):
+        if ma[i] >= threshold:
             return i + 1
     return None
 
 
-def summarize(runs: dict[str, list[list[dict]]], base: Path, seeds, threshold: float) -> dict:
-    table = {}
-    for est, per_seed in runs.items():
+def bootstrap_ci(values, n: int = 10_000, seed: int = 0, level: float = 0.95):
+    """Percentile bootstrap CI of the mean (resampling the values, seeded); (mean, lo, hi)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return (float("nan"),) * 3
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(n, v.size))].mean(axis=1)
+    a = (1.0 - level) / 2
+    return float(v.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
+
+
+def curve_band(curves: np.ndarray, n: int = 2000, seed: int = 0):
+    """Mean over seeds (rows) and a pointwise percentile-bootstrap 95% band."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, curves.shape[0], size=(n, curves.shape[0]))
+    boot = curves[idx].mean(axis=1)
+    return curves.mean(0), np.quantile(boot, 0.025, axis=0), np.quantile(boot, 0.975, axis=0)
+
+
+def read_eval(path: Path, split: str) -> float | None:
+    f = eval_file(path, split)
+    return float(json.loads(f.read_text())["success"]) if f.is_file() else None
+
+
+def per_seed_values(rows: list[dict], path: Path, threshold: float) -> dict[str, float | None]:
+    succ = np.array([r["success"] for r in rows])
+    za = np.array([r.get("adv/zero_adv_ratio", np.nan) for r in rows])
+    held = [r["eval/success"] for r in rows if "eval/success" in r]
+    return {
+        "auc": float(succ.mean()),
+        "first": float(succ[:SMOOTH].mean()),
+        "final": float(succ[-SMOOTH:].mean()),
+        "reach": first_reach(succ, threshold),
+        "zero_adv_early": float(np.nanmean(za[:SMOOTH])),
+        "valid_unseen": read_eval(path, "valid_unseen"),
+        "valid_seen": read_eval(path, "valid_seen"),
+        "last_inline_eval": held[-1] if held else None,
+        "minutes": sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60,
+    }
+
+
+def summarize(runs, base: Path, threshold: float, iterations: int) -> dict:
+    table: dict = {"arms": {}, "pairs": {}, "warm_start": {}}
+    for split, _ in FINAL_EVALS:
+        f = base / "warm-start" / f"eval-{split}.json"
+        if f.is_file():
+            table["warm_start"][split] = float(json.loads(f.read_text())["success"])
+    for arm, per_seed in runs.items():
         if not per_seed:
             continue
-        n = min(len(r) for r in per_seed)
-        succ = np.array([[row["success"] for row in r[:n]] for r in per_seed])
-        zc = np.array(
-            [[row.get("adv/zero_credit_ratio", np.nan) for row in r[:n]] for r in per_seed]
+        seeds = sorted(per_seed)
+        vals = {s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold) for s in seeds}
+        succ = np.array([[r["success"] for r in per_seed[s]] for s in seeds])
+        mean, lo, hi = curve_band(moving_average(succ))
+        ev_iters = sorted(
+            {r["iteration"] for s in seeds for r in per_seed[s] if "eval/success" in r}
         )
-        za = np.array([[row.get("adv/zero_adv_ratio", np.nan) for row in r[:n]] for r in per_seed])
-        secs = np.array([sum(row.get("time/total", 0.0) for row in r[:n]) for r in per_seed])
-        reach = [first_reach(s, threshold) for s in succ]
-        evals = []
-        for seed in seeds:
-            f = run_dir(base, est, seed) / "eval.json"
-            if f.is_file():
-                evals.append(json.loads(f.read_text())["success"])
-        table[est] = {
-            "seeds": len(per_seed),
-            "iterations": n,
-            "success_curve": succ.mean(0).tolist(),
-            "success_curve_std": succ.std(0).tolist(),
-            "zero_credit_curve": np.nanmean(zc, 0).tolist(),
-            "early_zero_credit": float(np.nanmean(zc[:, :5])),
-            "early_zero_adv": float(np.nanmean(za[:, :5])),
-            "zero_adv_curve": np.nanmean(za, 0).tolist(),
-            "first_success": float(succ[:, :5].mean()),
-            "final_success": float(succ[:, -5:].mean()),
-            "final_success_std": float(succ[:, -5:].mean(1).std()),
-            "reach": reach,
-            "reach_mean": float(np.mean([r if r is not None else n for r in reach])),
-            "reached": sum(r is not None for r in reach),
-            "eval_success": float(np.mean(evals)) if evals else None,
-            "eval_success_std": float(np.std(evals)) if evals else None,
-            "minutes_per_run": float(secs.mean() / 60),
-        }
+        ev = np.array([[next((r["eval/success"] for r in per_seed[s] if r["iteration"] == it),
+                              np.nan) for it in ev_iters] for s in seeds])  # fmt: skip
+        row = {
+            "seeds": seeds,
+            "per_seed": {str(s): vals[s] for s in seeds},
+            "curve": mean.tolist(), "curve_lo": lo.tolist(), "curve_hi": hi.tolist(),
+            "zero_adv_curve": np.nanmean(
+                [[r.get("adv/zero_adv_ratio", np.nan) for r in per_seed[s]] for s in seeds], 0
+            ).tolist(),
+            "inline_eval_iterations": ev_iters,
+            "inline_eval": np.nanmean(ev, 0).tolist() if ev.size else [],
+            "reached": sum(vals[s]["reach"] is not None for s in seeds),
+        }  # fmt: skip
+        for key in ("auc", "first", "final", "zero_adv_early", "valid_unseen", "valid_seen",
+                    "minutes"):  # fmt: skip
+            xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
+            row[key] = bootstrap_ci(xs) if xs else None
+        # censored at the run length + 1 when not reached (reported as such)
+        reach = [vals[s]["reach"] or iterations + 1 for s in seeds]
+        row["reach"] = bootstrap_ci(reach)
+        row["reach_median"] = float(np.median(reach))
+        table["arms"][arm] = row
+    pairs = [("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo")]
+    for a, b in pairs:
+        if a not in table["arms"] or b not in table["arms"]:
+            continue
+        common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
+        pa, pb = table["arms"][a]["per_seed"], table["arms"][b]["per_seed"]
+        entry = {"seeds": common}
+        for key in ("auc", "final", "valid_unseen", "reach"):
+            d = []
+            for s in common:
+                x, y = pa[str(s)][key], pb[str(s)][key]
+                if key == "reach":
+                    x, y = x or iterations + 1, y or iterations + 1
+                if x is not None and y is not None:
+                    d.append(x - y)
+            entry[key] = bootstrap_ci(d) if d else None
+        table["pairs"][f"{a} - {b}"] = entry
     return table
+
+
+def _fmt(ci, digits: int = 3) -> str:
+    if ci is None:
+        return "-"
+    m, lo, hi = ci
+    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
 def plot(table: dict, out: Path, threshold: float) -> None:
@@ -248,87 +390,126 @@ def plot(table: dict, out: Path, threshold: float) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
-    for est, row in table.items():
-        y = np.array(row["success_curve"])
-        s = np.array(row["success_curve_std"])
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
+    for arm, row in table["arms"].items():
+        y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
         x = np.arange(1, len(y) + 1)
-        k = 3  # moving average for readability
-        ys = np.array([y[max(0, i - k + 1) : i + 1].mean() for i in range(len(y))])
-        axes[0].plot(x, ys, label=f"{est} (n={row['seeds']})")
-        axes[0].fill_between(x, np.clip(ys - s, 0, 1), np.clip(ys + s, 0, 1), alpha=0.15)
-        axes[1].plot(x, row["zero_adv_curve"], label=est)
+        (line,) = axes[0].plot(x, y, label=f"{arm} (n={len(row['seeds'])})")
+        axes[0].fill_between(x, lo, hi, alpha=0.15, color=line.get_color())
+        its = [0, *row["inline_eval_iterations"]]
+        held = [table["warm_start"].get("valid_unseen", np.nan), *row["inline_eval"]]
+        axes[1].plot(its, held, marker="o", label=arm, color=line.get_color())
+        axes[2].plot(x, row["zero_adv_curve"], label=arm, color=line.get_color())
     axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
-    axes[0].set(title="training success (3-iteration moving average, ±1 std over seeds)",
-                xlabel="iteration", ylabel="success rate")  # fmt: skip
-    axes[1].set(title="zero-advantage ratio (steps whose advantage is exactly 0)",
+    axes[0].set(title=f"training success ({SMOOTH}-it. moving average, 95% bootstrap band)",
+                xlabel="iteration", ylabel="batch success rate")  # fmt: skip
+    axes[1].set(title="held-out valid_unseen success during training (sampled)",
+                xlabel="iteration (0 = warm start)", ylabel="success rate")  # fmt: skip
+    axes[2].set(title="zero-advantage ratio (steps with exactly 0 advantage)",
                 xlabel="iteration", ylabel="ratio")  # fmt: skip
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
 
 
-def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
-    from mvpo_train.config import preset
+def command_line(args: argparse.Namespace) -> str:
+    return "python benchmarks/learning.py " + " ".join(shlex.quote(a) for a in args.argv)
 
-    cfg = preset("cpu-tiny")
+
+def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
+    it = args.iterations
     lines = [
-        "# Learning benchmark: GRPO vs GiGPO vs MVPO (tiny CPU policy, ALFWorld mini)",
+        "# Learning study: GRPO vs GiGPO vs MVPO on ALFWorld-scale rooms",
         "",
-        "Produced by `python benchmarks/learning.py` (table and plot: `--analyze-only`) on "
-        f"{platform.machine()} with {os.cpu_count()} CPU cores, "
-        f"{time.strftime('%Y-%m-%d')}. Each run: the `cpu-tiny` preset "
-        f"({cfg.num_groups} tasks x {cfg.group_size} rollouts per iteration, "
-        f"{cfg.max_steps} steps max, model `{cfg.model}`, `{cfg.action_mode}` mode, lr {cfg.lr}, "
-        f"{cfg.ppo_epochs} PPO epochs) for {args.iterations} iterations, only `--estimator` "
-        f"differing; seeds {list(args.seeds)}; {' '.join(args.extra) or 'no extra flags'}.",
+        f"Command: `{command_line(args).strip()}` (table and plots only: add `--analyze-only`).",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, {args.jobs} runs at a time, "
+        f"1 torch thread each; {time.strftime('%Y-%m-%d')}.",
         "",
-        f"![curves]({png.name})",
+        "Settings: "
+        + (
+            f"encoder policy warm-started on the train walkthroughs (`{WARM}`), "
+            f"`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks), 50-step "
+            f"episodes, {args.num_groups} tasks x {args.group_size} rollouts per iteration, "
+            f"{it} iterations, lr {args.lr}, 2 PPO epochs, seeds {list(args.seeds)}; "
+            "arms differ only in " + ", ".join(f"`{a}`: `{' '.join(ARMS[a])}`" for a in args.arms)
+            if args.study
+            else f"`cpu-tiny` + `{' '.join(args.extra)}`, {it} iterations"
+        )
+        + ".",
         "",
-        f"| estimator | seeds | success, first 5 it. | success, last 5 it. | eval success (greedy) "
-        f"| iterations to {args.threshold:.0%} (3-it. avg) | runs reaching it "
-        f"| zero-credit ratio, first 5 it. | zero-advantage ratio, first 5 it. | minutes / run |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"![learning curves]({png.name})",
+        "",
+        "Means over seeds with percentile-bootstrap 95% CIs over seeds (10,000 resamples, seed 0).",
+        f"Training success = the rollout batch's (sampled actions, random task draw); area = mean "
+        f"over all {it} iterations; final = last {SMOOTH} iterations. Iterations to "
+        f"{args.threshold:.0%}: first iteration whose {SMOOTH}-iteration moving average reaches it "
+        f"(a run that never does counts as {it + 1}). Held-out: the final checkpoint, sampled, "
+        "seed 0, every task of the split x "
+        + " / ".join(f"{e} episodes ({s})" for s, e in FINAL_EVALS)
+        + ".",
+        "",
     ]
-    for est, r in table.items():
-        ev = (
-            "-"
-            if r["eval_success"] is None
-            else f"{r['eval_success']:.3f} ± {r['eval_success_std']:.3f}"
-        )
-        reach = ", ".join("-" if x is None else str(x) for x in r["reach"])
-        lines.append(
-            f"| {est} | {r['seeds']} | {r['first_success']:.3f} | {r['final_success']:.3f} ± "
-            f"{r['final_success_std']:.3f} | {ev} | {r['reach_mean']:.1f} ({reach}) | "
-            f"{r['reached']}/{r['seeds']} | {r['early_zero_credit']:.3f} | "
-            f"{r['early_zero_adv']:.3f} | "
-            f"{r['minutes_per_run']:.1f} |"
-        )
+    ws = table["warm_start"]
+    if ws:
+        lines += ["Warm start (iteration 0, same for every arm): " + ", ".join(
+            f"{s} {v:.3f}" for s, v in ws.items()) + ".", ""]  # fmt: skip
     lines += [
-        "",
-        "Iterations to threshold: a run that never reaches it counts as its length in the mean",
-        "(the per-seed values are in brackets, `-` = not reached). Success is the training batch's",
-        "(stochastic policy), so single iterations are noisy. Eval (with `--eval`): greedy play of",
-        "the last checkpoint on every task of the eval split. Zero-credit ratio: each estimator's",
-        "own diagnostic (GRPO: rows of groups whose episode returns are all equal; GiGPO and MVPO:",
-        "rows of anchor-state step groups whose returns are all equal, which MVPO then repairs);",
-        "zero-advantage ratio: rows whose final advantage is exactly 0 (no gradient at all).",
-        "",
+        f"| arm | seeds | training success: area | final | iterations to {args.threshold:.0%} "
+        "(per seed) | held-out valid_unseen | valid_seen | zero-adv. ratio, first 5 it. "
+        "| minutes / run |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    out.write_text("\n".join(lines))
+    for arm, r in table["arms"].items():
+        per = ", ".join(
+            str(v["reach"]) if v["reach"] is not None else f">{it}" for v in r["per_seed"].values()
+        )
+        mins = r["minutes"][0] if r["minutes"] else float("nan")
+        lines.append(
+            f"| {arm} | {len(r['seeds'])} | {_fmt(r['auc'])} | {_fmt(r['final'])} | "
+            f"{_fmt(r['reach'], 1)} ({per}; {r['reached']}/{len(r['seeds'])} reached) | "
+            f"{_fmt(r['valid_unseen'])} | {_fmt(r['valid_seen'])} | {_fmt(r['zero_adv_early'])} "
+            f"| {mins:.1f} |"
+        )
+    if table["pairs"]:
+        lines += [
+            "",
+            "Paired differences (same seeds; mean [95% bootstrap CI] of the per-seed differences; "
+            "a CI that excludes 0 is a difference at this sample size):",
+            "",
+            f"| pair | seeds | area | final | iterations to {args.threshold:.0%} | valid_unseen |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, p in table["pairs"].items():
+            lines.append(
+                f"| {name} | {len(p['seeds'])} | {_fmt(p['auc'])} | {_fmt(p['final'])} | "
+                f"{_fmt(p['reach'], 1)} | {_fmt(p['valid_unseen'])} |"
+            )
+    missing = [
+        a for a in args.arms if len(table["arms"].get(a, {}).get("seeds", [])) < len(args.seeds)
+    ]
+    if missing:
+        lines += ["", f"Partial: fewer than {len(args.seeds)} finished seeds for {missing}; rerun "
+                  "the command to continue the study."]  # fmt: skip
+    out.write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS))
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    p.add_argument("--iterations", type=int, default=25)
-    p.add_argument("--threshold", type=float, default=0.25, help="success threshold")
+    p.add_argument("--arms", "--estimators", nargs="+", default=list(DEFAULT_ARMS),
+                   choices=sorted(ARMS), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--num-groups", type=int, default=8, help="tasks per iteration")
+    p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--eval-every", type=int, default=10, help="held-out evaluation during training")
+    p.add_argument("--threshold", type=float, default=0.3, help="success threshold")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
     p.add_argument(
         "--ray",
@@ -339,31 +520,39 @@ def main(argv: list[str] | None = None) -> int:
         help="run each run as a Ray task: on a cluster (ADDRESS, e.g. 'auto' or "
         "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
     )
-    p.add_argument("--base", default=str(ROOT / "runs" / "benchmark-learning"))
+    p.add_argument("--base", default=str(ROOT / "runs" / "learning-study"))
     p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
-    p.add_argument(
-        "--eval", action="store_true", help="also run mvpo-eval on each final checkpoint"
-    )
-    p.add_argument("--quick", action="store_true", help="1 seed, 4 iterations")
+    p.add_argument("--no-eval", dest="eval", action="store_false",
+                   help="skip the final held-out evaluations")  # fmt: skip
+    p.add_argument("--no-study", dest="study", action="store_false",
+                   help="plain cpu-tiny runs (+ the extra flags): no warm start, no study flags")  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="1 seed, 3 iterations, own --base")
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
     p.add_argument("--out", default=str(RESULTS / "learning.md"))
     p.add_argument(
         "extra", nargs="*", help="extra mvpo-train flags after --, e.g. -- --max-steps 20"
     )
     args = p.parse_args(argv)
+    args.argv = [a for a in argv if a != "--analyze-only"]
     if args.quick:
-        args.seeds, args.iterations = [0], 4
+        args.seeds, args.iterations, args.eval_every = [0], 3, 3
+        args.base = str(ROOT / "runs" / "learning-quick")
+        args.out = str(ROOT / "runs" / "learning-quick" / "learning.md")
     base = Path(args.base)
     if not args.analyze_only:
+        if args.study:
+            warm_start_and_eval(args, base)
         run_all(args, base)
-    runs = load_runs(base, args.estimators, args.seeds)
-    table = summarize(runs, base, args.seeds, args.threshold)
+        if args.study:
+            warm_start_and_eval(args, base)  # the warm-start eval needs a run's config
+    runs = load_runs(base, args.arms, args.seeds, args.iterations)
+    table = summarize(runs, base, args.threshold, args.iterations)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
     plot(table, png, args.threshold)
     write_markdown(table, args, out, png)
-    (out.with_suffix(".json")).write_text(json.dumps(table, indent=1))
+    out.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
     print(out.read_text())
     return 0
 

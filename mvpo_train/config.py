@@ -156,6 +156,12 @@ class TrainConfig:
     policy: PolicyKind = _f(
         "lm", "lm (causal LM) | encoder (frozen MiniLM + trainable action scorer, docs/policies.md)"
     )
+    embedding_cache: str = _f(
+        "",
+        "encoder policy: a file of sentence-encoder embeddings shared across runs (loaded at "
+        "start, merged back at each checkpoint; '' = in memory only; docs/policies.md)",
+        safe=True,
+    )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f("compact", "prompt template style")
     history_length: int = _f(2, "past (observation, action) pairs shown in the prompt", ge=0)

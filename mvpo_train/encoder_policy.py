@@ -85,6 +85,54 @@ class SegmentEmbedder:
         """Word-piece ids of ``text`` (no special tokens), at most ``limit``."""
         return list(self.tokenizer.encode(text, add_special_tokens=False))[:limit]
 
+    # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
+    def load_cache(self, path: str | Path) -> int:
+        """Add the embeddings of a cache file written by :meth:`save_cache` (by this same
+        encoder: another encoder's file is refused); returns how many were added."""
+        path = Path(path)
+        if not path.is_file():
+            return 0
+        import numpy as np
+
+        with np.load(path, allow_pickle=False) as z:
+            if str(z["fingerprint"]) != self.fingerprint:
+                raise ValueError(
+                    f"embedding cache {path} was written by another sentence encoder; "
+                    "delete it or pass another --embedding-cache"
+                )
+            ids, offsets, vecs = z["ids"], z["offsets"], z["vectors"]
+        added = 0
+        for k in range(len(vecs)):
+            key = tuple(int(x) for x in ids[offsets[k] : offsets[k + 1]])
+            if key not in self._cache:
+                self._cache[key] = torch.from_numpy(vecs[k].copy())
+                added += 1
+        return added
+
+    def save_cache(self, path: str | Path) -> int:
+        """Merge this embedder's cache into ``path`` (read, union, write a temporary file,
+        rename: concurrent runs never leave a torn file); returns the entries written."""
+        import os
+
+        import numpy as np
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.load_cache(path)  # keep what other runs added since
+        keys = list(self._cache)
+        offsets = np.cumsum([0, *(len(k) for k in keys)]).astype(np.int64)
+        ids = np.fromiter((x for k in keys for x in k), dtype=np.int32, count=int(offsets[-1]))
+        vecs = (
+            torch.stack([self._cache[k] for k in keys]).numpy()
+            if keys
+            else np.zeros((0, self.dim), np.float32)
+        )
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, fingerprint=np.array(self.fingerprint), ids=ids, offsets=offsets,
+                 vectors=vecs)  # fmt: skip
+        os.replace(tmp, path)
+        return len(keys)
+
     @torch.no_grad()
     def embed(self, seqs: Sequence[tuple[int, ...]]) -> torch.Tensor:
         """``[len(seqs), dim]`` float32 embeddings."""
@@ -189,6 +237,12 @@ class EncoderPolicy:
         self.max_segment_tokens = int(max_segment_tokens)
         self.pad_id = int(self.tokenizer.pad_token_id or 0)
         self._cand_cache: dict[str, list[int]] = {}
+        self.cache_file = ""  # embedding cache file shared across runs ('' = none)
+
+    def persist_cache(self) -> None:
+        """Merge the embeddings computed so far into the shared cache file, if any."""
+        if self.cache_file:
+            self.embedder.save_cache(self.cache_file)
 
     @property
     def device(self) -> torch.device:
@@ -331,7 +385,13 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
         head = load_head(name, embedder)
     dev = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     head.to(dev)
-    return EncoderPolicy(head, embedder, temperature=cfg.temperature)
+    cache = str(getattr(cfg, "embedding_cache", "") or "")
+    if cache:
+        embedder.cache_size = max(embedder.cache_size, 2_000_000)
+        embedder.load_cache(cache)
+    policy = EncoderPolicy(head, embedder, temperature=cfg.temperature)
+    policy.cache_file = cache
+    return policy
 
 
 # ================================================================== warm start

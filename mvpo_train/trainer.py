@@ -292,6 +292,8 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
                 keep=cfg.keep_checkpoints,
                 tokenizer=policy.tokenizer,
             )
+            if ctx.is_main and hasattr(policy, "persist_cache"):
+                policy.persist_cache()  # encoder policy: the shared embedding cache
         if cfg.stop_after and iteration + 1 - start >= cfg.stop_after:
             break
 

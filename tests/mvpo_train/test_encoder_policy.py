@@ -162,3 +162,26 @@ def test_bad_settings_are_one_line_errors(tmp_path):
         load_encoder_policy(_cfg(tmp_path, model=str(tmp_path / "notahead")))
     with pytest.raises(ConfigError, match="policy"):
         TrainConfig(policy="bert")
+
+
+def test_shared_embedding_cache_changes_nothing_but_the_cost(tmp_path):
+    """Runs with a shared embedding cache file train exactly as runs without one; the file
+    fills up, a second run reads it, and a file of another encoder is refused."""
+    kw = dict(estimator="grpo", iterations=2, group_size=4, max_steps=4)
+    cache = tmp_path / "emb.npz"
+    plain = [strip_timing(r) for r in train(_cfg(tmp_path / "plain", **kw))]
+    first = [
+        strip_timing(r) for r in train(_cfg(tmp_path / "c1", embedding_cache=str(cache), **kw))
+    ]
+    assert cache.is_file() and first == plain
+    embedder = SegmentEmbedder()
+    assert embedder.load_cache(cache) > 10
+    again = [
+        strip_timing(r) for r in train(_cfg(tmp_path / "c2", embedding_cache=str(cache), **kw))
+    ]
+    assert again == plain
+    ck = "checkpoints/iter-000002/model.safetensors"
+    assert (tmp_path / "c2" / ck).read_bytes() == (tmp_path / "plain" / ck).read_bytes()
+    embedder.fingerprint = "another encoder"
+    with pytest.raises(ValueError, match="another sentence encoder"):
+        embedder.load_cache(cache)
