@@ -108,7 +108,8 @@ def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list
     ]  # fmt: skip
     if args.study:
         cmd += [*STUDY_FLAGS, "--num-groups", str(args.num_groups), "--group-size",
-                str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every)]  # fmt: skip
+                str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
+                "--embedding-cache", str(Path(args.base) / "embeddings.npz")]  # fmt: skip
     # an interrupted run resumes from its checkpoint; a run folder without one starts over
     if (path / "checkpoints" / "LATEST").is_file():
         cmd.append("--resume")
@@ -504,12 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", "--estimators", nargs="+", default=list(DEFAULT_ARMS),
                    choices=sorted(ARMS), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--iterations", type=int, default=20)
     p.add_argument("--num-groups", type=int, default=8, help="tasks per iteration")
     p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--eval-every", type=int, default=10, help="held-out evaluation during training")
-    p.add_argument("--threshold", type=float, default=0.3, help="success threshold")
+    p.add_argument("--threshold", type=float, default=0.2, help="success threshold")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
     p.add_argument(
         "--ray",
