@@ -505,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", "--estimators", nargs="+", default=list(DEFAULT_ARMS),
                    choices=sorted(ARMS), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--iterations", type=int, default=30)
     p.add_argument("--num-groups", type=int, default=8, help="tasks per iteration")
     p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
     p.add_argument("--lr", type=float, default=2e-3)
