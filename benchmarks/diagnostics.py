@@ -25,8 +25,9 @@ Run sets:
 
 * ``alfworld``: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run
   folders ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
-  ``mvpo-learned``; this script never trains them. While the study has no run, the sweep's
-  smoke runs (``--quick``, ``runs/learning-quick/``) are shown instead, marked as a preview.
+  ``mvpo-learned``; this script never trains them. While the study is incomplete, the
+  sweep's smoke runs (``--quick``, ``runs/learning-quick/``) are shown too, as the set
+  ``alfworld-quick`` marked as a preview.
 * ``webshop`` and ``webshop-score`` (``--run-webshop``): GRPO, GiGPO and MVPO on WebShop
   (bundled catalog, default ``train`` split, 15-step episodes, 8 tasks x 8 rollouts), same
   seeds, only ``--estimator`` differing, 5 iterations, one process at a time under
@@ -657,6 +658,7 @@ def _spread(d: dict[str, Any] | None) -> str:
 SET_NOTES = {
     "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
     "`benchmarks/results/learning.md`).",
+    "alfworld-quick": "ALFWorld: the learning sweep's smoke runs.",
     "webshop": "WebShop, the seeds' reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
     "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
     "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
@@ -855,19 +857,19 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     alf = load_runset("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, args.alfworld_seeds)
     commands = {"alfworld": "python benchmarks/learning.py"}
     notes: dict[str, str] = {}
-    if not alf.found() and args.alfworld_preview:
-        quick = load_runset("alfworld", Path(args.alfworld_preview), ALFWORLD_ARMS, [0])
-        if quick.found():  # the study has not started: its smoke sweep as a preview
-            notes["alfworld"] = (
-                f"**Preview only**: the study (`{_rel(alf.base)}`) has no run yet; shown "
-                "instead is its smoke sweep (one seed, a few iterations, otherwise the study's "
-                "settings). Rerun `--analyze-only` when the study's runs exist."
+    sets = [alf]
+    if args.alfworld_preview and (not alf.found() or alf.partial_notes()):
+        quick = load_runset("alfworld-quick", Path(args.alfworld_preview), ALFWORLD_ARMS, [0])
+        if quick.found():  # the study is not complete: its smoke sweep as a preview
+            notes["alfworld-quick"] = (
+                f"**Preview only**, shown while the study (`{_rel(alf.base)}`) is incomplete: "
+                "the sweep's smoke runs (one seed, a few iterations, otherwise the study's "
+                "settings). Rerun `--analyze-only` when the study is complete; this section "
+                "then goes."
             )
-            commands["alfworld"] = "python benchmarks/learning.py --quick"
-            alf = quick
-    sets = [alf] + [
-        load_runset(ws.name, ws.base, WEBSHOP_ARMS, ws.seeds) for ws in webshop_sets(args)
-    ]
+            commands["alfworld-quick"] = "python benchmarks/learning.py --quick"
+            sets.append(quick)
+    sets += [load_runset(ws.name, ws.base, WEBSHOP_ARMS, ws.seeds) for ws in webshop_sets(args)]
     summaries, pngs = [], {}
     for rs in sets:
         s = summarize(rs, args.early)
@@ -880,6 +882,9 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
             png.unlink(missing_ok=True)  # never a figure of runs that are gone
         pngs[rs.env] = png.name if drawn else None
         summaries.append(s)
+    for name in ("alfworld", "alfworld-quick", *(ws.name for ws in webshop_sets(args))):
+        if name not in pngs:  # a set not shown this time: never a figure of it left behind
+            (out.parent / f"{out.stem}_{name}.png").unlink(missing_ok=True)
     write_markdown(summaries, args, out, pngs)
     out.with_suffix(".json").write_text(json.dumps(summaries, indent=1, default=float) + "\n")
     return summaries
@@ -904,8 +909,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alfworld-base", default=str(ALFWORLD_BASE), help="ALFWorld sweep folder")
     p.add_argument("--alfworld-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--alfworld-preview", default=str(ROOT / "runs" / "learning-quick"),
-                   help="shown (marked as a preview) while --alfworld-base has no run: the "
-                   "sweep's `--quick` runs; '' for none")  # fmt: skip
+                   help="shown as a preview set while the --alfworld-base study is incomplete: "
+                   "the sweep's `--quick` runs; '' for none")  # fmt: skip
     p.add_argument("--webshop-base", default=str(WEBSHOP_BASE), help="WebShop runs folder")
     p.add_argument("--webshop-seeds", nargs="+", type=int, default=[0, 1, 2],
                    help="seeds of the main WebShop set (the seeds' success reward)")  # fmt: skip

@@ -172,19 +172,37 @@ def test_success_reward_pays_only_a_won_episode(diag) -> None:
 
 
 def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: Path) -> None:
-    """No study run yet: the ``--quick`` runs are shown, marked as a preview; none: not run."""
+    """Study incomplete: the ``--quick`` runs are shown too, marked as a preview; study
+    complete (or no preview asked): no preview."""
     out = tmp_path / "res" / "diag.md"
-    common = ["--analyze-only", "--alfworld-base", str(tmp_path / "study-not-started"),
-              "--webshop-base", str(tmp_path / "none"), "--out", str(out)]  # fmt: skip
-    assert diag.main([*common, "--alfworld-preview", str(runs)]) == 0
+    rest = ["--webshop-base", str(tmp_path / "none"), "--out", str(out)]
+    # not started
+    args = ["--analyze-only", "--alfworld-base", str(tmp_path / "study-not-started"), *rest]
+    assert diag.main([*args, "--alfworld-preview", str(runs)]) == 0
     md = out.read_text()
-    assert "**Preview only**" in md and "made by `python benchmarks/learning.py --quick`" in md
+    assert "## alfworld-quick" in md and "**Preview only**" in md
+    assert "made by `python benchmarks/learning.py --quick`" in md
     assert "| grpo | 1 | 3..3 | 1.000 |" in md  # seed 0 only
     assert "### Zero-advantage and zero-credit ratio, first 3 iterations" in md  # 5 > 3 done
-    assert diag.main([*common, "--alfworld-preview", ""]) == 0
+    assert md.count("**Not run yet**") == 3  # the study and both WebShop sets
+    assert (out.parent / "diag_alfworld-quick.png").is_file()
+    # the study incomplete (gigpo and mvpo-learned have no run): the preview stays
+    study = ["--analyze-only", "--alfworld-base", str(runs), "--alfworld-seeds", "0", *rest]
+    assert diag.main([*study, "--alfworld-preview", str(runs)]) == 0
+    assert "**Partial run set**" in out.read_text() and "## alfworld-quick" in out.read_text()
+    # the study complete: every arm's seed 0 has its planned iterations: no preview
+    done = tmp_path / "done"
+    for arm in diag.ALFWORLD_ARMS:
+        _write_run(done / f"{arm}-seed0", [_row(1, 0.5), _row(2, 0.5)], planned=2)
+    complete = ["--analyze-only", "--alfworld-base", str(done), "--alfworld-seeds", "0", *rest]
+    assert diag.main([*complete, "--alfworld-preview", str(runs)]) == 0
+    md = out.read_text()
+    assert "Complete: every asked seed has its planned iterations." in md
+    assert "## alfworld-quick" not in md and "**Preview only**" not in md
+    assert not (out.parent / "diag_alfworld-quick.png").exists()  # no figure of a dropped set
+    assert diag.main([*args, "--alfworld-preview", ""]) == 0
     md = out.read_text()
     assert "**Preview only**" not in md and md.count("**Not run yet**") == 3
-    assert not (out.parent / "diag_alfworld.png").exists()  # the preview's figure removed
 
 
 def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
