@@ -208,6 +208,18 @@ class TextEnv(gym.Env[str, str]):
         """The instruction shown to the agent for the current task."""
         raise NotImplementedError
 
+    def set_abstraction(self, abstraction: str | Abstraction) -> None:
+        """Swap the abstraction (a registered name, ``NAME:PATH`` or an instance); it labels
+        episodes **from the next** :meth:`reset` (docs/abstractions.md, "Swap an env's
+        abstraction"). An episode in progress keeps the abstraction it started with, so no
+        episode mixes two. Vector envs: ``venv.call("set_abstraction", abstraction)``.
+        """
+        if isinstance(abstraction, str) and not abstraction.strip():
+            raise ValueError(
+                f"abstraction is empty: give a name such as {self.default_abstraction!r}"
+            )
+        self.abstraction = make_abstraction(abstraction)
+
     # -- Gymnasium API --------------------------------------------------------------------------
     @property
     def task_id(self) -> str:
@@ -225,6 +237,8 @@ class TextEnv(gym.Env[str, str]):
         )
         transition = self._start(self._task_index)
         self._done = False
+        if self._tracker.abstraction is not self.abstraction:  # set_abstraction: from now on
+            self._tracker = AbstractionTracker(self.abstraction)
         record = self._record(transition, invalid=False)
         try:
             labels = self._tracker.reset(transition.state)

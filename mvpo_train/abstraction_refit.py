@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_abstraction.base import AbstractionTracker
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import Event, MilestoneLearner
+from mvpo_train.config import ConfigError
 
 
 @dataclass
@@ -89,6 +89,14 @@ class AbstractionRefit:
         c = self.config
         if not self.episodes:
             raise RuntimeError("AbstractionRefit.refit: no episodes observed yet")
+        distinct = len({x for _, texts, _ in self.episodes for x in texts})
+        if distinct < c.k:  # k-means cannot make k clusters: a one-line error naming the fix
+            raise ConfigError(
+                f"--abstraction learned: the fit after iteration {iteration + 1} has "
+                f"{distinct} distinct observations for k={c.k} clusters; lower k "
+                f"(--abstraction-kwargs '{{\"k\": {max(2, distinct // 2)}}}'), fit later "
+                '("fit_after") or give it more steps (--num-groups, --group-size, --max-steps)'
+            )
         seed = c.seed + int(iteration)
         abstraction = EmbeddingClusterAbstraction(
             k=c.k,
@@ -108,14 +116,13 @@ class AbstractionRefit:
         return self.refit(iteration) if self.due(iteration) else None
 
     def install(self, venv: Any) -> None:
-        """Give every sub-env of a vector env (``GroupedVectorEnv`` or Gymnasium's) the current
-        abstraction, each with its own tracker; takes effect at the next ``reset``."""
+        """Give every sub-env of a vector env (``GroupedVectorEnv`` or Gymnasium's; sync, async
+        or Ray) the current abstraction through the public
+        :meth:`mvpo_envs.base.TextEnv.set_abstraction`: it labels episodes from the next
+        ``reset`` (each sub-env builds its own tracker then)."""
         if self.abstraction is None:
             raise RuntimeError("AbstractionRefit.install: nothing fitted yet")
-        env = getattr(venv, "env", venv)
-        n = env.num_envs
-        env.set_attr("abstraction", [self.abstraction] * n)
-        env.set_attr("_tracker", [AbstractionTracker(self.abstraction) for _ in range(n)])
+        getattr(venv, "env", venv).call("set_abstraction", self.abstraction)
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
