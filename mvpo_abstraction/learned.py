@@ -89,9 +89,16 @@ class SentenceEncoder:
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", cache_size: int = 16384):
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         self.model_path = model_path or default_embedding_model_path()
-        self.model = SentenceTransformer(self.model_path, device=device)
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every command's stderr
+        try:
+            self.model = SentenceTransformer(self.model_path, device=device)
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
 
@@ -189,7 +196,10 @@ class EmbeddingClusterAbstraction(Abstraction):
         texts = [str(s[self.text_key]) for s in states]
         distinct = sorted(set(texts))
         if len(distinct) < self.k:
-            raise ValueError(f"need at least k={self.k} distinct texts to fit, got {len(distinct)}")
+            raise ValueError(
+                f"need at least k={self.k} distinct texts to fit {self.k} clusters, got "
+                f"{len(distinct)}: lower k or fit on more episodes"
+            )
         counts = Counter(texts)  # sorted distinct texts, weighted: independent of the order
         vectors = self.encoder.encode(distinct)
         weights = np.asarray([counts[t] for t in distinct], dtype=np.float64)

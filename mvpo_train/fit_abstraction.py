@@ -8,7 +8,9 @@ docs/abstractions.md ("Fit and use")::
 
 The rollouts come from a seeded random policy over ``info["admissible_actions"]`` (episode
 ``i`` resets with ``seed + i``) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
-``mvpo-train`` run (its config decides env keywords, prompt and action mode). Nothing here knows a specific environment: it reads the
+``mvpo-train`` run (its config decides env keywords, prompt and action mode). Milestones
+(``--milestones auto``, the default) are learned when the episodes' returns differ and are the
+env's rules otherwise (a random policy seldom succeeds); the command says which. Nothing here knows a specific environment: it reads the
 gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
 """
 
@@ -125,6 +127,27 @@ def policy_rollouts(
     return out, returns
 
 
+def check_episodes(
+    episodes: list[Episode], returns: list[float], k: int, milestones: str, policy: str
+) -> None:
+    """Refuse, before the encoder loads, data that cannot give what was asked: fewer distinct
+    observations than ``--k`` clusters, or learned milestones from episodes that all have the
+    same return (no event can predict success). The error names the flags that fix it."""
+    distinct = len({str(s.get("observation", "")) for ep in episodes for s in ep})
+    if distinct < k:
+        raise ValueError(
+            f"--k {k}: the {len(episodes)} episodes hold {distinct} distinct observations, too "
+            f"few for {k} clusters; lower --k (at most {distinct}) or raise --episodes"
+        )
+    if milestones == "learned" and len(set(returns)) == 1:
+        raise ValueError(
+            f"--milestones learned: all {len(returns)} episodes of the {policy!r} policy have "
+            f"the same return ({returns[0]:g}), so no event can predict success; pass "
+            "--milestones rules (learned signatures, the env's milestones) or --policy RUN_DIR "
+            "(a trained mvpo-train run that sometimes succeeds)"
+        )
+
+
 def fit_abstraction(
     env_id: str,
     episodes: int,
@@ -133,18 +156,28 @@ def fit_abstraction(
     policy: str = "random",
     seed: int = 0,
     k: int = 32,
-    milestones: str = "learned",
+    milestones: str = "auto",
     top_k: int = 5,
     min_support: int = 3,
     env_kwargs: dict[str, Any] | None = None,
     max_steps: int | None = None,
     model_path: str | None = None,
 ) -> EmbeddingClusterAbstraction:
-    """Collect, fit, save to ``out``; returns the fitted abstraction."""
+    """Collect, fit, save to ``out``; returns the fitted abstraction.
+
+    ``milestones``: ``"learned"`` (an error when every episode has the same return),
+    ``"rules"`` (the env's own), a registered abstraction name, or ``"auto"`` (the default:
+    learned when the returns differ, else the env's rules; the result's ``milestones_from``
+    and the saved ``fit.milestones`` say which).
+    """
     if policy == "random":
         eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps)
     else:
         eps, returns = policy_rollouts(policy, env_id, episodes, seed)
+    check_episodes(eps, returns, k, milestones, policy)
+    requested = milestones
+    if milestones == "auto":
+        milestones = "learned" if len(set(returns)) > 1 else "rules"
     if milestones == "rules":
         milestones = gym.make(env_id, **(env_kwargs or {})).unwrapped.abstraction.name
     learner = MilestoneLearner(top_k=top_k, min_support=min_support, seed=seed)
@@ -157,6 +190,7 @@ def fit_abstraction(
             "env_id": env_id,
             "episodes": episodes,
             "policy": policy,
+            "milestones": requested,
             "seed": seed,
             "env_kwargs": dict(env_kwargs or {}),
             "max_steps": max_steps,
@@ -182,8 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--k", type=int, default=32, help="number of observation clusters")
     p.add_argument(
         "--milestones",
-        default="learned",
-        help="'learned' (default), 'rules' (the env's own) or a registered abstraction name",
+        default="auto",
+        help="'auto' (default: learned when the episodes' returns differ, else the env's "
+        "rules), 'learned', 'rules' (the env's own) or a registered abstraction name",
     )
     p.add_argument("--top-k", type=int, default=5, help="learned milestones kept")
     p.add_argument("--min-support", type=int, default=3, help="episodes an event needs")
@@ -211,7 +246,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # json.JSONDecodeError is a ValueError; gym.error.Error covers an unknown env id
         print(f"mvpo-fit-abstraction: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out}: k={abstraction.k}, milestones={abstraction.milestone_names}")
+    source = abstraction.milestones_from
+    print(
+        f"wrote {args.out}: k={abstraction.k}, milestones ({source}): {abstraction.milestone_names}"
+    )
+    if args.milestones == "auto" and source != "learned":
+        print(
+            f"every episode had the same return: the milestones are {source!r}'s rules; learn "
+            "them from a policy that sometimes succeeds (--policy RUN_DIR, docs/abstractions.md)"
+        )
     print(f"use it with gym.make({args.env_id!r}, abstraction='learned:{args.out}')")
     return 0
 

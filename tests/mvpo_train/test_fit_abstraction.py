@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import pytest
 
@@ -38,11 +40,34 @@ def test_rollouts_are_seeded():
     assert all(len(ep) == 6 for ep in a)  # reset state + 5 steps (no purchase by chance here)
 
 
+def test_default_milestones_fall_back_to_the_rules_and_say_so(tmp_path, capsys):
+    """The user path ``mvpo-fit-abstraction ENV --episodes N --out DIR`` with a random policy
+    (which wins nothing here): learned signatures, the env's rule milestones, and a line that
+    says so, instead of an error."""
+    out = tmp_path / "abs"
+    args = ["mvpo/ALFWorld-v0", "--episodes", "3", "--k", "3", "--max-steps", "4"]
+    assert main([*args, "--env-kwargs", '{"preset": "mini"}', "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "milestones (alfworld)" in printed and "--policy RUN_DIR" in printed
+    meta = json.loads((out / "abstraction.json").read_text())
+    assert meta["fit"]["milestones"] == "auto" and meta["fit"]["mean_return"] == 0.0
+    assert meta["config"]["milestones_from"] == "alfworld"
+    rules = gym.make("mvpo/ALFWorld-v0").unwrapped.abstraction
+    _, info = gym.make("mvpo/ALFWorld-v0", abstraction=f"learned:{out}").reset(seed=0)
+    assert list(info["progress"]) == rules.milestone_names
+
+
 def test_errors_are_one_clear_line(tmp_path, capsys):
     base = ["mvpo/SearchQA-v0", "--episodes", "6", "--k", "2", "--out", str(tmp_path / "x")]
     # a random policy never answers right: no event can predict success
-    assert main(base) == 2
-    assert "same outcome" in capsys.readouterr().err
+    assert main([*base, "--milestones", "learned"]) == 2
+    err = capsys.readouterr().err
+    assert "the same return (0)" in err and "--milestones rules" in err
+    assert len(err.strip().splitlines()) == 1  # no progress bar or warning around it
+    # more clusters than distinct observations: names --k and --episodes
+    assert main([*base[:3], "--k", "500", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--k 500" in err and "raise --episodes" in err and len(err.strip().splitlines()) == 1
     assert main([*base, "--policy", str(tmp_path / "no-run")]) == 2
     assert "not a mvpo-train run folder" in capsys.readouterr().err
     assert main([*base, "--env-kwargs", "{bad"]) == 2
