@@ -41,7 +41,7 @@ def test_ray_sweep_runs_resumes_and_matches_a_local_run(tmp_path, capsys, local_
     learning = _learning()
     base, out = tmp_path / "runs", tmp_path / "results" / "learning.md"
     common = ["--estimators", "grpo", "--seeds", "0", "1", "--iterations", "1",
-              "--base", str(base), "--out", str(out), "--jobs", "2"]  # fmt: skip
+              "--base", str(base), "--out", str(out), "--jobs", "2", "--no-study", "--no-eval"]  # fmt: skip
     assert learning.main([*common, "--ray", *TINY]) == 0
     log = capsys.readouterr().out
     assert log.count("[submit]") == 2 and log.count(": ok") == 2
@@ -49,17 +49,17 @@ def test_ray_sweep_runs_resumes_and_matches_a_local_run(tmp_path, capsys, local_
     for seed in (0, 1):
         assert len(_metrics(base / f"grpo-seed{seed}")) == 1
     table = json.loads(out.with_suffix(".json").read_text())
-    assert table["grpo"]["seeds"] == 2 and table["grpo"]["iterations"] == 1
+    assert table["arms"]["grpo"]["seeds"] == [0, 1]
 
     # rerun: both runs are finished, nothing is submitted, the table is rebuilt the same
     assert learning.main([*common, "--ray", *TINY]) == 0
     assert "[submit]" not in capsys.readouterr().out
-    assert json.loads(out.with_suffix(".json").read_text())["grpo"]["seeds"] == 2
+    assert json.loads(out.with_suffix(".json").read_text())["arms"]["grpo"]["seeds"] == [0, 1]
 
     # the same run without Ray: same metrics (everything but wall times)
     local = tmp_path / "local"
     args = ["--estimators", "grpo", "--seeds", "1", "--iterations", "1", "--base", str(local),
-            "--out", str(tmp_path / "local.md"), "--jobs", "1", *TINY]  # fmt: skip
+            "--out", str(tmp_path / "local.md"), "--jobs", "1", "--no-study", "--no-eval", *TINY]  # fmt: skip
     assert learning.main(args) == 0
     assert "[start]" in capsys.readouterr().out
     assert _metrics(local / "grpo-seed1") == _metrics(base / "grpo-seed1")

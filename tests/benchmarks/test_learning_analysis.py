@@ -1,0 +1,71 @@
+"""The learning study's analysis (``benchmarks/learning.py``) on synthetic runs: moving
+averages, iterations to threshold, bootstrap CIs and paired differences."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _learning():
+    spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "learning.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_moving_average_and_first_reach():
+    lm = _learning()
+    x = np.array([0.0, 0.0, 0.5, 0.5, 0.5, 1.0, 1.0])
+    ma = lm.moving_average(x, 2)
+    assert np.allclose(ma, [0.0, 0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
+    assert lm.first_reach(x, 0.5, window=2) == 4  # first full window whose mean >= 0.5
+    assert lm.first_reach(x, 0.5, window=5) == 6  # (0.5 * 3 + 1) / 5 = 0.5
+    assert lm.first_reach(x, 1.1, window=2) is None
+    assert lm.first_reach(np.array([1.0, 1.0]), 0.5, window=3) is None  # window never full
+
+
+def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
+    lm = _learning()
+    m, lo, hi = lm.bootstrap_ci([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and 1.0 <= lo < m < hi <= 4.0
+    assert lm.bootstrap_ci([1.0, 2.0, 3.0, 4.0]) == (m, lo, hi)
+    assert lm.bootstrap_ci([2.0, 2.0]) == (2.0, 2.0, 2.0)
+
+
+def _write_run(path: Path, success: list[float], held: float) -> None:
+    path.mkdir(parents=True)
+    rows = [
+        {"iteration": i + 1, "success": s, "adv/zero_adv_ratio": 0.5, "time/total": 6.0}
+        for i, s in enumerate(success)
+    ]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (path / "eval-valid_unseen.json").write_text(json.dumps({"success": held}))
+
+
+def test_summary_and_paired_differences(tmp_path):
+    lm = _learning()
+    n = 6
+    for seed in (0, 1, 2):
+        _write_run(tmp_path / f"grpo-seed{seed}", [0.1] * n, 0.1)
+        # mvpo: 0.1 better every iteration, reaches 0.2 at the 5th iteration (window 5)
+        _write_run(tmp_path / f"mvpo-seed{seed}", [0.2] * n, 0.1 + 0.05 * seed)
+    _write_run(tmp_path / "mvpo-seed3", [0.2] * (n - 1), 0.3)  # unfinished: left out
+    runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1, 2, 3], n)
+    assert sorted(runs["mvpo"]) == [0, 1, 2]
+    table = lm.summarize(runs, tmp_path, threshold=0.2, iterations=n)
+    g, m = table["arms"]["grpo"], table["arms"]["mvpo"]
+    assert np.isclose(g["auc"][0], 0.1) and np.isclose(m["final"][0], 0.2)
+    assert m["reached"] == 3 and g["reached"] == 0
+    assert m["reach"][0] == 5 and g["reach"][0] == n + 1  # never reached = run length + 1
+    assert np.isclose(m["valid_unseen"][0], 0.15)
+    pair = table["pairs"]["mvpo - grpo"]
+    assert pair["seeds"] == [0, 1, 2]
+    assert np.isclose(pair["auc"][0], 0.1) and np.isclose(pair["reach"][0], 5 - (n + 1))
+    assert np.isclose(pair["valid_unseen"][0], 0.05)
+    assert "mvpo - gigpo" not in table["pairs"]  # an arm that did not run
