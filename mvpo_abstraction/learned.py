@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,14 +85,41 @@ def encoder_fingerprint(model_path: str | None = None) -> str:
     return _FINGERPRINTS[key]
 
 
+#: set in a process forked from this one (an async env worker): see :func:`_one_thread_if_forked`
+_FORKED = False
+
+
+def _mark_forked() -> None:
+    global _FORKED
+    _FORKED = True
+
+
+os.register_at_fork(after_in_child=_mark_forked)
+
+
+def _one_thread_if_forked() -> None:
+    """In a forked child run torch on one thread: GNU OpenMP (torch's CPU thread pool) cannot
+    start a thread team in a child forked after the parent used one, so the first embedding of
+    an async env worker would hang forever (docs/abstractions.md, "Fit and use")."""
+    if _FORKED:
+        import torch
+
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
+
+
 class SentenceEncoder:
-    """Sentence embeddings from a local sentence-transformers folder, with a small LRU cache."""
+    """Sentence embeddings from a local sentence-transformers folder, with a small LRU cache.
+
+    In a process forked from the one that loaded it (an async vector env's worker) it embeds
+    on one torch thread (:func:`_one_thread_if_forked`)."""
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", cache_size: int = 16384):
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         self.model_path = model_path or default_embedding_model_path()
+        _one_thread_if_forked()
         bar = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # no "Loading weights" bar on every command's stderr
         try:
@@ -106,6 +134,7 @@ class SentenceEncoder:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         fresh: dict[str, np.ndarray] = {}
         if missing:
+            _one_thread_if_forked()
             vectors = self.model.encode(missing, normalize_embeddings=True, convert_to_numpy=True)
             fresh = {t: v.astype(np.float32) for t, v in zip(missing, vectors, strict=True)}
         out = (

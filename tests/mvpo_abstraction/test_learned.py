@@ -55,3 +55,43 @@ def test_unfitted_or_too_small_fit_raise_clear_errors(states_and_env):
         EmbeddingClusterAbstraction(k=3).signature(states[0], 0)
     with pytest.raises(ValueError, match="distinct texts"):
         EmbeddingClusterAbstraction(k=1000).fit(states[:3])
+
+
+def _embed_in_child(queue, texts):
+    import torch
+
+    from mvpo_abstraction.learned import shared_encoder
+
+    queue.put((shared_encoder().encode(texts), torch.get_num_threads()))
+
+
+def test_a_process_forked_after_the_encoder_ran_embeds_instead_of_hanging():
+    """An async env worker forked after its parent ran the encoder on a torch thread team
+    (GNU OpenMP) used to hang forever on its first embedding; it now embeds on one thread,
+    the same vectors as the parent's."""
+    import multiprocessing as mp
+
+    import torch
+
+    from mvpo_abstraction.learned import shared_encoder
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a thread team in the parent, whatever earlier tests set
+    try:
+        encoder = shared_encoder()
+        encoder.encode([f"you arrive at cabinet {i}" for i in range(64)])
+        fresh = ["a text the parent has not embedded", "nor this one, before the fork"]
+        ctx = mp.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_embed_in_child, args=(queue, fresh))
+        child.start()
+        child.join(120)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+        assert not hung, "the forked child hung on its first embedding"
+        vectors, child_threads = queue.get(timeout=10)
+        assert child_threads == 1
+        np.testing.assert_allclose(vectors, encoder.encode(fresh), atol=1e-5)
+    finally:
+        torch.set_num_threads(threads)

@@ -99,3 +99,31 @@ def test_fit_on_a_trained_runs_rollouts(micro, tmp_path, capsys):
     assert '"policy": "' + str(run) in (out / "abstraction.json").read_text()
     assert main(["mvpo/WebShop-v0", "--episodes", "2", "--policy", str(run), "--out", "x"]) == 2
     assert "trained on mvpo/ALFWorld-v0" in capsys.readouterr().err
+
+
+def test_async_vector_env_loads_the_folder_after_a_fit_in_this_process(tmp_path):
+    """Fit (the encoder runs here), then async workers forked from this process load
+    ``learned:DIR`` and label as a sync env does (they used to hang on their first embedding)."""
+    import torch
+
+    from mvpo_envs.vector import GroupedVectorEnv
+
+    out = tmp_path / "abs"
+    args = ["mvpo/ALFWorld-v0", "--episodes", "3", "--k", "3", "--max-steps", "4"]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # a thread team in this process, as a user's session has
+    try:
+        assert main([*args, "--env-kwargs", '{"preset": "mini"}', "--out", str(out)]) == 0
+        signatures = {}
+        for mode, bound in (("sync", {}), ("async", {"call_timeout": 120})):
+            with GroupedVectorEnv(
+                "mvpo/ALFWorld-v0", 1, 2, mode, vector_kwargs=bound, preset="mini",
+                abstraction=f"learned:{out}",
+            ) as venv:  # fmt: skip
+                _, infos = venv.reset_groups([1])
+                _, _, _, _, step = venv.step([str(a[0]) for a in infos["admissible_actions"]])
+                signatures[mode] = list(infos["signature"]) + list(step["signature"])
+    finally:
+        torch.set_num_threads(threads)
+    assert signatures["async"] == signatures["sync"]
+    assert all(s.startswith("c") for s in signatures["sync"])
