@@ -432,20 +432,22 @@ def early_per_seed(by_seed: dict[int, list[dict[str, Any]]], key: str, k: int) -
 
 
 def curve(by_seed: dict[int, list[dict[str, Any]]], key: str) -> dict[str, np.ndarray]:
-    """Per iteration (up to the shortest run): mean over seeds, min and max (NaN ignored)."""
-    n = min(len(r) for r in by_seed.values())
-    ys = np.array([series(rows[:n], key) for rows in by_seed.values()])
-    with np.errstate(all="ignore"):
-        import warnings
+    """Per iteration up to the longest run: mean, min and max over the seeds that have that
+    iteration (a run in progress counts for the iterations it has; NaN ignored)."""
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return {
-                "x": np.arange(1, n + 1),
-                "mean": np.nanmean(ys, 0),
-                "lo": np.nanmin(ys, 0),
-                "hi": np.nanmax(ys, 0),
-            }
+    n = max(len(r) for r in by_seed.values())
+    ys = np.full((len(by_seed), n), np.nan)
+    for i, rows in enumerate(by_seed.values()):
+        ys[i, : len(rows)] = series(rows, key)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+        return {
+            "x": np.arange(1, n + 1),
+            "mean": np.nanmean(ys, 0),
+            "lo": np.nanmin(ys, 0),
+            "hi": np.nanmax(ys, 0),
+        }
 
 
 def phase_table(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, tuple[float, float]]:
@@ -512,8 +514,9 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
     out["partial"] = rs.partial_notes()
     out["settings"], out["settings_differ"] = settings(rs)
     lengths = [len(r.rows) for by in rs.runs.values() for r in by.values()]
-    # "first iterations": the same window for every run of the set, at most the shortest run
-    early = min([early, *lengths])
+    # "first iterations": one window k for every run of the set (at most the longest run);
+    # a run with fewer than k iterations so far is left out of the window's statistics
+    early = min([early, max(lengths, default=early)])
     out["early"] = early
     for arm in rs.arms:
         by_seed = rs.rows(arm)
@@ -523,8 +526,10 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
             "seeds": sorted(by_seed),
             "iterations": [len(r) for r in by_seed.values()],
         }
+        window = {seed: rows for seed, rows in by_seed.items() if len(rows) >= early}
+        a["early_seeds"] = sorted(window)
         for key in ("adv/zero_adv_ratio", "adv/zero_credit_ratio", "success"):
-            per = early_per_seed(by_seed, key, early)
+            per = early_per_seed(window, key, early)
             if per:
                 vals = np.array(list(per.values()))
                 a[key] = {
@@ -694,7 +699,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     # --- zero advantage
     seeds_col = env == "webshop"
     head = (
-        f"| estimator | seeds | iterations | zero-advantage ratio, it. 1 "
+        f"| estimator | seeds in the window, of found | iterations | zero-advantage ratio, it. 1 "
         f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
         f"| zero-credit ratio, first {early} it. | batch success, it. 1 "
         f"| batch success, first {early} it. |"
@@ -706,7 +711,8 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     lines += [f"### Zero-advantage and zero-credit ratio, first {early} iterations", "", head, sep]
     for arm, a in arms.items():
         row = (
-            f"| {arm} | {len(a['seeds'])} | {min(a['iterations'])}..{max(a['iterations'])} "
+            f"| {arm} | {len(a['early_seeds'])} of {len(a['seeds'])} "
+            f"| {min(a['iterations'])}..{max(a['iterations'])} "
             f"| {_f(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
             f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_f(a.get('success_first_iteration'))} "
             f"| {_spread(a.get('success'))} |"
@@ -718,6 +724,8 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     # --- kappa / EMA / grouping
     lines += [
         "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
+        "",
+        "Last = the longest run's last iteration, mean over the seeds that have reached it.",
         "",
         "| estimator | kappa | EMA success | grouping ratio, step groups | grouping ratio, MVPO regions |",
         "|---|---|---|---|---|",
@@ -769,7 +777,8 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         lines += [f"### AMP weights per milestone (arm `{arm}`, mean over seeds)", "",
                   "| milestone | first iteration | last iteration |", "|---|---|---|"]  # fmt: skip
         for m, d in a["amp_weights"].items():
-            lines.append(f"| {m} | {_f(d['first'])} | {_f(d['last'])} |")
+            if not (math.isnan(d["first"]) and math.isnan(d["last"])):  # a learned one, gone
+                lines.append(f"| {m} | {_f(d['first'])} | {_f(d['last'])} |")
         lines.append("")
     # --- phases
     labels = [
@@ -820,10 +829,11 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         "(`1 - adv/singleton_ratio`, GiGPO and MVPO), MVPO regions = share of rows whose "
         "region holds at least 2 rows (`adv/grouping_ratio`); *Phi* = a trajectory's mean prefix "
         "potential; *kappa* = MVPO's mixing weight, *EMA success* its success average. "
-        f'"First k iterations" (k = {args.early}, or the length of the shortest run of the '
+        f'"First k iterations" (k = {args.early}, or the length of the longest run of the '
         "set if shorter): the mean of each seed's first k iterations, then the mean over seeds "
-        "with (min..max) and the per-seed values. "
-        "Figures: mean over seeds, band = min..max over seeds.",
+        "with (min..max) and the per-seed values; a run with fewer than k iterations so far is "
+        "left out of these. Figures: per iteration, mean over the seeds that have it, band = "
+        "min..max over them.",
         "",
     ]
     web = next((s for s in summaries if s["env"] == "webshop"), None)

@@ -110,6 +110,24 @@ def test_tables_are_computed_from_the_runs(diag, runs: Path) -> None:
     assert "`mvpo`: seeds not found [1]" in notes
 
 
+def test_a_run_in_progress_counts_where_it_has_iterations(diag, tmp_path: Path) -> None:
+    """Early window: a run shorter than k is left out; curves: mean over the seeds that have
+    the iteration (the longer run alone past the shorter one's end)."""
+    base = tmp_path / "study"
+    _write_run(base / "mvpo-seed0", [_row(i, z) for i, z in ((1, 0.2), (2, 0.4), (3, 0.6))], 3)
+    _write_run(base / "mvpo-seed1", [_row(1, 0.8)], planned=3)  # still running
+    rs = diag.load_runset("alfworld", base, ("mvpo",), (0, 1))
+    s = diag.summarize(rs, early=2)
+    a = s["arms"]["mvpo"]
+    assert s["early"] == 2 and a["early_seeds"] == [0] and a["seeds"] == [0, 1]
+    assert a["adv/zero_adv_ratio"]["per_seed"] == {0: pytest.approx(0.3)}
+    assert a["zero_adv_first_iteration"] == pytest.approx(0.5)  # both runs have iteration 1
+    c = diag.curve(rs.rows("mvpo"), "adv/zero_adv_ratio")
+    assert c["mean"].tolist() == pytest.approx([0.5, 0.4, 0.6])
+    assert (c["lo"][0], c["hi"][0]) == (pytest.approx(0.2), pytest.approx(0.8))
+    assert diag.summarize(rs, early=9)["early"] == 3  # at most the longest run
+
+
 def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path) -> None:
     out = tmp_path / "res" / "diag.md"
     rc = diag.main(
@@ -118,7 +136,7 @@ def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path
     )  # fmt: skip
     assert rc == 0
     md = out.read_text()
-    assert "| grpo | 2 | 3..3 | 0.750 | 0.700 (0.500..0.900; 0.900, 0.500)" in md
+    assert "| grpo | 2 of 2 | 3..3 | 0.750 | 0.700 (0.500..0.900; 0.900, 0.500)" in md
     assert "| 0.100 | 0.150 (0.150..0.150; 0.150, 0.150) |" in md  # success: it. 1, first 2
     assert "6.00 (60.0%)" in md
     assert "**flips** in 1 of 2 iterations" in md
@@ -182,7 +200,7 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     md = out.read_text()
     assert "## alfworld-quick" in md and "**Preview only**" in md
     assert "made by `python benchmarks/learning.py --quick`" in md
-    assert "| grpo | 1 | 3..3 | 1.000 |" in md  # seed 0 only
+    assert "| grpo | 1 of 1 | 3..3 | 1.000 |" in md  # seed 0 only
     assert "### Zero-advantage and zero-credit ratio, first 3 iterations" in md  # 5 > 3 done
     assert md.count("**Not run yet**") == 3  # the study and both WebShop sets
     assert (out.parent / "diag_alfworld-quick.png").is_file()
