@@ -252,9 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.milestones == "auto" and source != "learned":
         print(
-            f"every episode had the same return: the milestones are the env's rules ({source}); "
-            "learn them from a policy that sometimes succeeds (--policy RUN_DIR, "
-            "docs/abstractions.md)"
+            f"every episode of the {args.policy!r} policy had the same return: the milestones "
+            f"are the env's rules ({source}); learn them from a policy that sometimes succeeds "
+            "(--policy RUN_DIR, docs/abstractions.md)"
         )
     print(f"use it with gym.make({args.env_id!r}, abstraction='learned:{args.out}')")
     return 0

@@ -8,6 +8,7 @@ import gymnasium as gym
 import pytest
 
 import mvpo_envs  # noqa: F401
+from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_train.fit_abstraction import main, policy_rollouts, random_rollouts
 
 ENVS = ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0", "mvpo/SearchQA-v0"]
@@ -55,6 +56,26 @@ def test_default_milestones_fall_back_to_the_rules_and_say_so(tmp_path, capsys):
     rules = gym.make("mvpo/ALFWorld-v0").unwrapped.abstraction
     _, info = gym.make("mvpo/ALFWorld-v0", abstraction=f"learned:{out}").reset(seed=0)
     assert list(info["progress"]) == rules.milestone_names
+
+
+def test_default_milestones_are_learned_when_some_episode_succeeds(tmp_path, capsys):
+    """``--milestones auto`` with returns that differ (seed 4: the second of 4 random episodes
+    on the mini rooms wins within 20 steps) uses the milestone learner, not the rules."""
+    eps, returns = random_rollouts("mvpo/ALFWorld-v0", 4, 4, {"preset": "mini"}, max_steps=20)
+    assert len(set(returns)) > 1  # the premise: a success among failures
+    out = tmp_path / "abs"
+    args = ["mvpo/ALFWorld-v0", "--episodes", "4", "--seed", "4", "--k", "4", "--max-steps"]
+    args += ["20", "--min-support", "1", "--env-kwargs", '{"preset": "mini"}', "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "milestones (learned)" in printed and "same return" not in printed
+    meta = json.loads((out / "abstraction.json").read_text())
+    assert meta["config"]["milestones_from"] == "learned" and meta["fit"]["milestones"] == "auto"
+    loaded = EmbeddingClusterAbstraction.load(out)
+    assert loaded.milestone_names == [m["name"] for m in meta["milestones"]]
+    # one success in four episodes: the bootstrap lower bound keeps no event here (an
+    # honest empty list, printed); the choice of the learner is what auto decides
+    assert f"milestones (learned): {loaded.milestone_names}" in printed
 
 
 def test_errors_are_one_clear_line(tmp_path, capsys):
