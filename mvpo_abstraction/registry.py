@@ -103,7 +103,9 @@ def make_abstraction(
     if spec in _ABSTRACTIONS:
         return _checked(_ABSTRACTIONS[spec](**kwargs), spec)
     scheme, _, rest = spec.partition(":")  # "NAME:PATH": a registered factory's saved state
-    if rest and hasattr(_ABSTRACTIONS.get(scheme), "load"):
+    if hasattr(_ABSTRACTIONS.get(scheme), "load"):
+        if not rest.strip():
+            raise ValueError(f"abstraction {spec!r}: {scheme}: needs a folder: {scheme}:DIR")
         return _checked(_ABSTRACTIONS[scheme].load(rest, **kwargs), spec)
     target = _import_path(spec) if ":" in spec else _from_entry_points("mvpo.abstractions", spec)
     if target is None:

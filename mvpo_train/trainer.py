@@ -526,6 +526,14 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
     if cfg.max_steps:
         kwargs["max_episode_steps"] = cfg.max_steps
     try:
+        if "abstraction" in kwargs:  # another env's abstraction fails only at reset: probe once
+            import gymnasium as gym
+
+            probe = gym.make(cfg.env_id, **kwargs)
+            try:
+                probe.reset(seed=0)
+            finally:
+                probe.close()
         return GroupedVectorEnv(
             cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
         )

@@ -66,6 +66,8 @@ TRAIN_CASES = [
         ["--env-kwargs", '{"data_dri": "/x"}'],
         "unexpected keyword argument 'data_dri'",
     ),
+    ("abstraction-of-another-env", None, ["--abstraction", "webshop"], "reads the state key"),
+    ("abstraction-without-folder", None, ["--abstraction", "learned:"], "needs a folder"),
     ("bad-device", None, ["--device", "gpu"], "device: expected auto, cpu, cuda, cuda:N or mps"),
     ("resume-missing-run", None, ["--resume"], "does not exist, so there is nothing to resume"),
     ("resume-and-overwrite", None, ["--resume", "--overwrite"], "exclude each other"),

@@ -117,3 +117,10 @@ def test_wrapper_adds_fields_to_a_foreign_env_and_nothing_else():
     assert info["other"] == 1 and info["signature"] == "hall|d0"
     _, _, _, _, info = env.step(1)
     assert info["milestones"] == ["has_key"] and info["other"] == 2
+
+
+def test_name_colon_without_a_folder_is_one_clear_error():
+    with pytest.raises(ValueError, match=r"learned: needs a folder: learned:DIR"):
+        make_abstraction("learned:")
+    with pytest.raises(ValueError, match="needs a folder"):
+        make_abstraction("learned:  ")
