@@ -83,7 +83,10 @@ class SegmentEmbedder:
 
     def ids(self, text: str, limit: int) -> list[int]:
         """Word-piece ids of ``text`` (no special tokens), at most ``limit``."""
-        return list(self.tokenizer.encode(text, add_special_tokens=False))[:limit]
+        # split_special_tokens: a literal "[SEP]" in an observation (WebShop's separator) is
+        # text, never the segment separator of the prompt ids
+        ids = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        return list(ids)[:limit]
 
     # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
     def load_cache(self, path: str | Path) -> int:

@@ -185,3 +185,15 @@ def test_shared_embedding_cache_changes_nothing_but_the_cost(tmp_path):
     embedder.fingerprint = "another encoder"
     with pytest.raises(ValueError, match="another sentence encoder"):
         embedder.load_cache(cache)
+
+
+def test_a_literal_sep_in_an_observation_is_text_not_a_segment_separator():
+    """WebShop observations join fields with " [SEP] "; the prompt still has 3 segments."""
+    embedder = SegmentEmbedder()
+    policy = EncoderPolicy(ScorerHead(embedder.dim, 8, embedder.fingerprint), embedder)
+    b = PromptBuilder(TEMPLATE, 1, 2)
+    b.reset(0, "WebShop [SEP] Instruction: [SEP] i need a red shirt [SEP] Search", "buy a shirt")
+    ids = policy.prompt_ids(b.render(0, ["search[red shirt]"]), TEMPLATE)
+    assert len(policy._segments(ids)) == 3
+    assert embedder.ids("a [SEP] b", 16) != embedder.ids("a b", 16)  # kept as text
+    assert embedder.sep_id not in embedder.ids("a [SEP] b", 16)
