@@ -224,7 +224,8 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
 
 
 def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
-    """The bridge for WebShop's ``" [SEP] "`` observations (restored after the test)."""
+    """WebShop's ``" [SEP] "`` observations: the package's encoder reads a literal ``[SEP]`` as
+    text, so the script's bridge is not applied (and leaves the tokenizer alone)."""
     from mvpo_train.encoder_policy import SegmentEmbedder
 
     original = SegmentEmbedder.ids
@@ -238,10 +239,10 @@ def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
     alfworld_text = "You arrive at countertop 1. On the countertop 1, you see a mug 2."
     before = original(emb, alfworld_text, 128)
     try:
-        assert sep in original(emb, "Instruction: [SEP] buy a mug", 128)  # what is bridged
-        assert diag.literal_sep_workaround() is True
-        ids = SegmentEmbedder.ids(emb, "Instruction: [SEP] buy a mug", 128)
+        ids = original(emb, "Instruction: [SEP] buy a mug", 128)
         assert sep not in ids and len(ids) > len(original(emb, "Instruction: buy a mug", 128))
+        assert diag.literal_sep_workaround() is False
+        assert SegmentEmbedder.ids is original
         assert SegmentEmbedder.ids(emb, alfworld_text, 128) == before
     finally:
         SegmentEmbedder.ids = original
