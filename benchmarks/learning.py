@@ -71,6 +71,8 @@ ARMS: dict[str, list[str]] = {
     "rloo": ["--estimator", "rloo"],
 }
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
+#: the paired differences reported (when both arms ran)
+DEFAULT_PAIRS = (("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"))
 
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
 STUDY_FLAGS = [
@@ -109,13 +111,18 @@ def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list
     if args.study:
         cmd += [*STUDY_FLAGS, "--num-groups", str(args.num_groups), "--group-size",
                 str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
-                "--embedding-cache", str(Path(args.base) / "embeddings.npz")]  # fmt: skip
+                "--embedding-cache", embedding_cache(args)]  # fmt: skip
     # an interrupted run resumes from its checkpoint; a run folder without one starts over
     if (path / "checkpoints" / "LATEST").is_file():
         cmd.append("--resume")
     elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
         cmd.append("--overwrite")
     return cmd + list(args.extra)
+
+
+def embedding_cache(args: argparse.Namespace) -> str:
+    """The embedding cache file shared by every run of the sweep (docs/policies.md)."""
+    return str(getattr(args, "embedding_cache", None) or Path(args.base) / "embeddings.npz")
 
 
 def eval_cmd(path: Path, split: str, episodes: int, model: str | None = None) -> list[str]:
@@ -320,7 +327,7 @@ def per_seed_values(rows: list[dict], path: Path, threshold: float) -> dict[str,
     }
 
 
-def summarize(runs, base: Path, threshold: float, iterations: int) -> dict:
+def summarize(runs, base: Path, threshold: float, iterations: int, pairs=DEFAULT_PAIRS) -> dict:
     table: dict = {"arms": {}, "pairs": {}, "warm_start": {}}
     for split, _ in FINAL_EVALS:
         f = base / "warm-start" / f"eval-{split}.json"
@@ -358,7 +365,6 @@ def summarize(runs, base: Path, threshold: float, iterations: int) -> dict:
         row["reach"] = bootstrap_ci(reach)
         row["reach_median"] = float(np.median(reach))
         table["arms"][arm] = row
-    pairs = [("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo")]
     for a, b in pairs:
         if a not in table["arms"] or b not in table["arms"]:
             continue

@@ -1,0 +1,84 @@
+"""``benchmarks/ablations.py``: the variants are valid trainer configs, and the credit-alignment
+analysis recomputes a real run's records (docs/learning_study.md, "Ablations")."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mvpo_train.cli import train_main
+from mvpo_train.config import build_estimator, build_parser, config_from_args
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--num-groups", "2", "--group-size", "4", "--max-steps", "6", "--ppo-epochs", "1",
+        "--threads", "1", "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def ablations():
+    spec = importlib.util.spec_from_file_location("ablations", ROOT / "benchmarks" / "ablations.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("learning", None)
+
+
+def test_every_variant_is_the_mvpo_arm_plus_one_valid_change(ablations):
+    learning = ablations.learning
+    base = build_estimator(config_from_args(build_parser().parse_args([*learning.ARMS["mvpo"]])))
+    for name, (flags, what) in ablations.VARIANTS.items():
+        arm = learning.ARMS[name]
+        assert arm[: len(learning.ARMS["mvpo"])] == learning.ARMS["mvpo"] and what
+        cfg = config_from_args(build_parser().parse_args(arm))
+        est = build_estimator(cfg)  # raises on an unknown or mistyped estimator option
+        assert est.name == "mvpo"
+        if flags[0] == "--estimator-kwargs":
+            changed = json.loads(flags[1])
+            assert all(getattr(est.config, k) == v for k, v in changed.items())
+            assert any(getattr(base.config, k) != v for k, v in changed.items())
+        else:
+            assert cfg.abstraction == flags[flags.index("--abstraction") + 1]
+
+
+def _train(run: Path, *extra: str) -> None:
+    argv = ["--preset", "cpu-tiny", "--estimator", "mvpo", "--iterations", "2", "--seed", "0",
+            "--run-dir", str(run), *TINY, *extra]  # fmt: skip
+    assert train_main(argv) == 0
+
+
+def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablations, tmp_path):
+    _train(tmp_path / "default")
+    success = [json.loads(x)["success"] for x in (tmp_path / "default" / "metrics.jsonl").open()]
+    default = ablations.credit_alignment(tmp_path / "default")
+    if not any(success):
+        # every group failed: GiGPO's credit is 0 everywhere, all advantage is the repair
+        assert default["repair_share"] == 1.0
+        assert np.isnan(default["alignment_repair"]) and np.isnan(default["alignment_gigpo"])
+    else:
+        assert 0.0 < default["repair_share"] <= 1.0
+    # kappa fixed at 0: the repair carries nothing; with every group failed no row has credit
+    _train(
+        tmp_path / "off",
+        "--estimator-kwargs",
+        '{"kappa_schedule": "constant", "kappa_constant": 0.0}',
+    )
+    off = ablations.credit_alignment(tmp_path / "off")
+    assert off["repair_share"] == 0.0 or (not any(success) and np.isnan(off["repair_share"]))
+
+
+def test_credit_alignment_refuses_a_record_it_does_not_reproduce(ablations, tmp_path):
+    from mvpo_train.records import find_records
+
+    _train(tmp_path / "run")
+    path = find_records(tmp_path / "run")[1]
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    data["advantages"] = data["advantages"] + 1.0
+    np.savez(path, **data)
+    with pytest.raises(RuntimeError, match="differ from the recorded ones"):
+        ablations.credit_alignment(tmp_path / "run")
