@@ -426,10 +426,12 @@ def collect_demonstrations(
 ) -> list[tuple[list[int], list[list[int]], int]]:
     """(prompt ids, candidate ids, expert choice) of every step of the expert plans of the
     split's tasks, rendered by the same prompt builder as a rollout. A plan step that is not
-    admissible ends that task's demonstration (it is reported, never guessed)."""
+    admissible ends that task's demonstration (it is reported, never guessed); an admissible
+    template such as WebShop's ``search[<query>]`` is a ConfigError that names the fix."""
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
+    from mvpo_train.rollout import check_score_candidates
 
     template = get_template(env_id, "compact")
     env = gym.make(env_id, split=split, **dict(env_kwargs or {}))
@@ -445,6 +447,7 @@ def collect_demonstrations(
             builder.reset(0, obs, str(info.get("task", "")))
             for action in plan:
                 adm = list(info.get("admissible_actions", []))
+                check_score_candidates(adm, env_id, generate_hint=False)
                 if action not in adm:
                     print(f"task {index}: expert action {action!r} not admissible; demo cut",
                           file=sys.stderr)  # fmt: skip
@@ -537,9 +540,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     embedder = SegmentEmbedder()
     policy = EncoderPolicy(ScorerHead(embedder.dim, 256, embedder.fingerprint), embedder)
-    demos = collect_demonstrations(
-        policy, args.env_id, args.split, args.env_kwargs, args.history_length
-    )
+    from mvpo_train.config import ConfigError
+
+    try:
+        demos = collect_demonstrations(
+            policy, args.env_id, args.split, args.env_kwargs, args.history_length
+        )
+    except ConfigError as err:  # e.g. WebShop's search[<query>] template: one line, the fix
+        print(f"warm start: {err}", file=sys.stderr)
+        return 2
+    if not demos:
+        print(f"warm start: no expert demonstrations on {args.env_id} split {args.split!r} "
+              "(the env offers no expert_actions(task_index) plan, or every plan was cut)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     digest = demonstrations_sha256(demos)
     if saved is not None:
         if saved.get("demonstrations_sha256") == digest:

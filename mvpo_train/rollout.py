@@ -19,6 +19,9 @@ result is ignored. One row per env step, with
   ``format_ok``, ``invalid_action``, ``task_type``.
 
 The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
+In score mode an admissible *template* (``search[<query>]``: a placeholder nobody fills) is
+refused with one line naming the fix (:func:`check_score_candidates`; docs/webshop.md,
+"Score mode"): sent as it is, it would fail every episode silently.
 """
 
 from __future__ import annotations
@@ -30,13 +33,41 @@ from typing import Any
 import numpy as np
 import torch
 
+from mvpo_envs.play import TEMPLATE
 from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
 from mvpo_train.batch import StepBatch, canonical_action
+from mvpo_train.config import ConfigError
 from mvpo_train.policy import Policy
 from mvpo_train.projection import INVALID_ACTION, get_projection
 from mvpo_train.prompts import PromptBuilder, PromptTemplate
 
-__all__ = ["RolloutConfig", "RolloutCollector"]
+__all__ = ["RolloutConfig", "RolloutCollector", "check_score_candidates"]
+
+
+def check_score_candidates(
+    admissible: Sequence[str], env_id: str, generate_hint: bool = True
+) -> None:
+    """Raise :class:`ConfigError` (one line, the fix named) if an admissible action is a
+    template with a placeholder, such as WebShop's ``search[<query>]``: a policy that picks
+    among the admissible actions would send it as it is (a search for ``<query>``, which
+    finds nothing, so success stays 0). ``generate_hint``: also name ``--action-mode
+    generate`` (the trainer). docs/webshop.md, "Score mode"."""
+    for action in admissible:
+        m = TEMPLATE.match(str(action))
+        if m is None:
+            continue
+        generate = ", or use --action-mode generate" if generate_hint else ""
+        fix = (
+            'add "search_query": "instruction" to --env-kwargs (the search page then lists '
+            f"search[<the task instruction>]){generate}"
+            if "webshop" in env_id.lower()
+            else f"use an env keyword that fills the template{generate}"
+        )
+        raise ConfigError(
+            f"env_kwargs: score mode picks among info['admissible_actions'], and {env_id} lists "
+            f"the template {action!r}, which would be sent as it is (nothing fills "
+            f"<{m['slot']}>, so every episode fails); {fix}"
+        )
 
 
 @dataclass
@@ -174,6 +205,7 @@ class RolloutCollector:
                 raise ValueError(
                     "score mode needs info['admissible_actions'] (empty list received)"
                 )
+            check_score_candidates(adm, self.venv.env_id)
             cands_text.append(adm)
         cand_ids = [[self.policy.candidate_ids(a, self.template) for a in c] for c in cands_text]
         res = self.policy.score_candidates(prompt_ids, cand_ids, norm=cfg.score_norm)

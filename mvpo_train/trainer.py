@@ -53,7 +53,7 @@ from mvpo_train.metrics import MetricsLogger, PhaseTimer
 from mvpo_train.policy import Policy
 from mvpo_train.prompts import get_template
 from mvpo_train.records import write_batch_record
-from mvpo_train.rollout import RolloutCollector, RolloutConfig
+from mvpo_train.rollout import RolloutCollector, RolloutConfig, check_score_candidates
 from mvpo_train.tiny_model import resolve_model_path
 
 #: mvpo_train.distributed may start several ranks of this trainer
@@ -516,7 +516,9 @@ def _make_backend(cfg: TrainConfig, policy: Policy) -> Any:
 
 def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
     """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
-    :class:`ConfigError` carrying the env's message."""
+    :class:`ConfigError` carrying the env's message, and so is, in score mode, a first page
+    that lists an admissible template such as ``search[<query>]``
+    (:func:`~mvpo_train.rollout.check_score_candidates`)."""
     kwargs = dict(cfg.env_kwargs)
     if cfg.abstraction and cfg.abstraction != "learned":
         kwargs.setdefault("abstraction", cfg.abstraction)
@@ -526,17 +528,23 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
     if cfg.max_steps:
         kwargs["max_episode_steps"] = cfg.max_steps
     try:
-        if "abstraction" in kwargs:  # another env's abstraction fails only at reset: probe once
+        # another env's abstraction fails only at reset, and score mode needs the first page's
+        # admissible actions: probe once (its own env: the venv's episodes are untouched)
+        if "abstraction" in kwargs or cfg.action_mode == "score":
             import gymnasium as gym
 
             probe = gym.make(cfg.env_id, **kwargs)
             try:
-                probe.reset(seed=0)
+                _, probe_info = probe.reset(seed=0)
             finally:
                 probe.close()
+            if cfg.action_mode == "score":
+                check_score_candidates(probe_info.get("admissible_actions") or [], cfg.env_id)
         return GroupedVectorEnv(
             cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
         )
+    except ConfigError:
+        raise
     except (TypeError, ValueError, FileNotFoundError) as err:  # the env's own message
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ConfigError(

@@ -9,13 +9,17 @@ is 1.0. Gymnasium's ``TimeLimit`` truncates at 15 steps.
 ``info["admissible_actions"]`` lists ``click[x]`` for every clickable of the page (WebShop's
 ``get_available_actions``, minus ``search``) and, on the search page, the template
 ``search[<query>]``: any non-empty text in the brackets is a valid search (accepted on every
-page with the default ``protocol="original"``, docs/fidelity.md). An inadmissible
-action is a no-op as in WebShop: the same page comes back, reward 0, ``invalid_action=True``.
+page with the default ``protocol="original"``, docs/fidelity.md). ``search_query="instruction"``
+(opt-in) lists ``search[<the task instruction>]`` there instead, so that a policy choosing among
+the admissible actions can search (docs/webshop.md, "Score mode"). An inadmissible action is a
+no-op as in WebShop: the same page comes back, reward 0, ``invalid_action=True``.
 
 Data (kwargs): bundled catalog by default (``split="train"|"test"|"all"``); ``data_dir=`` or
 ``$WEBSHOP_DATA`` for WebShop's own files (:func:`mvpo_envs.webshop.data.load_data_dir`);
 ``goal_source="synthetic"|"human"``; ``search_backend="bm25s"|"pyserini"``;
-``reward="original"|"fixed"``; ``protocol="original"|"strict"`` (see :class:`WebShopEnv`).
+``reward="original"|"fixed"``; ``protocol="original"|"strict"``;
+``search_query="template"|"instruction"`` (see :class:`WebShopEnv`). ``expert_actions(i)``: the
+scripted expert's winning actions for task ``i`` (docs/webshop.md, "Expert plans").
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from mvpo_envs.webshop.data import (
     load_data_dir,
 )
 from mvpo_envs.webshop.engine import Session, WebShopEngine
+from mvpo_envs.webshop.expert import expert_episode
 from mvpo_envs.webshop.nouns import NounExtractor, default_noun_extractor, extractor_name
 from mvpo_envs.webshop.reward import REWARD_RULES
 from mvpo_envs.webshop.search import make_retriever
@@ -45,6 +50,9 @@ _ACTION = re.compile(r"^(search|click)\[(.*)\]$", re.DOTALL)
 _ORIGINAL_ACTION = re.compile(r"(.+)\[(.+)\]")
 #: ``protocol=``: WebShop's action handling, or the stricter mvpo-v0 form (docs/fidelity.md)
 PROTOCOLS = ("original", "strict")
+#: ``search_query=``: what the search page lists: WebShop's template, or the filled-in search
+#: of the task instruction (an opt-in for policies that choose among admissible actions)
+SEARCH_QUERIES = ("template", "instruction")
 
 _DATA_CACHE: dict[tuple, WebShopData] = {}
 _ENGINE_CACHE: dict[tuple, WebShopEngine] = {}
@@ -117,6 +125,9 @@ class WebShopEnv(TextEnv):
     queries ``<r>``, ``<a>``, ``<c>``, ``<q>``; a click needs a clickable of the page (not
     ``search``). ``info["admissible_actions"]`` lists what WebShop's ``get_available_actions``
     offers: the ``search[<query>]`` template on the search page, ``click[x]`` per clickable.
+    With ``search_query="instruction"`` the search page lists ``search[<instruction>]`` (the
+    task instruction, whitespace collapsed: the query WebShop's random player sends) in place
+    of the template; what is accepted does not change.
 
     ## Observation space
     Free text: WebShop's ``observation_mode="text"`` page (visible strings joined by
@@ -142,12 +153,19 @@ class WebShopEnv(TextEnv):
     unset), ``goal_source`` ("synthetic" | "human"), ``search_backend`` ("bm25s" | "pyserini"),
     ``reward`` ("original" | "fixed"), ``protocol`` ("original" | "strict": search only on
     the search page, no special queries, action names compared after lower-casing and
-    collapsing spaces), ``abstraction``, ``render_mode``, ``products_file``, ``num_products``,
-    ``num_test_goals``, ``cache_dir``, ``nouns``.
+    collapsing spaces), ``search_query`` ("template" | "instruction": the admissible search
+    on the search page, docs/webshop.md "Score mode"), ``abstraction``, ``render_mode``,
+    ``products_file``, ``num_products``, ``num_test_goals``, ``cache_dir``, ``nouns``.
+
+    ## Expert plans
+    :meth:`expert_actions` (the optional hook of :mod:`mvpo_train.tiny_model` and the encoder
+    policy's warm start): the scripted expert's actions on a task where it wins, played on a
+    private copy of the env, so the current episode is left alone (docs/webshop.md).
 
     ## Version history
     * v0: WebShop's protocol and reward by default; ``reward="fixed"`` and
-      ``protocol="strict"`` keep the earlier mvpo behaviour as opt-ins.
+      ``protocol="strict"`` keep the earlier mvpo behaviour as opt-ins;
+      ``search_query="instruction"`` fills the search page's template for score-mode policies.
     """
 
     default_abstraction = "webshop"
@@ -168,11 +186,17 @@ class WebShopEnv(TextEnv):
         nouns: NounExtractor | None = None,
         reward: str = "original",
         protocol: str = "original",
+        search_query: str = "template",
     ):
         if reward not in REWARD_RULES:
             raise ValueError(f"reward must be one of {REWARD_RULES}, got {reward!r}")
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        if search_query not in SEARCH_QUERIES:
+            raise ValueError(
+                f"search_query must be one of {SEARCH_QUERIES}, got {search_query!r} "
+                "('instruction' lists search[<the task instruction>] on the search page)"
+            )
         if isinstance(data_dir, str) and not data_dir.strip():  # not a silent "bundled data"
             raise ValueError("data_dir is empty: give a folder, or omit it for the bundled data")
         data_dir = data_dir if data_dir is not None else os.environ.get("WEBSHOP_DATA") or None
@@ -195,6 +219,7 @@ class WebShopEnv(TextEnv):
         self.goal_source = goal_source
         self.reward_rule = reward
         self.protocol = protocol
+        self.search_query = search_query
         self.goals = self.data.split(split, num_test_goals)
         if not self.goals:
             raise ValueError(
@@ -208,6 +233,21 @@ class WebShopEnv(TextEnv):
         self.nouns = nouns or default_noun_extractor()
         self.engine = make_engine(self.data, search_backend, cache_dir, self.nouns)
         self.search_backend = search_backend
+        # what a private copy for the expert needs (expert_actions); data_dir resolved above
+        self._settings: dict[str, Any] = {
+            "split": split,
+            "data_dir": data_dir,
+            "goal_source": goal_source,
+            "search_backend": search_backend,
+            "products_file": products_file,
+            "num_products": num_products,
+            "num_test_goals": num_test_goals,
+            "cache_dir": cache_dir,
+            "reward": reward,
+            "protocol": protocol,
+            "search_query": search_query,
+        }
+        self._expert_env: WebShopEnv | None = None
         self._session: Session | None = None
         self._text_view: dict[str, Any] = {}
         self._clickables: dict[str, Any] = {}
@@ -293,6 +333,25 @@ class WebShopEnv(TextEnv):
     def task_text(self) -> str:
         return self._session.goal["instruction_text"] if self._session else ""
 
+    # -- optional hooks read by mvpo_train.tiny_model.env_corpus and the encoder warm start ---
+    def expert_actions(self, task_index: int) -> list[str] | None:
+        """The scripted expert's actions on task ``task_index`` when it wins, else ``None``.
+
+        :func:`mvpo_envs.webshop.expert.expert_episode` (search the instruction, page to the
+        goal's asin, else search its name; open it; pick the goal's options; buy) is played on
+        a private copy of this env (same data, split, reward, protocol and ``search_query``;
+        cached), so this env's episode, RNG and abstraction are left as they were. Replayed
+        from ``reset(options={"task_index": task_index})`` the actions win (docs/webshop.md,
+        "Expert plans").
+        """
+        if isinstance(task_index, bool) or not 0 <= int(task_index) < len(self.goals):
+            raise IndexError(f"task_index {task_index!r} not in [0, {len(self.goals)})")
+        if self._expert_env is None:
+            self._expert_env = WebShopEnv(**self._settings, nouns=self.nouns)
+            self._expert_env.reset(seed=0)  # seeds its own RNG once: no OS entropy drawn
+        score, actions = expert_episode(self._expert_env, int(task_index))
+        return actions if score == 1.0 else None
+
     # -- helpers -------------------------------------------------------------------------------
     def _transition(self, observation: str, command: str, reward: float) -> Transition:
         s = self._session
@@ -300,7 +359,7 @@ class WebShopEnv(TextEnv):
             raise RuntimeError("call reset() first")
         self._clickables = self.engine.clickables(s) if s.page != "done" else {}
         self._canon = {canonical_command(name): name for name in self._clickables}
-        admissible = [SEARCH_TEMPLATE] if s.page == "search" else []
+        admissible = [self._search_action(s)] if s.page == "search" else []
         admissible += [f"click[{name}]" for name in self._canon if name != "search"]
         state = self.engine.state(s)
         state["last_action"] = command
@@ -323,6 +382,18 @@ class WebShopEnv(TextEnv):
                 "goal_asin": s.goal["asin"],
             },
         )
+
+    def _search_action(self, s: Session) -> str:
+        """The search page's admissible search: the template, or the instruction's search."""
+        if self.search_query == "template":
+            return SEARCH_TEMPLATE
+        query = " ".join(str(s.goal["instruction_text"]).split())
+        if not query:  # search[] is not a search: say so rather than offer a no-op
+            raise ValueError(
+                f"search_query='instruction': goal {s.goal['asin']} has an empty instruction; "
+                "use search_query='template'"
+            )
+        return f"search[{query}]"
 
     def get_available_actions(self) -> dict[str, Any]:
         """WebShop's ``get_available_actions()``: ``has_search_bar`` and ``clickables``."""

@@ -3,6 +3,9 @@
 Used by tests, the generator's ``--check`` and the benchmark. Both act only through
 ``env.step`` and read ``info`` (the expert reads the goal in ``info["state"]["goal"]``).
 
+The env's ``expert_actions(task_index)`` hook returns :func:`expert_episode`'s actions where
+it wins (docs/webshop.md, "Expert plans").
+
 Expert: search the instruction text; page through the results (``next >``) until the goal's
 asin is listed, else go back and search the goal product's name; open it; click, for each goal
 option, the item's option value that matches it best (exact, else highest token-set ratio);
@@ -39,7 +42,9 @@ def expert_episode(env: Any, task_index: int, max_steps: int = 15) -> tuple[floa
         _, _, terminated, truncated, info = env.step(action)
         return info
 
-    queries = [info["task"], goal["name"]]
+    # whitespace collapsed: a newline would not parse, and the instruction's search is then
+    # the one ``search_query="instruction"`` lists (mvpo_envs.webshop.env)
+    queries = [" ".join(str(q).split()) for q in (info["task"], goal["name"])]
     for query in queries:
         if info["state"]["page"] != "search":
             act("click[back to search]")

@@ -131,7 +131,7 @@ def test_install_in_async_workers(batches):
 #: each env id, its keywords for a fast run, and a step limit that leaves the first page
 ENVS = [
     ("mvpo/ALFWorld-v0", {"preset": "mini"}, 4),
-    ("mvpo/WebShop-v0", {}, 6),
+    ("mvpo/WebShop-v0", {"search_query": "instruction"}, 6),
     ("mvpo/SearchQA-v0", {}, 4),
 ]
 SIGNATURE = re.compile(r"c\d+\|d\d+")

@@ -2,7 +2,9 @@
 
 docs/environments.md, "Info contract". Two iterations on the micro model, two groups of two,
 enough steps to leave the first page (WebShop: search -> results -> item) so the sub-envs of
-one batch report infos from different states.
+one batch report infos from different states. WebShop lists its search template filled with
+the instruction (``search_query="instruction"``, docs/webshop.md "Score mode"): score mode
+refuses the bare template (tests/mvpo_train/test_score_templates.py).
 """
 
 from __future__ import annotations
@@ -26,14 +28,21 @@ def _forget_shared_retrievers():
 
 
 @pytest.mark.parametrize(
-    ("env_id", "max_steps"),
-    [("mvpo/ALFWorld-v0", 4), ("mvpo/WebShop-v0", 6), ("mvpo/SearchQA-v0", 4)],
+    ("env_id", "max_steps", "env_kwargs"),
+    [
+        ("mvpo/ALFWorld-v0", 4, {}),
+        ("mvpo/WebShop-v0", 6, {"search_query": "instruction"}),
+        ("mvpo/SearchQA-v0", 4, {}),
+    ],
 )
-def test_score_mode_trains_two_iterations(micro: Path, tmp_path: Path, env_id: str, max_steps: int):
+def test_score_mode_trains_two_iterations(
+    micro: Path, tmp_path: Path, env_id: str, max_steps: int, env_kwargs: dict
+):
     cfg = TrainConfig(
         run_dir=str(tmp_path), model=str(micro), device="cpu", threads=1, progress=False,
         tensorboard=False, env_id=env_id, action_mode="score", num_groups=2, group_size=2,
         max_steps=max_steps, iterations=2, micro_batch_size=16, save_every=0, seed=3,
+        env_kwargs=env_kwargs,
     )  # fmt: skip
     rows = train(cfg)
     assert [r["iteration"] for r in read_metrics(tmp_path)] == [1, 2]
