@@ -38,17 +38,20 @@ Run sets:
   ``mvpo-train --resume``.
 
   The policy is the encoder scorer (docs/policies.md) with a fresh head (its first scores
-  barely differ: close to uniform over the admissible actions). No warm start: the WebShop env
-  offers no ``expert_actions`` hook for ``python -m mvpo_train.encoder_policy``. Two things
-  stop the trainer's score mode on ``mvpo/WebShop-v0`` as it is, and are bridged here:
+  barely differ: close to uniform over the admissible actions). No warm start (the runs were
+  made before WebShop had the ``expert_actions`` hook that ``python -m
+  mvpo_train.encoder_policy`` reads, docs/webshop.md "Expert plans"). Two things stopped the
+  trainer's score mode on ``mvpo/WebShop-v0`` as it was, and were bridged here:
 
   - the search page's one admissible action is the template ``search[<query>]``, which a
     score-mode policy can only send literally (a search for "<query>": no results, success
-    0). The runs use the env id ``mvpo-diag/WebShop-InstructionSearch-v0`` registered here:
-    ``mvpo/WebShop-v0`` unchanged (catalog, protocol, abstraction) except that the template
-    in ``info["admissible_actions"]`` is filled with the task's instruction (the query
-    WebShop's own random player sends, ``mvpo_envs.webshop.expert.random_episode``) and the
-    reward is chosen by the keyword ``diag_reward`` (``"success"`` | ``"original"``);
+    0; the trainer now refuses it). The runs use the env id
+    ``mvpo-diag/WebShop-InstructionSearch-v0`` registered here: ``mvpo/WebShop-v0`` with
+    ``search_query="instruction"`` (the template in ``info["admissible_actions"]`` filled with
+    the task's instruction, the query WebShop's own random player sends,
+    ``mvpo_envs.webshop.expert.random_episode``; docs/webshop.md "Score mode"; this script's
+    earlier wrapper did the same, step for step) and the reward chosen by the keyword
+    ``diag_reward`` (``"success"`` | ``"original"``);
   - the encoder policy splits its prompt at the tokenizer's ``[SEP]`` id, which WebShop's
     ``" [SEP] "``-joined observations also produce: :func:`literal_sep_workaround`.
 
@@ -105,10 +108,11 @@ SEEDS_KAPPA = {
 
 
 def make_instruction_search_webshop(diag_reward: str = "success", **kwargs: Any) -> Any:
-    """``mvpo/WebShop-v0`` whose admissible ``search[<query>]`` template is filled with the
-    task's instruction (module docstring). ``diag_reward``: ``"success"`` = the seeds' rule
-    (verl-agent's WebShop worker: reward only for a won episode; 1.0 here, as ALFWorld's),
-    ``"original"`` = WebShop's score at the purchase. Everything else is the env's own."""
+    """``mvpo/WebShop-v0`` with ``search_query="instruction"``: the admissible
+    ``search[<query>]`` template filled with the task's instruction (module docstring).
+    ``diag_reward``: ``"success"`` = the seeds' rule (verl-agent's WebShop worker: reward only
+    for a won episode; 1.0 here, as ALFWorld's), ``"original"`` = WebShop's score at the
+    purchase. Everything else is the env's own."""
     import gymnasium as gym
 
     if diag_reward not in ("success", "original"):
@@ -116,32 +120,14 @@ def make_instruction_search_webshop(diag_reward: str = "success", **kwargs: Any)
 
     from mvpo_envs.webshop.env import WebShopEnv
 
-    class InstructionSearch(gym.Wrapper):
-        def _fill(self, info: dict[str, Any]) -> dict[str, Any]:
-            acts = info.get("admissible_actions")
-            if acts and SEARCH_TEMPLATE in acts:
-                query = " ".join(str(info.get("task", "")).split())
-                if not query:
-                    raise ValueError("WebShop info['task'] is empty: no instruction to search")
-                info = dict(info)
-                info["admissible_actions"] = [
-                    f"search[{query}]" if a == SEARCH_TEMPLATE else a for a in acts
-                ]
-            return info
-
-        def reset(
-            self, *, seed: int | None = None, options: dict[str, Any] | None = None
-        ) -> tuple[Any, dict[str, Any]]:
-            obs, info = self.env.reset(seed=seed, options=options)
-            return obs, self._fill(info)
-
+    class DiagReward(gym.Wrapper):
         def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
             obs, reward, terminated, truncated, info = self.env.step(action)
             if diag_reward == "success":
                 reward = 1.0 if (terminated and info.get("won")) else 0.0
-            return obs, reward, terminated, truncated, self._fill(info)
+            return obs, reward, terminated, truncated, info
 
-    return InstructionSearch(WebShopEnv(**kwargs))
+    return DiagReward(WebShopEnv(**{"search_query": "instruction", **kwargs}))
 
 
 def register_diag_envs() -> None:
