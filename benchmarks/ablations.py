@@ -59,6 +59,10 @@ VARIANTS: dict[str, tuple[list[str], str]] = {
     ),
     "mvpo-lambdaL0": (_kw(lambda_L=0.0), "no loop penalty (lambda_L 0.5 -> 0)"),
     "mvpo-lambdaL1": (_kw(lambda_L=1.0), "stronger loop penalty (lambda_L 0.5 -> 1)"),
+    "mvpo-lambdaL0-kappa0.25": (
+        _kw(lambda_L=0.0, kappa_schedule="constant", kappa_constant=0.25),
+        "both: no loop penalty and kappa fixed at 0.25",
+    ),
     "mvpo-scope-batch": (_kw(scope="batch"), "regions over the whole batch, not per group"),
     "mvpo-singletons": (_kw(repair_singletons=True), "repair singleton step groups as well"),
     "mvpo-amp-off": (_kw(eta=0.0), "milestone weights fixed uniform (AMP off, eta 0)"),
@@ -152,12 +156,32 @@ def reference(seeds: list[int]) -> dict[str, dict[str, dict]]:
     }
 
 
+def runs_on_disk(base: Path) -> tuple[list[str], list[int]]:
+    """The arms (``mvpo`` first, then :data:`VARIANTS` order) and seeds with a run folder."""
+    found = {}
+    for d in base.glob("*-seed*"):
+        arm, _, seed = d.name.rpartition("-seed")
+        if seed.isdigit() and (arm == "mvpo" or arm in VARIANTS):
+            found.setdefault(arm, set()).add(int(seed))
+    arms = [a for a in ["mvpo", *VARIANTS] if a in found]
+    return arms, sorted(set().union(*found.values())) if found else []
+
+
+def _paired(a: dict, b: dict, key: str):
+    """Bootstrap CI of the per-seed differences ``a - b`` over the seeds both have."""
+    d = [a[s][key] - b[s][key] for s in a if s in b and a[s][key] is not None
+         and b[s][key] is not None]  # fmt: skip
+    return (learning.bootstrap_ci(d), len(d)) if d else (None, 0)
+
+
 def analyse(args: argparse.Namespace) -> dict:
-    sa = sweep_args(args)
+    """Every arm and seed finished under ``--base`` (all the sweep's commands together)."""
     base = Path(args.base)
-    runs = learning.load_runs(base, sa.arms, sa.seeds, sa.iterations)
-    pairs = [(v, "mvpo") for v in args.variants]
-    table = learning.summarize(runs, base, sa.threshold, sa.iterations, pairs=pairs)
+    arms, seeds = runs_on_disk(base)
+    runs = learning.load_runs(base, arms, seeds, args.iterations)
+    pairs = [(v, "mvpo") for v in arms if v != "mvpo"]
+    table = learning.summarize(runs, base, 0.2, args.iterations, pairs=pairs)
+    ref = reference(seeds)
     for arm, row in table["arms"].items():
         per = runs[arm]
         row["kappa_late"] = float(np.mean([_late_mean(per[s], "adv/kappa") for s in per]))
@@ -167,25 +191,18 @@ def analyse(args: argparse.Namespace) -> dict:
         aligned = [credit_alignment(learning.run_dir(base, arm, s)) for s in per]
         for key in ("repair_share", "alignment_repair", "alignment_gigpo"):
             row[key] = float(np.nanmean([a[key] for a in aligned]))
-    ref = reference(sa.seeds)
+        mine = {int(s): v for s, v in row["per_seed"].items()}
+        for key in ("auc", "final", "valid_unseen"):
+            row[f"vs_study_gigpo_{key}"], _ = _paired(mine, ref.get("gigpo", {}), key)
+        row["held_out_tested"] = any(v["valid_unseen"] is not None for v in mine.values())
     table["reference"] = {}
     for arm, per_seed in ref.items():
-        common = [s for s in per_seed if s in runs.get("mvpo", {})]
         table["reference"][arm] = {
             "seeds": sorted(per_seed),
             "auc": learning.bootstrap_ci([v["auc"] for v in per_seed.values()]),
             "final": learning.bootstrap_ci([v["final"] for v in per_seed.values()]),
+            "valid_unseen": learning.bootstrap_ci([v["valid_unseen"] for v in per_seed.values()]),
             "reached": sum(v["reach"] is not None for v in per_seed.values()),
-            "paired_vs_mvpo_rerun": (
-                learning.bootstrap_ci(
-                    [
-                        per_seed[s]["auc"] - table["arms"]["mvpo"]["per_seed"][str(s)]["auc"]
-                        for s in common
-                    ]
-                )
-                if common
-                else None
-            ),
         }
     if "mvpo" in ref and "mvpo" in table["arms"]:
         mine = table["arms"]["mvpo"]["per_seed"]
@@ -193,7 +210,28 @@ def analyse(args: argparse.Namespace) -> dict:
             abs(ref["mvpo"][s]["auc"] - mine[str(s)]["auc"]) for s in ref["mvpo"] if str(s) in mine
         ]
         table["mvpo_rerun_max_abs_auc_diff"] = max(diffs) if diffs else None
+        table["mvpo_rerun_seeds"] = sorted(int(s) for s in mine if int(s) in ref["mvpo"])
+    log = base / "commands.txt"
+    table["commands"] = log.read_text().splitlines() if log.is_file() else []
     return table
+
+
+def test_held_out(args: argparse.Namespace) -> None:
+    """The final held-out evaluations (as in the study) of ``mvpo`` and the ``--test`` variants,
+    on their finished runs: a variant chosen on the train split, then tested once."""
+    base = Path(args.base)
+    pending = []
+    for seed in args.seeds:
+        for arm in ["mvpo", *args.test]:
+            path = learning.run_dir(base, arm, seed)
+            if learning.n_metrics(path) < args.iterations:
+                continue
+            cmds = [learning.eval_cmd(path, sp, e) for sp, e in learning.FINAL_EVALS
+                    if not learning.eval_file(path, sp).is_file()]  # fmt: skip
+            if cmds:
+                script = " && ".join(shlex.join(c) for c in cmds)
+                pending.append((f"{arm}-seed{seed} (held-out)", path, script))
+    learning._run_local(pending, argparse.Namespace(jobs=args.jobs))
 
 
 def plot(table: dict, out: Path) -> None:
@@ -223,29 +261,40 @@ def plot(table: dict, out: Path) -> None:
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
     fmt = learning._fmt
     it = args.iterations
-    cmd = "python benchmarks/ablations.py " + " ".join(shlex.quote(a) for a in args.argv)
+    cmds = table["commands"] or ["python benchmarks/ablations.py"]
     lines = [
         "# MVPO ablations on the train split",
         "",
-        f"Command: `{cmd.strip()}` (table and plot only: add `--analyze-only`).",
+        "Commands (in this order; rebuild the table and plot with `python benchmarks/ablations.py "
+        "--analyze-only`):",
+        "",
+        *[f"    {c}" for c in cmds],
+        "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, {args.jobs} runs at a time, "
         f"1 torch thread each; {time.strftime('%Y-%m-%d')}.",
         "",
         "Settings: the learning study's `mvpo` arm (docs/learning_study.md: encoder policy "
         "warm-started on the train walkthroughs, bundled `alfworld` preset, all train tasks, "
-        f"50-step episodes, 8 tasks x 8 rollouts, {it} iterations, lr 0.002, 2 PPO epochs), seeds "
-        f"{list(args.seeds)}, one option changed per variant; train split only (no evaluation "
-        "during or after training).",
+        f"50-step episodes, 8 tasks x 8 rollouts, {it} iterations, lr 0.002, 2 PPO epochs), one "
+        "option changed per variant; chosen on the train split only (no evaluation during "
+        "training; a held-out test only of the variants named with `--test`, after the choice).",
         "",
         f"![ablation curves]({png.name})",
         "",
         "Means over seeds with percentile-bootstrap 95% CIs over seeds. Area = mean batch success "
-        f"over all {it} iterations; final = last 5 iterations; kappa and repaired share = mean "
-        "over the last 5 iterations; paired = per-seed difference against `mvpo`.",
+        f"over all {it} iterations; final = last 5 iterations; kappa and repaired rows = mean "
+        "over the last 5 iterations (`adv/kappa`, `adv/repaired_ratio`). Repair's |A| share and "
+        "alignments are recomputed from every iteration's batch record (`credit_alignment`: the "
+        "repair's share of the advantage mass sum |A|; alignment = sum A*y / sum |A| over the "
+        "rows of groups with a success and a failure, y = +1 on successful and -1 on failed "
+        "trajectories: +1 = all credit points at the successful trajectories, 0 = unrelated to "
+        "the outcome). Paired = per-seed difference on the seeds both have.",
         "",
         "| variant | what changes | seeds | area | final | reached 20% | zero-adv. first 5 it. "
-        "| kappa, late | repaired share, late | paired vs mvpo: area | paired: final |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| kappa, late | repaired rows, late | repair's share of \\|A\\| | alignment: repair "
+        "| alignment: GiGPO part | paired vs mvpo: area | paired vs mvpo: final "
+        "| paired vs study GiGPO: area | paired vs study GiGPO: final |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, r in table["arms"].items():
         what = "baseline (defaults)" if arm == "mvpo" else VARIANTS[arm][1]
@@ -253,39 +302,51 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         lines.append(
             f"| {arm} | {what} | {len(r['seeds'])} | {fmt(r['auc'])} | {fmt(r['final'])} | "
             f"{r['reached']}/{len(r['seeds'])} | {fmt(r['zero_adv_early'])} | "
-            f"{r['kappa_late']:.2f} | {r['repaired_late']:.2f} | {fmt(pair.get('auc'))} | "
-            f"{fmt(pair.get('final'))} |"
+            f"{r['kappa_late']:.2f} | {r['repaired_late']:.2f} | {r['repair_share']:.2f} | "
+            f"{r['alignment_repair']:+.3f} | {r['alignment_gigpo']:+.3f} | "
+            f"{fmt(pair.get('auc'))} | {fmt(pair.get('final'))} | "
+            f"{fmt(r['vs_study_gigpo_auc'])} | {fmt(r['vs_study_gigpo_final'])} |"
         )
+    tested = {a: r for a, r in table["arms"].items() if r["held_out_tested"]}
+    if tested:
+        lines += [
+            "",
+            "Held-out test of the chosen variants (the final checkpoint, as in the study: "
+            + " / ".join(f"{s} x {e} sampled episodes per task" for s, e in learning.FINAL_EVALS)
+            + "):",
+            "",
+            "| arm | seeds | valid_unseen | valid_seen | paired vs mvpo: valid_unseen "
+            "| paired vs study GiGPO: valid_unseen |",
+            "|---|---|---|---|---|---|",
+        ]
+        for arm, r in tested.items():
+            pair = table["pairs"].get(f"{arm} - mvpo", {})
+            lines.append(
+                f"| {arm} | {len(r['seeds'])} | {fmt(r['valid_unseen'])} | {fmt(r['valid_seen'])} "
+                f"| {fmt(pair.get('valid_unseen'))} | {fmt(r['vs_study_gigpo_valid_unseen'])} |"
+            )
     ref = table.get("reference", {})
     if ref:
         lines += [
             "",
-            "Reference, the committed study (`benchmarks/results/learning.json`, same seeds):",
+            "Reference, the committed study (`benchmarks/results/learning.json`, the seeds above):",
             "",
-            "| arm | seeds | area | final | reached 20% | paired vs the mvpo rerun: area |",
+            "| arm | seeds | area | final | reached 20% | valid_unseen |",
             "|---|---|---|---|---|---|",
         ]
         for arm, r in ref.items():
             lines.append(
                 f"| study {arm} | {len(r['seeds'])} | {fmt(r['auc'])} | {fmt(r['final'])} | "
-                f"{r['reached']}/{len(r['seeds'])} | {fmt(r['paired_vs_mvpo_rerun'])} |"
+                f"{r['reached']}/{len(r['seeds'])} | {fmt(r['valid_unseen'])} |"
             )
         d = table.get("mvpo_rerun_max_abs_auc_diff")
         if d is not None:
             lines += [
                 "",
-                f"The `mvpo` rerun against the study's `mvpo` on the same seeds: largest per-seed "
-                f"area difference {d:.2e}"
+                f"The `mvpo` rerun against the study's `mvpo` on seeds {table['mvpo_rerun_seeds']}: "
+                f"largest per-seed area difference {d:.2e}"
                 + (" (identical trajectories)." if d < 1e-9 else " (not identical: see the logs)."),
             ]
-    missing = [
-        a
-        for a in ["mvpo", *args.variants]
-        if len(table["arms"].get(a, {}).get("seeds", [])) < len(args.seeds)
-    ]
-    if missing:
-        lines += ["", f"Partial: fewer than {len(args.seeds)} finished seeds for {missing}; "
-                  "rerun the command to continue."]  # fmt: skip
     out.write_text("\n".join(lines) + "\n")
 
 
@@ -306,15 +367,33 @@ def main(argv: list[str] | None = None) -> int:
         default=str(ROOT / "runs" / "learning-study" / "embeddings.npz"),
         help="embedding cache file shared with the learning study",
     )
+    p.add_argument(
+        "--test",
+        nargs="+",
+        default=[],
+        choices=list(VARIANTS),
+        metavar="VARIANT",
+        help="after choosing on the train split: the final held-out evaluations of these "
+        "variants and of mvpo on their finished runs (as in the learning study)",
+    )
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
     p.add_argument("--out", default=str(learning.RESULTS / "ablations.md"))
     args = p.parse_args(argv)
     args.argv = [a for a in argv if a != "--analyze-only"]
     if not args.analyze_only:
+        base = Path(args.base)
+        base.mkdir(parents=True, exist_ok=True)
+        cmd = "python benchmarks/ablations.py " + " ".join(shlex.quote(a) for a in args.argv)
+        log = base / "commands.txt"
+        if cmd.strip() not in (log.read_text().splitlines() if log.is_file() else []):
+            with log.open("a") as f:
+                f.write(cmd.strip() + "\n")
         sa = sweep_args(args)
-        learning.warm_start_and_eval(sa, Path(args.base))  # the cached warm start
+        learning.warm_start_and_eval(sa, base)  # the cached warm start
         Path(args.embedding_cache).parent.mkdir(parents=True, exist_ok=True)
-        learning.run_all(sa, Path(args.base))
+        learning.run_all(sa, base)
+        if args.test:
+            test_held_out(args)
     table = analyse(args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
