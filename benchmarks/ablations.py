@@ -24,6 +24,7 @@ checkpoint. Runs share the study's embedding cache (``runs/learning-study/embedd
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -103,7 +104,9 @@ def credit_alignment(run: Path) -> dict[str, float]:
       outcome is known), ``sum A * y / sum |A|`` with ``y = +1`` on successful and ``-1`` on
       failed trajectories: +1 = every repaired push points towards success, 0 = unrelated;
     * ``alignment_gigpo``: the same for the rest of the advantage (GiGPO's own credit) on the
-      same groups.
+      same groups;
+    * ``loop_share``: share of the variance of the potential difference ``D`` on repaired rows
+      that is the loop term's, ``Var(D - D[lambda_L=0]) / Var(D)`` (0 when ``lambda_L`` is 0).
 
     Means over the run's iterations (NaN where no iteration has such rows).
     """
@@ -112,7 +115,7 @@ def credit_alignment(run: Path) -> dict[str, float]:
     from mvpo_train.records import find_records, read_batch_record
 
     out: dict[str, list[float]] = {"repair_share": [], "alignment_repair": [],
-                                   "alignment_gigpo": []}  # fmt: skip
+                                   "alignment_gigpo": [], "loop_share": []}  # fmt: skip
     for _, path in sorted(find_records(run).items()):
         rec = read_batch_record(path)
         if rec.estimator_name != "mvpo":
@@ -123,6 +126,10 @@ def credit_alignment(run: Path) -> dict[str, float]:
         pot = potential_terms(sb, cfg, est.amp)
         routed = parts.zero_credit | ((parts.size < 2) if cfg.repair_singletons else False)
         a_phi, _ = scale_by_std(pot.d, routed, cfg.eps)
+        d = pot.d[routed]
+        if d.size > 1 and d.var() > 0:
+            no_loop = potential_terms(sb, dataclasses.replace(cfg, lambda_L=0.0), est.amp).d
+            out["loop_share"].append(float((d - no_loop[routed]).var() / d.var()))
         adv, _ = est.compute(sb)
         if rec.advantages is not None and not np.array_equal(adv, rec.advantages[rec.batch.order]):
             raise RuntimeError(f"{path}: the recomputed advantages differ from the recorded ones")
@@ -189,7 +196,7 @@ def analyse(args: argparse.Namespace) -> dict:
             np.mean([_late_mean(per[s], "adv/repaired_ratio") for s in per])
         )
         aligned = [credit_alignment(learning.run_dir(base, arm, s)) for s in per]
-        for key in ("repair_share", "alignment_repair", "alignment_gigpo"):
+        for key in ("repair_share", "alignment_repair", "alignment_gigpo", "loop_share"):
             row[key] = float(np.nanmean([a[key] for a in aligned]))
         mine = {int(s): v for s, v in row["per_seed"].items()}
         for key in ("auc", "final", "valid_unseen"):
@@ -288,13 +295,16 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "repair's share of the advantage mass sum |A|; alignment = sum A*y / sum |A| over the "
         "rows of groups with a success and a failure, y = +1 on successful and -1 on failed "
         "trajectories: +1 = all credit points at the successful trajectories, 0 = unrelated to "
-        "the outcome). Paired = per-seed difference on the seeds both have.",
+        "the outcome); the loop term's share of Var(D) = how much of the potential difference on "
+        "repaired rows comes from `lambda_L * L(rho)` (the rest: the milestone values). Paired = "
+        "per-seed difference on the seeds both have.",
         "",
         "| variant | what changes | seeds | area | final | reached 20% | zero-adv. first 5 it. "
-        "| kappa, late | repaired rows, late | repair's share of \\|A\\| | alignment: repair "
+        "| kappa, late | repaired rows, late | repair's share of \\|A\\| | loop term's share "
+        "of Var(D) | alignment: repair "
         "| alignment: GiGPO part | paired vs mvpo: area | paired vs mvpo: final "
         "| paired vs study GiGPO: area | paired vs study GiGPO: final |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, r in table["arms"].items():
         what = "baseline (defaults)" if arm == "mvpo" else VARIANTS[arm][1]
@@ -303,6 +313,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             f"| {arm} | {what} | {len(r['seeds'])} | {fmt(r['auc'])} | {fmt(r['final'])} | "
             f"{r['reached']}/{len(r['seeds'])} | {fmt(r['zero_adv_early'])} | "
             f"{r['kappa_late']:.2f} | {r['repaired_late']:.2f} | {r['repair_share']:.2f} | "
+            f"{r['loop_share']:.2f} | "
             f"{r['alignment_repair']:+.3f} | {r['alignment_gigpo']:+.3f} | "
             f"{fmt(pair.get('auc'))} | {fmt(pair.get('final'))} | "
             f"{fmt(r['vs_study_gigpo_auc'])} | {fmt(r['vs_study_gigpo_final'])} |"

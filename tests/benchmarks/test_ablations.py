@@ -65,9 +65,11 @@ def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablatio
     _train(
         tmp_path / "off",
         "--estimator-kwargs",
-        '{"kappa_schedule": "constant", "kappa_constant": 0.0}',
+        '{"kappa_schedule": "constant", "kappa_constant": 0.0, "lambda_L": 0.0}',
     )
     off = ablations.credit_alignment(tmp_path / "off")
+    assert 0.0 < default["loop_share"] <= 1.0 + 1e-9  # the default lambda_L = 0.5 has a loop term
+    assert off["loop_share"] == 0.0 or np.isnan(off["loop_share"])  # lambda_L = 0: none
     assert off["repair_share"] == 0.0 or (not any(success) and np.isnan(off["repair_share"]))
 
 
