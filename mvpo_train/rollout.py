@@ -19,9 +19,10 @@ result is ignored. One row per env step, with
   ``format_ok``, ``invalid_action``, ``task_type``.
 
 The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
-In score mode an admissible *template* (``search[<query>]``: a placeholder nobody fills) is
-refused with one line naming the fix (:func:`check_score_candidates`; docs/webshop.md,
-"Score mode"): sent as it is, it would fail every episode silently.
+In score mode an admissible *template* (WebShop's ``search[<query>]``, SearchQA's
+``<search> query </search>``: a placeholder nobody fills) is refused with one line naming the
+fix (:func:`check_score_candidates`; docs/webshop.md "Score mode", docs/searchqa.md
+"Training"): sent as it is, it would fail every episode silently.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mvpo_envs.play import TEMPLATE
+from mvpo_envs.play import TAG_TEMPLATE, TEMPLATE
 from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
 from mvpo_train.batch import StepBatch, canonical_action
 from mvpo_train.config import ConfigError
@@ -48,26 +49,49 @@ def check_score_candidates(
     admissible: Sequence[str], env_id: str, generate_hint: bool = True
 ) -> None:
     """Raise :class:`ConfigError` (one line, the fix named) if an admissible action is a
-    template with a placeholder, such as WebShop's ``search[<query>]``: a policy that picks
-    among the admissible actions would send it as it is (a search for ``<query>``, which
-    finds nothing, so success stays 0). ``generate_hint``: also name ``--action-mode
-    generate`` (the trainer). docs/webshop.md, "Score mode"."""
+    template with a placeholder: a policy that picks among the admissible actions would send
+    it as it is, and success stays 0.
+
+    * ``name[<slot>]``, such as WebShop's ``search[<query>]`` (a search for ``<query>`` finds
+      nothing): the fix is an env keyword that fills it (docs/webshop.md, "Score mode");
+    * ``<tag> slot </tag>``, SearchQA's ``<search> query </search>`` / ``<answer> text
+      </answer>`` (a search for "query", the answer "text"): the answer is free text, which no
+      list of candidates holds, so the fix is ``--action-mode generate`` (docs/searchqa.md,
+      "Training").
+
+    ``generate_hint``: name ``--action-mode generate`` (the trainer with the LM policy);
+    without it (a policy or tool that only scores: the encoder policy, its warm start) a tag
+    template names ``mvpo-train --action-mode generate`` as the way to train that env."""
     for action in admissible:
         m = TEMPLATE.match(str(action))
-        if m is None:
-            continue
-        generate = ", or use --action-mode generate" if generate_hint else ""
-        fix = (
-            'add "search_query": "instruction" to --env-kwargs (the search page then lists '
-            f"search[<the task instruction>]){generate}"
-            if "webshop" in env_id.lower()
-            else f"use an env keyword that fills the template{generate}"
-        )
-        raise ConfigError(
-            f"env_kwargs: score mode picks among info['admissible_actions'], and {env_id} lists "
-            f"the template {action!r}, which would be sent as it is (nothing fills "
-            f"<{m['slot']}>, so every episode fails); {fix}"
-        )
+        if m is not None:
+            generate = ", or use --action-mode generate" if generate_hint else ""
+            fix = (
+                'add "search_query": "instruction" to --env-kwargs (the search page then lists '
+                f"search[<the task instruction>]){generate}"
+                if "webshop" in env_id.lower()
+                else f"use an env keyword that fills the template{generate}"
+            )
+            raise ConfigError(
+                f"env_kwargs: score mode picks among info['admissible_actions'], and {env_id} "
+                f"lists the template {action!r}, which would be sent as it is (nothing fills "
+                f"<{m['slot']}>, so every episode fails); {fix}"
+            )
+        tag = TAG_TEMPLATE.match(str(action))
+        if tag is not None:
+            generate = "--action-mode generate --prompt-style seed"
+            fix = (
+                f"use {generate} (Search-R1's prompt: the model writes the query and the answer)"
+                if generate_hint
+                else f"score mode cannot play it; train it with the LM policy: mvpo-train "
+                f"{generate}"
+            )
+            raise ConfigError(
+                f"action_mode: score mode picks among info['admissible_actions'], and {env_id} "
+                f"lists the template {action!r}, which would be sent as it is (the word "
+                f"{tag['slot']!r} in place of real text, so every episode fails); its answers "
+                f"are free text, which no list of candidates holds: {fix}"
+            )
 
 
 @dataclass

@@ -517,8 +517,8 @@ def _make_backend(cfg: TrainConfig, policy: Policy) -> Any:
 def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
     """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
     :class:`ConfigError` carrying the env's message, and so is, in score mode, a first page
-    that lists an admissible template such as ``search[<query>]``
-    (:func:`~mvpo_train.rollout.check_score_candidates`)."""
+    that lists an admissible template such as ``search[<query>]`` or SearchQA's
+    ``<search> query </search>`` (:func:`~mvpo_train.rollout.check_score_candidates`)."""
     kwargs = dict(cfg.env_kwargs)
     if cfg.abstraction and cfg.abstraction != "learned":
         kwargs.setdefault("abstraction", cfg.abstraction)
@@ -538,8 +538,12 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
                 _, probe_info = probe.reset(seed=0)
             finally:
                 probe.close()
-            if cfg.action_mode == "score":
-                check_score_candidates(probe_info.get("admissible_actions") or [], cfg.env_id)
+            if cfg.action_mode == "score":  # the encoder policy cannot generate: no hint
+                check_score_candidates(
+                    probe_info.get("admissible_actions") or [],
+                    cfg.env_id,
+                    generate_hint=cfg.policy == "lm",
+                )
         return GroupedVectorEnv(
             cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
         )

@@ -135,6 +135,11 @@ ENVS = [
     ("mvpo/SearchQA-v0", {}, 4),
 ]
 SIGNATURE = re.compile(r"c\d+\|d\d+")
+#: the action mode each env trains in: SearchQA's free-text answers need generate mode (score
+#: mode is refused there, tests/mvpo_train/test_score_templates.py)
+MODE = {
+    "mvpo/SearchQA-v0": {"action_mode": "generate", "prompt_style": "seed", "max_new_tokens": 8}
+}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -195,7 +200,7 @@ def test_each_env_fit_load_vector_env_train_and_resume(
         venv.close()
     _train_kill_resume(
         micro, tmp_path, env_id=env_id, env_kwargs=env_kwargs, max_steps=max_steps,
-        abstraction=f"learned:{out}",
+        abstraction=f"learned:{out}", **MODE.get(env_id, {}),
     )  # fmt: skip
     signatures = _signatures(tmp_path / "full")
     assert sorted(signatures) == [1, 2]
@@ -214,7 +219,7 @@ def test_each_env_trainer_fits_refits_and_resumes_bit_exactly(
     _train_kill_resume(
         micro, tmp_path, env_id=env_id, env_kwargs=env_kwargs, max_steps=max_steps,
         abstraction="learned", abstraction_refit_every=1,
-        abstraction_kwargs={"k": 2, "min_support": 1},
+        abstraction_kwargs={"k": 2, "min_support": 1}, **MODE.get(env_id, {}),
     )  # fmt: skip
     signatures = _signatures(tmp_path / "full")
     assert not any(SIGNATURE.fullmatch(s) for s in signatures[1])  # the rules until the fit
@@ -231,6 +236,7 @@ def test_trainer_names_the_fix_when_k_is_too_large(micro, tmp_path, capsys):
     argv = ["--model", str(micro), "--run-dir", str(tmp_path / "run"), "--threads", "1"]
     argv += ["--num-groups", "1", "--group-size", "2", "--max-steps", "3", "--iterations", "2"]
     argv += ["--env-id", "mvpo/SearchQA-v0", "--abstraction", "learned", "--no-progress"]
+    argv += ["--action-mode", "generate", "--prompt-style", "seed", "--max-new-tokens", "4"]
     assert train_main(argv) == 2
     lines = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert len(lines) == 1 and "for k=32 clusters" in lines[0], lines

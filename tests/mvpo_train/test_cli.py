@@ -236,6 +236,7 @@ def test_an_eval_split_the_env_refuses_fails_before_training(micro, tmp_path, ca
         "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
         "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
         "--no-progress", "--no-tensorboard", "--env-id", "mvpo/SearchQA-v0",
+        "--action-mode", "generate", "--prompt-style", "seed", "--max-new-tokens", "4",
         "--eval-every", "1", "--eval-split", "nope",
     ]  # fmt: skip
     assert train_main(argv) == 2  # was: one iteration trained, then the error, no metrics

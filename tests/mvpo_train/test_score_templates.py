@@ -1,6 +1,7 @@
-"""Score mode and admissible templates (docs/webshop.md, "Score mode"): WebShop's bare
-``search[<query>]`` is refused before training with one line naming ``search_query``; the
-filled list trains (tests/mvpo_train/test_train_each_env.py); the encoder warm start clones WebShop's expert plans (``expert_actions``).
+"""Score mode and admissible templates (docs/webshop.md, "Score mode"; docs/searchqa.md,
+"Training"): WebShop's bare ``search[<query>]`` is refused before training with one line naming
+``search_query``, SearchQA's ``<search> query </search>`` with one naming ``--action-mode
+generate``; the filled list trains (tests/mvpo_train/test_train_each_env.py); the encoder warm start clones WebShop's expert plans (``expert_actions``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from mvpo_train.rollout import RolloutCollector, RolloutConfig, check_score_cand
 from mvpo_train.trainer import load_policy, make_venv, train
 
 WEBSHOP = "mvpo/WebShop-v0"
+SEARCHQA = "mvpo/SearchQA-v0"
+SEARCHQA_ADM = ["<search> query </search>", "<answer> text </answer>"]
 FIX = '"search_query": "instruction"'
 
 
@@ -34,7 +37,9 @@ def _cfg(micro: Path, run: Path, **kw) -> TrainConfig:
 
 def test_check_score_candidates():
     check_score_candidates(["search[red shirt]", "click[next >]"], WEBSHOP)
-    check_score_candidates(["<search> query </search>"], "mvpo/SearchQA-v0")  # not `x[<y>]`
+    check_score_candidates(
+        ["<search> Who wrote it? </search>", "<answer> Paris </answer>"], SEARCHQA
+    )
     with pytest.raises(ConfigError, match=r"'search\[<query>\]'.*nothing fills <query>") as err:
         check_score_candidates(["click[back to search]", "search[<query>]"], WEBSHOP)
     assert FIX in str(err.value) and "--action-mode generate" in str(err.value)
@@ -43,6 +48,37 @@ def test_check_score_candidates():
     assert FIX in str(err.value) and "generate" not in str(err.value)
     with pytest.raises(ConfigError, match="use an env keyword that fills the template"):
         check_score_candidates(["ask[<question>]"], "my/Env-v0")
+    # SearchQA's tag templates: answers are free text, so the fix is generate mode
+    for adm in (SEARCHQA_ADM, SEARCHQA_ADM[1:]):  # the final turn lists only the answer
+        with pytest.raises(ConfigError, match=r"^action_mode: .*free text") as err:
+            check_score_candidates(adm, SEARCHQA)
+        assert f"the template {adm[0]!r}" in str(err.value)
+        assert str(err.value).endswith(": use --action-mode generate --prompt-style seed "
+                                       "(Search-R1's prompt: the model writes the query and "
+                                       "the answer)")  # fmt: skip
+        assert "search_query" not in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(
+        ConfigError, match="train it with the LM policy: mvpo-train --action-mode generate --"
+    ):
+        check_score_candidates(SEARCHQA_ADM, SEARCHQA, generate_hint=False)
+
+
+def test_searchqa_score_mode_is_refused_before_anything_is_written(micro, tmp_path, capsys):
+    """The cpu-tiny preset's default score mode on SearchQA sent the templates literally (a
+    search for "query", the answer "text": EM 0 forever, silently): now one line, exit 2."""
+    run = tmp_path / "run"
+    argv = ["--model", str(micro), "--run-dir", str(run), "--env-id", SEARCHQA, "--threads", "1",
+            "--no-progress", "--no-tensorboard", "--iterations", "1"]  # fmt: skip
+    capsys.readouterr()
+    assert train_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mvpo-train: error: action_mode: score mode")
+    assert "'<search> query </search>'" in err and "use --action-mode generate --prompt" in err
+    assert not run.exists()
+    with pytest.raises(ConfigError, match="score mode cannot play it"):  # encoder: no generate
+        make_venv(_cfg(micro, run, env_id=SEARCHQA, policy="encoder"), "train", 1, 1)
+    make_venv(_cfg(micro, run, env_id=SEARCHQA, action_mode="generate"), "train", 1, 1).close()
+    assert not run.exists()
 
 
 def test_webshop_template_is_refused_before_anything_is_written(micro, tmp_path, capsys):
