@@ -7,7 +7,8 @@ docs/abstractions.md ("Fit and use")::
         gym.make('mvpo/ALFWorld-v0', abstraction='learned:runs/abs-alfworld')"
 
 The rollouts come from a seeded random policy over ``info["admissible_actions"]`` (episode
-``i`` resets with ``seed + i``) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
+``i`` resets with ``seed + i``; a template's query slot is filled with the task text,
+:func:`mvpo_envs.play.fill_template`) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
 ``mvpo-train`` run (its config decides env keywords, prompt and action mode). Milestones
 (``--milestones auto``, the default) are learned when the episodes' returns differ and are the
 env's rules otherwise (a random policy seldom succeeds); the command says which. Nothing here knows a specific environment: it reads the
@@ -29,6 +30,7 @@ import numpy as np
 import mvpo_envs  # noqa: F401  (registers the mvpo/* ids)
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import MilestoneLearner
+from mvpo_envs.play import fill_template
 
 Episode = list[dict[str, Any]]
 
@@ -40,7 +42,11 @@ def random_rollouts(
     env_kwargs: dict[str, Any] | None = None,
     max_steps: int | None = None,
 ) -> tuple[list[Episode], list[float]]:
-    """``episodes`` seeded random-policy episodes: their states (reset first) and returns."""
+    """``episodes`` seeded random-policy episodes: their states (reset first) and returns.
+
+    An admissible template is sent as random play fills it (:func:`mvpo_envs.play.fill_template`:
+    a query slot gets the task text, so WebShop's random episodes reach result pages and
+    SearchQA's search the question; docs/abstractions.md, "Fit and use")."""
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     kwargs = dict(env_kwargs or {})
@@ -60,7 +66,8 @@ def random_rollouts(
                     raise ValueError(
                         f"{env_id}: the random policy needs info['admissible_actions'], got none"
                     )
-                _, reward, terminated, truncated, info = env.step(acts[rng.integers(len(acts))])
+                action = fill_template(acts[rng.integers(len(acts))], info)
+                _, reward, terminated, truncated, info = env.step(action)
                 states.append(info["state"])
                 total += float(reward)
                 if terminated or truncated:

@@ -3,7 +3,9 @@ training run").
 
 ``python -m mvpo_train.inspect.sample --env mvpo/ALFWorld-v0 --out runs/inspect-sample``
 plays B groups x G episodes (every episode of a group on the same task, actions drawn uniformly
-from ``info["admissible_actions"]`` with a seeded generator), builds the
+from ``info["admissible_actions"]`` with a seeded generator; a template's query slot is filled
+with the task text, :func:`mvpo_envs.play.fill_template`, so WebShop searches its instruction
+and SearchQA its question), builds the
 :class:`~mvpo_train.batch.StepBatch` with the same row rules as the trainer's rollout (anchor and
 signature of the observation the action was taken in, milestones of the transition, success =
 ``info["won"]``), calls the estimator as the trainer does and writes one record per iteration.
@@ -38,6 +40,7 @@ def random_batch(
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
+    from mvpo_envs.play import fill_template
 
     cache = envs if envs is not None else {}
     env = cache.get(env_id)
@@ -58,7 +61,7 @@ def random_batch(
                 adm = list(info.get("admissible_actions", []))
                 if not adm:
                     raise ValueError(f"{env_id}: random play needs info['admissible_actions']")
-                action = adm[int(rng.integers(len(adm)))]
+                action = fill_template(adm[int(rng.integers(len(adm)))], info)
                 _, reward, terminated, truncated, info2 = env.step(action)
                 done = bool(terminated or truncated)
                 rows.append(

@@ -9,6 +9,7 @@ import pytest
 
 import mvpo_envs  # noqa: F401
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
+from mvpo_envs.play import fill_template
 from mvpo_train.fit_abstraction import main, policy_rollouts, random_rollouts
 
 ENVS = ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0", "mvpo/SearchQA-v0"]
@@ -31,6 +32,37 @@ def test_fit_then_make_with_learned_dir(env_id, tmp_path, capsys):
         assert (out / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
 
 
+def test_fill_template_fills_query_slots_with_the_task():
+    """docs/abstractions.md, "Fit and use": random play fills a query slot with the task text
+    (whitespace collapsed); a slot with no natural filler, and an empty task, leave it."""
+    info = {"task": "  find me\nred  shoes "}
+    assert fill_template("search[<query>]", info) == "search[find me red shoes]"
+    assert fill_template("<search> query </search>", info) == "<search> find me red shoes </search>"
+    assert fill_template("<answer> text </answer>", info) == "<answer> text </answer>"
+    assert fill_template("ask[<question>]", info) == "ask[<question>]"
+    assert fill_template("click[next >]", info) == "click[next >]"
+    assert fill_template("search[<query>]", {"task": " "}) == "search[<query>]"
+
+
+def test_random_play_searches_the_task_and_reaches_result_pages():
+    """WebShop's template used to be sent as it is: a search for "<query>", an empty results
+    page. Filled with the instruction, random play sees products, and plays exactly as over
+    ``search_query="instruction"``'s list; SearchQA searches the question, not "query"."""
+    eps, rets = random_rollouts("mvpo/WebShop-v0", 4, seed=0, max_steps=4)
+    states = [s for ep in eps for s in ep]
+    assert any(s["page"] == "results" and s["visible_asins"] for s in states)
+    assert not any(s["page"] == "results" and not s["total_results"] for s in states)
+    filled, frets = random_rollouts(
+        "mvpo/WebShop-v0", 4, seed=0, max_steps=4, env_kwargs={"search_query": "instruction"}
+    )
+    assert [[s["observation"] for s in ep] for ep in eps] == [
+        [s["observation"] for s in ep] for ep in filled
+    ] and rets == frets
+    eps, _ = random_rollouts("mvpo/SearchQA-v0", 6, seed=0, max_steps=3)
+    assert any(ep[-1]["queries"] for ep in eps)
+    assert all(set(ep[-1]["queries"]) == {ep[0]["question"]} for ep in eps if ep[-1]["queries"])
+
+
 def test_rollouts_are_seeded():
     a, ra = random_rollouts("mvpo/WebShop-v0", 3, seed=5, max_steps=5)
     b, rb = random_rollouts("mvpo/WebShop-v0", 3, seed=5, max_steps=5)
@@ -38,7 +70,8 @@ def test_rollouts_are_seeded():
     obs = [[s["observation"] for s in ep] for ep in a]
     assert obs == [[s["observation"] for s in ep] for ep in b] and ra == rb
     assert obs != [[s["observation"] for s in ep] for ep in c]
-    assert all(len(ep) == 6 for ep in a)  # reset state + 5 steps (no purchase by chance here)
+    # reset state + 5 steps, or fewer when a random click bought (the search now finds items)
+    assert all(len(ep) == 6 or (len(ep) < 6 and ep[-1]["purchased"]) for ep in a)
 
 
 def test_default_milestones_fall_back_to_the_rules_and_say_so(tmp_path, capsys):

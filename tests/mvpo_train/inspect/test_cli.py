@@ -81,6 +81,24 @@ def test_every_env_gives_a_page_with_the_estimators_numbers(
     assert a.action.tolist() == b.action.tolist() and a.signature.tolist() == b.signature.tolist()
 
 
+def test_random_batch_fills_search_templates_with_the_task():
+    """Random play sends a query template filled with the task text (mvpo_envs.play
+    .fill_template): WebShop searches its instruction (as over ``search_query="instruction"``'s
+    list), SearchQA its question; never the literal template."""
+    web = random_batch("mvpo/WebShop-v0", 2, 2, 4, np.random.default_rng(0))
+    listed = random_batch(
+        "mvpo/WebShop-v0", 2, 2, 4, np.random.default_rng(0),
+        env_kwargs={"search_query": "instruction"},
+    )  # fmt: skip
+    assert web.action.tolist() == listed.action.tolist()
+    searches = [a for a in web.action.tolist() if a.startswith("search[")]
+    assert searches and "search[<query>]" not in searches
+    qa = random_batch("mvpo/SearchQA-v0", 3, 2, 3, np.random.default_rng(0))
+    actions = qa.action.tolist()
+    assert any(a.startswith("<search> ") for a in actions)
+    assert "<search> query </search>" not in actions
+
+
 def test_png_flags_are_checked_before_any_file_is_written(tmp_path, recorded, capsys):
     out = tmp_path / "page.html"
     for argv, msg in [
