@@ -72,7 +72,8 @@ VARIANTS: dict[str, tuple[list[str], str]] = {
         "milestone set and signatures read from the observation text (the paper's string rules)",
     ),
 }
-DEFAULT_VARIANTS = tuple(VARIANTS)
+#: the first sweep (``python benchmarks/ablations.py``): every variant but the combination
+DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "mvpo-lambdaL0-kappa0.25")
 for _name, (_flags, _) in VARIANTS.items():
     learning.ARMS[_name] = [*learning.ARMS["mvpo"], *_flags]
 
@@ -189,8 +190,12 @@ def analyse(args: argparse.Namespace) -> dict:
     pairs = [(v, "mvpo") for v in arms if v != "mvpo"]
     table = learning.summarize(runs, base, 0.2, args.iterations, pairs=pairs)
     ref = reference(seeds)
+    common = sorted(set.intersection(*(set(runs[a]) for a in table["arms"]))) if runs else []
+    table["common_seeds"] = common
     for arm, row in table["arms"].items():
         per = runs[arm]
+        succ = np.array([[r["success"] for r in per[s]] for s in common])
+        row["curve_common"] = learning.moving_average(succ).mean(0).tolist() if len(common) else []
         row["kappa_late"] = float(np.mean([_late_mean(per[s], "adv/kappa") for s in per]))
         row["repaired_late"] = float(
             np.mean([_late_mean(per[s], "adv/repaired_ratio") for s in per])
@@ -249,12 +254,13 @@ def plot(table: dict, out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(9, 5))
     for arm, row in table["arms"].items():
-        y = np.array(row["curve"])
+        y = np.array(row["curve_common"])
         lw, ls = (2.5, "-") if arm == "mvpo" else (1.3, "--" if "kappa" in arm else "-")
-        ax.plot(np.arange(1, len(y) + 1), y, lw=lw, ls=ls, label=f"{arm} (n={len(row['seeds'])})")
+        ax.plot(np.arange(1, len(y) + 1), y, lw=lw, ls=ls, label=arm)
     ax.axhline(0.2, color="grey", lw=0.8, ls=":")
     ax.set(
-        title="MVPO ablations, train split (5-iteration moving average of batch success)",
+        title="MVPO ablations, train split: 5-iteration moving average of batch success,\n"
+        f"mean over the seeds every variant has ({table['common_seeds']})",
         xlabel="iteration",
         ylabel="batch success rate",
     )
