@@ -833,8 +833,9 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
             "and the reward is chosen by `diag_reward`; the encoder's tokenizer reads the "
             "observations' literal `[SEP]` as text (as the package's encoder policy does since "
             "it was fixed; the runs were made with the script's bridge, the same ids). Policy: the encoder scorer with a fresh "
-            "head (`--policy encoder --model fresh`, no warm start: WebShop offers no expert "
-            "plan to the warm start), one torch thread, only `--estimator` differing; a seed "
+            "head (`--policy encoder --model fresh`, no warm start: the runs predate WebShop's "
+            "`expert_actions` hook, and a fresh head gives the near-uniform start of the seeds' "
+            "WebShop regime), one torch thread, only `--estimator` differing; a seed "
             "gives the three estimators the same first batch. Success = `won` (WebShop score "
             "1.0); its value at iteration 1 is the policy's initial success.",
             "",
