@@ -412,13 +412,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.test:
             test_held_out(args)
     table = analyse(args)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png = out.with_suffix(".png")
-    plot(table, png)
-    write_markdown(table, args, out, png)
-    out.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
-    print(out.read_text())
+    learning.save_results(
+        table, Path(args.out), plot, lambda t, out, png: write_markdown(t, args, out, png)
+    )
     return 0
 
 

@@ -503,6 +503,17 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
     out.write_text("\n".join(lines) + "\n")
 
 
+def save_results(table: dict, out: Path, draw, write) -> None:
+    """``out`` (markdown, by ``write(table, out, png)``), its ``.png`` (``draw(table, png)``)
+    and ``.json`` (the table); the markdown is printed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    draw(table, png)
+    write(table, out, png)
+    out.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
+    print(out.read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(
@@ -554,13 +565,12 @@ def main(argv: list[str] | None = None) -> int:
             warm_start_and_eval(args, base)  # the warm-start eval needs a run's config
     runs = load_runs(base, args.arms, args.seeds, args.iterations)
     table = summarize(runs, base, args.threshold, args.iterations)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    png = out.with_suffix(".png")
-    plot(table, png, args.threshold)
-    write_markdown(table, args, out, png)
-    out.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
-    print(out.read_text())
+    save_results(
+        table,
+        Path(args.out),
+        lambda t, png: plot(t, png, args.threshold),
+        lambda t, out, png: write_markdown(t, args, out, png),
+    )
     return 0
 
 

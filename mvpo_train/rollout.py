@@ -63,6 +63,8 @@ def check_score_candidates(
     without it (a policy or tool that only scores: the encoder policy, its warm start) a tag
     template names ``mvpo-train --action-mode generate`` as the way to train that env."""
     for action in admissible:
+        if "<" not in str(action):  # both template forms hold "<": most actions stop here
+            continue
         m = TEMPLATE.match(str(action))
         if m is not None:
             generate = ", or use --action-mode generate" if generate_hint else ""
