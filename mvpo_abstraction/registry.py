@@ -142,5 +142,6 @@ _BUILTIN_MODULES = (
     "mvpo_abstraction.alfworld",
     "mvpo_abstraction.webshop",
     "mvpo_abstraction.searchqa",
+    "mvpo_abstraction.milestone_chain",
     "mvpo_abstraction.learned",
 )

@@ -24,6 +24,8 @@ __all__ = [
     "INFO_TYPES",
     "AlfworldInfo",
     "AlfworldState",
+    "MilestoneChainInfo",
+    "MilestoneChainState",
     "SearchQAInfo",
     "SearchQAState",
     "WebShopInfo",
@@ -78,6 +80,9 @@ class AlfworldInfo(Info):
 
     task_type: str
     gamefile: str
+    #: exact progress label (docs/alignment.md): 1 if the step shortened the shortest plan to
+    #: the goal, 0 if not; -1 at reset or without ``progress_oracle=True``
+    oracle_progress: int
 
 
 # -- mvpo/WebShop-v0 ------------------------------------------------------------------------------
@@ -213,11 +218,33 @@ class SearchQAInfo(Info):
     golden_answers: list[str]
 
 
+# -- mvpo/MilestoneChain-v0 (docs/control_task.md) ---------------------------------------------
+class MilestoneChainState(TypedDict):
+    """``info["state"]`` of ``mvpo/MilestoneChain-v0``: the Markov state and the oracle's plan."""
+
+    observation: str
+    location: str  # the place's name, "entrance hall" at the start
+    exits: list[str]  # neighbouring places, sorted
+    fixture: str  # the fixture command here ("ring bell"); "" in the entrance hall
+    milestones_done: int  # 0 .. num_milestones
+    num_milestones: int
+    plan_length: int  # steps of the shortest remaining plan (0 once won)
+    last_action: str  # "" at reset
+    won: bool
+
+
+class MilestoneChainInfo(Info):
+    """``info`` of ``mvpo/MilestoneChain-v0``."""
+
+    oracle_progress: int  # 1: the action shortened the shortest plan; 0: not; -1 at reset
+
+
 #: env id -> (info TypedDict, state TypedDict)
 INFO_TYPES: dict[str, tuple[type, type]] = {
     "mvpo/ALFWorld-v0": (AlfworldInfo, AlfworldState),
     "mvpo/WebShop-v0": (WebShopInfo, WebShopState),
     "mvpo/SearchQA-v0": (SearchQAInfo, SearchQAState),
+    "mvpo/MilestoneChain-v0": (MilestoneChainInfo, MilestoneChainState),
 }
 
 

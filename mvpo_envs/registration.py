@@ -10,6 +10,8 @@ ENV_SPECS = {
     "mvpo/ALFWorld-v0": ("mvpo_envs.alfworld.env:AlfworldEnv", 50),
     "mvpo/WebShop-v0": ("mvpo_envs.webshop.env:WebShopEnv", 15),
     "mvpo/SearchQA-v0": ("mvpo_envs.searchqa.env:SearchQAEnv", 5),
+    # the control task with a known answer (docs/control_task.md)
+    "mvpo/MilestoneChain-v0": ("mvpo_envs.milestone_chain.env:MilestoneChainEnv", 50),
 }
 
 

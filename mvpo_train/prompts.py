@@ -184,6 +184,28 @@ GENERIC_SEED = PromptTemplate(
     history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
 )
 
+_CHAIN_INTRO = (
+    "You are an expert agent playing a text game: you walk through a keep and use its "
+    "fixtures in the order the task gives. Your task is to: {task}\n"
+)
+
+#: mvpo/MilestoneChain-v0, the control task (docs/control_task.md)
+MILESTONECHAIN_SEED = PromptTemplate(
+    name="seed",
+    first=(
+        _CHAIN_INTRO + "Your current observation is: {observation}\n"
+        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
+    ),
+    step=(
+        _CHAIN_INTRO + "Prior to this step, you have already taken {step} step(s). Below are "
+        "the most recent {n_history} observations and the corresponding actions you took: "
+        "{history}\n"
+        "You are now at step {step_no} and your current observation is: {observation}\n"
+        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
+    ),
+    history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
+)
+
 COMPACT = PromptTemplate(
     name="compact",
     first="Task: {task}\n{observation}\n",
@@ -201,9 +223,11 @@ _TEMPLATES: dict[tuple[str, str], PromptTemplate] = {
     ("webshop", "seed"): WEBSHOP_SEED,
     ("searchqa", "seed"): SEARCHQA_SEED,
     ("generic", "seed"): GENERIC_SEED,
+    ("milestonechain", "seed"): MILESTONECHAIN_SEED,
     ("alfworld", "compact"): COMPACT,
     ("webshop", "compact"): COMPACT,
     ("generic", "compact"): COMPACT,
+    ("milestonechain", "compact"): COMPACT,
     ("searchqa", "compact"): PromptTemplate(
         name="compact",
         first="Question: {task}\n",

@@ -24,7 +24,12 @@ from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import unbatch_infos
 
 NUM_ENVS = 32
-STEPS = {"mvpo/ALFWorld-v0": 14, "mvpo/WebShop-v0": 14, "mvpo/SearchQA-v0": 10}
+STEPS = {
+    "mvpo/ALFWorld-v0": 14,
+    "mvpo/WebShop-v0": 14,
+    "mvpo/SearchQA-v0": 10,
+    "mvpo/MilestoneChain-v0": 30,
+}
 WORDS = ("red", "shirt", "women", "tea", "organic", "shoes", "size", "capital", "year", "x")
 
 
@@ -124,6 +129,8 @@ def _pages(env_id: str, seen: list[dict[str, Any]]) -> set[str]:
             kinds |= {str(p) for p in state["page"]}
         elif env_id == "mvpo/SearchQA-v0":
             kinds |= {str(k) or "start" for k in state["last_action_type"]}
+        elif env_id == "mvpo/MilestoneChain-v0":
+            kinds |= {"progress" if d else "start" for d in state["milestones_done"]}
         else:
             kinds |= {"holding" if h else "empty" for h in state["holding"]}
         kinds |= {"won"} if infos["won"].any() else set()
@@ -135,8 +142,14 @@ MIXED = {
     "mvpo/ALFWorld-v0": {"holding", "empty", "invalid"},
     "mvpo/WebShop-v0": {"search", "results", "item", "done", "invalid"},
     "mvpo/SearchQA-v0": {"start", "search", "answer", "invalid"},
+    "mvpo/MilestoneChain-v0": {"start", "progress", "invalid"},
 }
-ENV_KWARGS = {"mvpo/ALFWorld-v0": {"split": "train"}, "mvpo/WebShop-v0": {}, "mvpo/SearchQA-v0": {}}
+ENV_KWARGS = {
+    "mvpo/ALFWorld-v0": {"split": "train"},
+    "mvpo/WebShop-v0": {},
+    "mvpo/SearchQA-v0": {},
+    "mvpo/MilestoneChain-v0": {},
+}
 
 
 @pytest.mark.parametrize("env_id", sorted(STEPS))

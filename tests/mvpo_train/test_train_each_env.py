@@ -39,6 +39,7 @@ GENERATE = {"action_mode": "generate", "prompt_style": "seed", "max_new_tokens":
         ("mvpo/ALFWorld-v0", 4, {}, {"action_mode": "score"}),
         ("mvpo/WebShop-v0", 6, {"search_query": "instruction"}, {"action_mode": "score"}),
         ("mvpo/SearchQA-v0", 4, {}, GENERATE),
+        ("mvpo/MilestoneChain-v0", 6, {}, {"action_mode": "score"}),
     ],
 )
 def test_each_env_trains_two_iterations(
