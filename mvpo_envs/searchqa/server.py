@@ -6,23 +6,41 @@ docs/searchqa.md ("Server"). Serves any of our retrievers with the API of Search
     POST /retrieve  {"queries": ["..."], "topk": 3, "return_scores": true}
     ->  {"result": [[{"document": {"id": "7", "contents": "\\"T\\"\\ntext"}, "score": 1.2}, ...]]}
 
-With ``return_scores`` false each row holds the documents themselves. ``topk`` missing or null
-falls back to the server's ``--topk``. ``GET /`` (or ``/health``) describes the backend. Standard
-library only (``http.server``, threaded). Binds 127.0.0.1 by default (Search-R1 binds 0.0.0.0).
+With ``return_scores`` false (or absent) each row holds the documents themselves. ``topk``
+missing or null falls back to the server's ``--topk``. ``GET /`` (or ``/health``) describes the
+backend. Standard library only (``http.server``). Binds 127.0.0.1 by default (Search-R1 binds
+0.0.0.0).
 
-Abuse limits (each breach is a 4xx answer with a one-line reason; the server keeps serving):
+Concurrency: each connection is served by its own thread, at most ``max_connections`` (256) at
+once; further connections wait, unanswered, in the listen backlog (``backlog``, 1024, which the
+kernel caps at ``net.core.somaxconn``) until a worker is free, and while every worker is busy each
+answer closes its connection so that a waiting client gets the next turn. Nothing is refused
+for load alone. There is no server-wide lock: a retriever whose
+:attr:`~mvpo_envs.searchqa.retrievers.base.Retriever.thread_safe` is false (the dense one:
+torch's thread count is process state) is called under its own lock, and the size limits below
+bound how long one request can hold it. Bodies are parsed at most ``2 * max_body`` bytes at a
+time (:meth:`RetrievalServer.answer`), which bounds the memory a parse can take.
 
-* every socket read has a timeout (``read_timeout``, 10 s): a client that declares more body
-  than it sends, or sends it slowly, gets ``408`` and the connection is closed;
-* ``Content-Length`` must be a non-negative integer (else ``400``), at most ``max_body`` bytes
-  (``413``);
-* ``topk`` is at most ``max_topk`` (100), a request holds at most ``max_queries`` queries (1024)
-  of at most ``max_query_chars`` characters each (16,384, the env's action-space bound): else
-  ``400``;
-* there is no server-wide lock: requests run in parallel in their own threads. A retriever
-  whose :attr:`~mvpo_envs.searchqa.retrievers.base.Retriever.thread_safe` is false (the dense
-  one: torch's thread count is process state) is called under its own lock, and the size limits
-  above bound how long one request can hold it.
+Framing is strict, because a lax parser behind a proxy lets one request hide another
+(request smuggling): exactly one ``Content-Length`` of ASCII digits (no sign, ``_``, or other
+whitespace than the spaces and tabs around it), no ``Transfer-Encoding`` (``501``; ``400`` when
+``Content-Length`` is there too), no folded or malformed header lines, no body on a ``GET``;
+after any such error the answer closes the connection, so no leftover byte is ever read as a
+next request.
+
+Abuse limits (each breach is a 4xx or 501 answer with a one-line JSON ``{"error": ...}``; the
+server keeps serving):
+
+* every socket read waits at most ``read_timeout`` (10 s) and a whole request (its headers and
+  body) at most ``request_timeout`` (60 s): a client that declares more body than it sends, or
+  drips it, gets ``408`` and the connection is closed;
+* ``Content-Length`` is required (``411``), at most ``max_body`` bytes (``413``, not read);
+* the body is a UTF-8 JSON object with the fields ``queries`` (a list of strings), ``topk`` (an
+  integer in ``[1, max_topk]``, 100, or null) and ``return_scores`` (true or false); anything
+  else -- bad JSON, a duplicated key, ``NaN``, nesting past the parser's bound, an unknown
+  field, ``"topk": "3"``, ``"return_scores": "false"`` -- is ``400`` naming the field;
+* a request holds at most ``max_queries`` queries (1024) of at most ``max_query_chars``
+  characters each (16,384, the env's action-space bound): else ``400``.
 
 Command line: ``mvpo-searchqa-server --retriever bm25 --port 8000`` (bundled corpus by default;
 ``--corpus_path`` for yours). A bad flag, a missing file or a port in use prints one line
@@ -33,12 +51,19 @@ In-process: ``with RetrievalServer(r) as s:`` then use ``s.url``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import re
+import socket
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
+from mvpo_envs.data_files import decode_utf8
 from mvpo_envs.searchqa.retrievers.base import Retriever
 
 MAX_BODY = 8 << 20
@@ -48,7 +73,16 @@ MAX_QUERIES = 1024
 #: the space is served, as the env's local retriever would (4096 refused long agent queries)
 MAX_QUERY_CHARS = 16_384
 READ_TIMEOUT = 10.0
+REQUEST_TIMEOUT = 60.0
+#: connections served at once (one thread each); more wait in the listen backlog
+MAX_CONNECTIONS = 256
+#: the listen backlog (``listen(2)``); the kernel caps it at ``net.core.somaxconn``
+BACKLOG = 1024
+#: request bodies parsed at once, in units of ``max_body`` (see :meth:`RetrievalServer.parse`)
+PARSE_BUDGET_BODIES = 2
 EXIT_USER_ERROR = 2
+FIELDS = ("queries", "topk", "return_scores")
+_DIGITS = re.compile(rb"[0-9]{1,20}")  # bytes: str.isdigit and int() also take non-ASCII digits
 
 
 class RequestError(ValueError):
@@ -60,7 +94,11 @@ class RequestError(ValueError):
 
 
 class RetrievalServer:
-    """A threaded HTTP server around one retriever; ``port=0`` picks a free port."""
+    """A threaded HTTP server around one retriever; ``port=0`` picks a free port.
+
+    ``request_timeout`` (default: 60 s, or ``read_timeout`` if longer) bounds a whole request;
+    the other limits are described in the module docstring.
+    """
 
     def __init__(
         self,
@@ -74,20 +112,31 @@ class RetrievalServer:
         max_query_chars: int = MAX_QUERY_CHARS,
         max_body: int = MAX_BODY,
         read_timeout: float = READ_TIMEOUT,
+        request_timeout: float | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        backlog: int = BACKLOG,
     ):
         if not 1 <= default_topk <= max_topk:
             raise ValueError(f"default topk must be in [1, {max_topk}], got {default_topk}")
+        if max_connections < 1 or backlog < 1:
+            raise ValueError(
+                f"max_connections and backlog must be >= 1, got {max_connections}, {backlog}"
+            )
+        if request_timeout is None:
+            request_timeout = max(REQUEST_TIMEOUT, read_timeout)
+        if not 0 < read_timeout <= request_timeout:
+            raise ValueError(
+                f"need 0 < read_timeout <= request_timeout, got {read_timeout}, {request_timeout}"
+            )
         self.retriever, self.default_topk = retriever, default_topk
         self.max_topk, self.max_queries = max_topk, max_queries
-        self.max_query_chars, self.max_body, self.read_timeout = (
-            max_query_chars,
-            max_body,
-            read_timeout,
-        )
+        self.max_query_chars, self.max_body = max_query_chars, max_body
+        self.read_timeout, self.request_timeout = read_timeout, request_timeout
+        self.max_connections = max_connections
         # only a retriever that is not thread-safe is serialised, and only its own calls
         self._lock = None if getattr(retriever, "thread_safe", False) else threading.Lock()
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._httpd.daemon_threads = True
+        self._parsing = _Budget(PARSE_BUDGET_BODIES * max_body)
+        self._httpd = _BoundedHTTPServer((host, port), _handler_for(self), backlog, max_connections)
         self._thread: threading.Thread | None = None
 
     @property
@@ -102,14 +151,72 @@ class RetrievalServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}/retrieve"
 
+    @property
+    def active_connections(self) -> int:
+        """Connections being served now (at most ``max_connections``)."""
+        return self._httpd.active
+
+    def answer(self, body: bytes) -> dict[str, Any]:
+        """Answer one raw request body (raises :class:`RequestError` on a bad one).
+
+        At most ``PARSE_BUDGET_BODIES * max_body`` bytes of bodies are parsed and checked at
+        once, the others wait their turn: a JSON text can take 25 times its size in memory once
+        parsed (``[[],[],...]``: 8 MiB become 210 MiB), so this bounds that memory (about
+        0.4 GiB by default) whatever the number of connections. The parsed value is dropped before the budget is given back.
+        """
+        error: RequestError | None = None
+        with self._parsing.hold(len(body)):
+            try:
+                request = self._checked(self.parse(body))
+            except RequestError as err:  # re-raised below without the frames that hold the body
+                error = RequestError(err.status, str(err))
+        if error is not None:
+            raise error
+        return self._search(*request)
+
+    def parse(self, body: bytes) -> Any:
+        """The JSON value of a request body (raises :class:`RequestError` 400 on a bad one).
+
+        Strict JSON: UTF-8, no duplicate keys (two parsers could each keep a different one), no
+        ``NaN``/``Infinity``. Nesting is bounded by the parser itself (``RecursionError`` is
+        caught) rather than by counting brackets, which would also count the brackets inside
+        query strings and refuse a batch of agent queries with stray ``[``.
+        """
+        try:
+            text = decode_utf8(body, "request", "body")
+            return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        except json.JSONDecodeError as err:
+            raise RequestError(
+                400, f"body is not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+            ) from None
+        except RecursionError:
+            raise RequestError(400, "body is nested too deeply to be a request") from None
+        except ValueError as err:  # decode_utf8, a duplicate key, NaN, a 5,000-digit integer
+            raise RequestError(400, str(err)) from None
+
     def retrieve(self, payload: Any) -> dict[str, Any]:
-        """Answer one request body (raises :class:`RequestError`, a ``ValueError``, on a bad
-        one)."""
+        """Answer one parsed request body (raises :class:`RequestError`, a ``ValueError``, on a
+        bad one)."""
+        return self._search(*self._checked(payload))
+
+    def _checked(self, payload: Any) -> tuple[list[str], int, bool]:
+        """``(queries, topk, return_scores)`` of a request, each of its exact JSON type."""
         if not isinstance(payload, dict):
-            raise RequestError(400, "the body must be a JSON object")
+            raise RequestError(
+                400, f"the body must be a JSON object with a 'queries' list, got {_short(payload)}"
+            )
+        unknown = sorted(set(payload) - set(FIELDS))
+        if unknown:
+            names = ", ".join(repr(name[:40]) for name in unknown[:5])
+            raise RequestError(400, f"unknown field(s) {names}; expected {', '.join(FIELDS)}")
         queries = payload.get("queries")
-        if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
-            raise RequestError(400, "'queries' must be a list of strings")
+        if type(queries) is not list:
+            raise RequestError(400, f"'queries' must be a list of strings, got {_short(queries)}")
+        bad = next((i for i, q in enumerate(queries) if type(q) is not str), None)
+        if bad is not None:
+            raise RequestError(
+                400, f"'queries' must be a list of strings; item {bad} is {_short(queries[bad])}"
+            )
         if len(queries) > self.max_queries:
             raise RequestError(400, f"at most {self.max_queries} queries a request")
         if any(len(q) > self.max_query_chars for q in queries):
@@ -117,9 +224,20 @@ class RetrievalServer:
         topk = payload.get("topk")
         if topk is None:
             topk = self.default_topk
-        if not isinstance(topk, int) or isinstance(topk, bool) or not 1 <= topk <= self.max_topk:
-            raise RequestError(400, f"'topk' must be an integer in [1, {self.max_topk}]")
-        with_scores = bool(payload.get("return_scores", False))
+        if type(topk) is not int or not 1 <= topk <= self.max_topk:
+            raise RequestError(
+                400,
+                f"'topk' must be an integer in [1, {self.max_topk}] or null, got {_short(topk)}",
+            )
+        with_scores = payload.get("return_scores", False)
+        if type(with_scores) is not bool:
+            raise RequestError(
+                400,
+                f"'return_scores' must be true or false (a JSON boolean), got {_short(with_scores)}",
+            )
+        return queries, topk, with_scores
+
+    def _search(self, queries: list[str], topk: int, with_scores: bool) -> dict[str, Any]:
         if self._lock is None:
             rows = self.retriever.search(queries, topk)
         else:
@@ -139,7 +257,7 @@ class RetrievalServer:
     def start(self) -> RetrievalServer:
         """Serve in a daemon thread."""
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, daemon=True, name="mvpo-retrieve"
+            target=self._httpd.serve_forever, args=(0.1,), daemon=True, name="mvpo-retrieve"
         )
         self._thread.start()
         return self
@@ -149,6 +267,7 @@ class RetrievalServer:
 
     def stop(self) -> None:
         """Stop the background thread (if :meth:`start` ran) and close the socket."""
+        self._httpd.closing.set()  # an accept loop waiting for a free worker gives up
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -162,13 +281,141 @@ class RetrievalServer:
         self.stop()
 
 
+def _short(value: Any) -> str:
+    """A JSON value named in an error message, cheaply (never the repr of a huge list)."""
+    if isinstance(value, list | dict):
+        kind = "an array" if isinstance(value, list) else "an object"
+        return f"{kind} of {len(value)} item(s)"
+    if isinstance(value, str):
+        return repr(value[:40]) + ("..." if len(value) > 40 else "")
+    return "null" if value is None else json.dumps(value)[:40]
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"body has the key {key!r:.60} twice")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"body holds {name}, which is not JSON")
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` with a large listen backlog and at most ``max_connections``
+    handler threads: the accept loop waits for a free one, so extra connections queue in the
+    kernel's backlog instead of spawning threads without bound."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handler: type, backlog: int, max_connections: int):
+        self.request_queue_size = backlog  # read by server_activate, inside super().__init__
+        self.max_connections = max_connections
+        self.active = 0
+        self.closing = threading.Event()
+        self._slots = threading.Condition()
+        super().__init__(address, handler)
+
+    def at_capacity(self) -> bool:
+        return self.active >= self.max_connections
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._slots:
+            while self.active >= self.max_connections:
+                if self.closing.is_set():
+                    self.shutdown_request(request)
+                    return
+                self._slots.wait(timeout=0.1)
+            self.active += 1
+        try:
+            super().process_request(request, client_address)  # starts the handler thread
+        except BaseException:
+            self._release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        with self._slots:
+            self.active -= 1
+            self._slots.notify()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that resets or stalls its connection is routine, not worth a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Budget:
+    """A counting semaphore in bytes: :meth:`hold` waits until ``n`` more fit in ``total``."""
+
+    def __init__(self, total: int):
+        self.total, self.used = total, 0
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, n: int) -> Iterator[None]:
+        n = min(n, self.total)
+        with self._cond:
+            while self.used + n > self.total:
+                self._cond.wait()
+            self.used += n
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= n
+                self._cond.notify_all()
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket as a raw stream whose every read waits at most ``read_timeout`` and never past
+    ``deadline`` (set per request): a client that drips bytes cannot hold a worker forever."""
+
+    def __init__(self, sock: socket.socket, read_timeout: float):
+        self.sock, self.read_timeout, self.deadline = sock, read_timeout, float("inf")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received in time")
+        self.sock.settimeout(min(self.read_timeout, left))
+        return self.sock.recv_into(buffer)
+
+
 def _handler_for(server: RetrievalServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body are two writes: with Nagle's algorithm the second waits for the
+        # client's delayed ACK (40 ms a request on a kept-alive connection)
+        disable_nagle_algorithm = True
         timeout = server.read_timeout  # applied to the socket by StreamRequestHandler.setup
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # the buffered socket file of StreamRequestHandler, replaced:
+            self._reader = _DeadlineReader(self.connection, server.read_timeout)
+            self.rfile = io.BufferedReader(self._reader, 65536)
+
+        def handle_one_request(self) -> None:
+            self._reader.deadline = time.monotonic() + server.request_timeout
+            super().handle_one_request()
 
         def _send(self, code: int, body: dict[str, Any], close: bool = False) -> None:
             data = json.dumps(body).encode()
+            close = close or self.close_connection or self.server.at_capacity()  # type: ignore[attr-defined]
             try:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -177,52 +424,96 @@ def _handler_for(server: RetrievalServer) -> type[BaseHTTPRequestHandler]:
                     self.send_header("Connection", "close")
                     self.close_connection = True
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client left: nothing to tell
                 self.close_connection = True
 
+        def send_error(self, code: int, message: str | None = None, explain: Any = None) -> None:
+            """http.server's own refusals (bad request line, too many headers, unknown method)
+            as one JSON line, connection closed."""
+            reason = message or self.responses.get(code, ("error",))[0]
+            if self.request_version == "HTTP/0.9":  # the request line was unreadable: still
+                self.request_version = "HTTP/1.0"  # answer with a status line and headers
+            self._send(code, {"error": reason}, close=True)
+
+        def _body_length(self) -> int | None:
+            """The body's length from strictly parsed framing headers (``None``: no
+            ``Content-Length``); any doubt is a :class:`RequestError`."""
+            headers = self.headers
+            if headers.defects:
+                raise RequestError(400, "malformed header line (a header needs 'Name: value')")
+            if any("\r" in v or "\n" in v for v in headers.values()):
+                raise RequestError(400, "folded header lines are not accepted")
+            chunked = headers.get_all("Transfer-Encoding")
+            lengths = headers.get_all("Content-Length")
+            if chunked and lengths:
+                raise RequestError(400, "both Transfer-Encoding and Content-Length: ambiguous body")
+            if chunked:
+                raise RequestError(
+                    501, "Transfer-Encoding is not supported; send one Content-Length"
+                )
+            if lengths is None:
+                return None
+            if len(lengths) != 1:
+                raise RequestError(400, f"{len(lengths)} Content-Length headers; send exactly one")
+            raw = lengths[0].strip(" \t").encode("latin-1", "replace")
+            if not _DIGITS.fullmatch(raw):
+                raise RequestError(
+                    400, f"bad Content-Length {lengths[0]!r:.40} (ASCII digits only)"
+                )
+            return int(raw)
+
+        def _framing_or_refuse(self) -> int | None:
+            """The body length, or ``None`` after sending a refusal that closes the connection
+            (``-1`` stands for "no Content-Length")."""
+            try:
+                length = self._body_length()
+            except RequestError as err:
+                self._send(err.status, {"error": str(err)}, close=True)
+                return None
+            return -1 if length is None else length
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.rstrip("/") in ("", "/health"):
+            length = self._framing_or_refuse()
+            if length is None:
+                return
+            if length > 0:  # an unread body would be parsed as the next request
+                self._send(400, {"error": "GET takes no body"}, close=True)
+            elif self.path.rstrip("/") in ("", "/health"):
                 self._send(200, {"status": "ok", **server.retriever.describe()})
             else:
-                self._send(404, {"error": f"no route {self.path}; POST /retrieve"})
+                self._send(404, {"error": f"no route {self.path:.200}; POST /retrieve"})
 
-        def _read_body(self) -> bytes:
-            raw = self.headers.get("Content-Length")
-            if raw is None:
-                raise RequestError(411, "a Content-Length header is required")
-            try:
-                length = int(raw)
-            except ValueError:
-                raise RequestError(400, f"bad Content-Length {raw!r}") from None
+        def _read_body(self, length: int) -> bytes:
             if length < 0:
-                raise RequestError(400, f"bad Content-Length {raw!r}")
+                raise RequestError(411, "a Content-Length header is required")
             if length > server.max_body:
                 raise RequestError(413, f"request body over {server.max_body} bytes")
-            body = self.rfile.read(length)  # each recv waits at most read_timeout
+            body = self.rfile.read(length)  # each recv bounded by read_timeout and the deadline
             if len(body) != length:
                 raise RequestError(400, f"body ended after {len(body)} of {length} bytes")
             return body
 
         def do_POST(self) -> None:  # noqa: N802
+            length = self._framing_or_refuse()
+            if length is None:
+                return
             if self.path.rstrip("/") != "/retrieve":
-                self._send(404, {"error": f"no route {self.path}; POST /retrieve"}, close=True)
+                self._send(404, {"error": f"no route {self.path:.200}; POST /retrieve"}, close=True)
                 return
             try:
-                body = self._read_body()
+                body = self._read_body(length)
             except TimeoutError:
                 self._send(408, {"error": "request body not received in time"}, close=True)
                 return
             except RequestError as err:
                 self._send(err.status, {"error": str(err)}, close=True)
                 return
-            try:
-                payload = json.loads(body or b"null")
-                self._send(200, server.retrieve(payload))
+            try:  # the body was read in full: the connection stays usable after a 400
+                self._send(200, server.answer(body))
             except RequestError as err:
                 self._send(err.status, {"error": str(err)})
-            except ValueError as err:  # json.JSONDecodeError included
-                self._send(400, {"error": str(err)})
             except Exception as err:  # keep serving; report the failure to the client
                 self._send(500, {"error": f"{type(err).__name__}: {err}"})
 
@@ -268,6 +559,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--max_topk", type=_int_in(1, 10_000), default=MAX_TOPK, help="largest topk served"
+    )
+    p.add_argument(
+        "--max_connections",
+        type=_int_in(1, 10_000),
+        default=MAX_CONNECTIONS,
+        help="connections served at once; more wait in the listen backlog",
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=_int_in(0, 65535), default=8000)
@@ -315,7 +612,14 @@ def _build(args: argparse.Namespace) -> RetrievalServer:
         kwargs["index_dir"] = args.index_dir
     retriever = make_retriever(args.retriever, corpus, **kwargs)
     try:
-        return RetrievalServer(retriever, args.host, args.port, args.topk, max_topk=args.max_topk)
+        return RetrievalServer(
+            retriever,
+            args.host,
+            args.port,
+            args.topk,
+            max_topk=args.max_topk,
+            max_connections=args.max_connections,
+        )
     except OSError as err:
         raise OSError(f"--host {args.host} --port {args.port}: {err.strerror or err}") from err
 
