@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, cast
 
@@ -84,11 +84,47 @@ def canonical_command(text: str) -> str:
 RESET_OPTIONS = ("task_id", "task_index")
 
 
+def _is_int(value: Any) -> bool:
+    """A Python or NumPy integer; a bool (``True == 1``) or a float is not."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_seed(seed: Any) -> int | None:
+    """``reset``'s ``seed`` as a Python int (docs/environments.md, "Reset and step edges").
+
+    ``None`` or an integer ``>= 0`` of any size, NumPy integers included (Gymnasium accepts
+    only Python ints); a bool, float or string is a ``TypeError``, a negative int a
+    ``ValueError``, each naming ``seed``.
+    """
+    if seed is None:
+        return None
+    if not _is_int(seed):
+        raise TypeError(f"seed must be an int >= 0 or None, got {type(seed).__name__} {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be an int >= 0 or None, got {int(seed)}")
+    return int(seed)
+
+
+def check_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options``: ``None`` or a mapping with only :data:`RESET_OPTIONS` keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):  # a str was iterated as its letters
+        raise TypeError(
+            f"options must be a dict (or None) with keys {list(RESET_OPTIONS)}, got "
+            f"{type(options).__name__} {options!r}"[:200]
+        )
+    unknown = sorted(str(k) for k in options if k not in RESET_OPTIONS)
+    if unknown:  # a misspelt key would silently play a seed-chosen task
+        raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
+    return dict(options)
+
+
 def select_task_index(
     num_tasks: int,
     task_ids: Sequence[str],
     seed: int | None,
-    options: dict[str, Any] | None,
+    options: Mapping[str, Any] | None,
     rng: Any,
 ) -> int:
     """Which task a reset plays (docs/environments.md: a pure function of split and seed/index).
@@ -96,16 +132,20 @@ def select_task_index(
     Priority: ``options["task_id"]`` (a stable id string), then ``options["task_index"]``
     (``0 <= i < num_tasks``), then ``seed`` (task ``seed % num_tasks``), else the env's own
     seeded ``np_random``. Task lists are sorted by id, so the answer does not depend on
-    directory order or on how many workers run.
+    directory order or on how many workers run. A value of the wrong type is a ``TypeError``,
+    an index out of range an ``IndexError``, an unknown id a ``KeyError``.
     """
     if num_tasks <= 0:
         raise ValueError("the task list is empty")
-    options = options or {}
-    unknown = sorted(str(k) for k in options if k not in RESET_OPTIONS)
-    if unknown:  # a misspelt key would silently play a seed-chosen task
-        raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTIONS)}")
+    options = check_options(options)
+    seed = check_seed(seed)
     if options.get("task_id") is not None:
         task_id = options["task_id"]
+        if not isinstance(task_id, str):
+            raise TypeError(
+                f"task_id must be a str (an info['task_id']), got {type(task_id).__name__} "
+                f"{task_id!r}"
+            )
         try:
             return list(task_ids).index(task_id)
         except ValueError:
@@ -114,16 +154,16 @@ def select_task_index(
             ) from None
     if options.get("task_index") is not None:
         index = options["task_index"]
-        # NumPy integers are task indices too; a bool (True == 1) or a float is not
-        if (
-            isinstance(index, bool)
-            or not isinstance(index, numbers.Integral)
-            or not 0 <= index < num_tasks
-        ):
+        if not _is_int(index):  # NumPy integers are task indices too
+            raise TypeError(
+                f"task_index must be an int in [0, {num_tasks}), got "
+                f"{type(index).__name__} {index!r}"
+            )
+        if not 0 <= index < num_tasks:
             raise IndexError(f"task_index must be an int in [0, {num_tasks}), got {index!r}")
         return int(index)
     if seed is not None:
-        return int(seed) % num_tasks
+        return seed % num_tasks
     return int(rng.integers(num_tasks))
 
 
@@ -230,7 +270,12 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, Info]:
-        """Start the task chosen by :func:`select_task_index`; ``(observation, info)``."""
+        """Start the task chosen by :func:`select_task_index`; ``(observation, info)``.
+
+        The types of ``seed`` and ``options`` are checked first (:func:`check_seed`,
+        :func:`check_options`): a bad one raises before the env reseeds or leaves its episode.
+        """
+        seed, options = check_seed(seed), check_options(options)
         super().reset(seed=seed)
         self._task_index = select_task_index(
             len(self.task_ids), self.task_ids, seed, options, self.np_random

@@ -23,6 +23,8 @@ from typing import Any
 #: deepest nesting of lists/mappings accepted in a data or config file; no real file of the
 #: three benchmarks nests deeper than 8
 MAX_DEPTH = 100
+_AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 
 
 class DataFileError(ValueError):
@@ -64,6 +66,13 @@ def check_depth(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPT
     """
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return
+    # fast bound in C: keep only the brackets as ( and ), drop innermost pairs pass by pass;
+    # depth <= passes + openers left. Only a text that may be too deep gets the byte scan.
+    brackets, passes = raw.translate(_AS_PARENS, _NOT_BRACKETS), 0
+    while passes <= max_depth and (inner := brackets.replace(b"()", b"")) != brackets:
+        brackets, passes = inner, passes + 1
+    if passes + brackets.count(b"(") <= max_depth:
         return
     depth = 0
     line = 1

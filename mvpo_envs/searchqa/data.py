@@ -11,6 +11,12 @@ docs/environments.md, "mvpo/SearchQA-v0", Data:
 
 The bundled generated set lives in ``data/searchqa/`` (``$MVPO_DATA`` overrides ``data/``):
 ``corpus.jsonl``, ``train.jsonl``, ``test.jsonl`` (see :mod:`mvpo_envs.searchqa.generate`).
+
+Bad files (docs/searchqa.md, "Bad files"): every row's fields and types are checked at load; a
+problem is one :class:`~mvpo_envs.data_files.DataFileError` line naming the file, the line and
+the field, and nothing is returned half-loaded. A question nobody can play or win (an empty
+question, no golden answer, a golden answer that normalises to nothing) and a passage with no
+text are refused the same way.
 """
 
 from __future__ import annotations
@@ -19,11 +25,15 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.data_files import DataFileError, check_depth, decode_utf8
+from mvpo_envs.searchqa.metrics import normalize_answer
 from mvpo_envs.searchqa.protocol import split_contents
 
 BUNDLED_SPLITS = {"train": "train.jsonl", "test": "test.jsonl", "eval": "test.jsonl"}
@@ -134,21 +144,148 @@ def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` (or ``.jsonl.gz``) file; blank lines skipped; clear errors."""
+_WORD = re.compile(r"\w")
+#: longest value shown in an error line
+_SHOW_CHARS = 60
+
+
+class RowError(Exception):
+    """A bad field of a row; :func:`read_rows` adds the file and line (internal)."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"{field}: {problem}")
+
+
+def _describe(value: Any) -> str:
+    shown = repr(value)
+    shown = shown if len(shown) <= _SHOW_CHARS else shown[: _SHOW_CHARS - 3] + "..."
+    return f"{type(value).__name__} {shown}"
+
+
+def read_rows(path: str | os.PathLike, what: str = "data file") -> Iterator[tuple[int, Any]]:
+    """``(line number, row object)`` of a ``.jsonl`` (or ``.jsonl.gz``) file; blank lines
+    skipped. Invalid UTF-8, invalid JSON, a row that is not a JSON object, excessive nesting
+    and a corrupt gzip stream are one :class:`DataFileError` line naming the file and line."""
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({err})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object")
-            yield row
+    lineno = 0
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                where = f"{path}, line {lineno}"
+                line = decode_utf8(raw, where, what)
+                check_depth(line, where)
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataFileError(f"{where}: not valid JSON ({err.msg})") from None
+                if not isinstance(row, dict):
+                    raise DataFileError(
+                        f"{where}: expected a JSON object, got {type(row).__name__}"
+                    )
+                yield lineno, row
+    except (OSError, EOFError, zlib.error) as err:  # gzip.BadGzipFile is an OSError
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise DataFileError(f"{path}, line {lineno + 1}: cannot read {what} ({err})") from None
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """Rows of a ``.jsonl`` (or ``.jsonl.gz``) file (:func:`read_rows` without line numbers)."""
+    for _, row in read_rows(path):
+        yield row
+
+
+def _row_id(row: dict[str, Any], default: int) -> str:
+    """``id``: a string or an integer (the row's index when absent)."""
+    value = row.get("id", default)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RowError("id", f"expected a string or an integer, got {_describe(value)}")
+    text = str(value)
+    if not text.strip():
+        raise RowError("id", "is empty")
+    return text
+
+
+def _row_text(row: dict[str, Any], key: str) -> str:
+    value = row[key]
+    if not isinstance(value, str):
+        raise RowError(key, f"expected a string, got {_describe(value)}")
+    return value
+
+
+def passage_from_row(row: dict[str, Any], index: int) -> Doc:
+    """One corpus row -> :class:`Doc` (``contents``, else ``title`` + ``text``)."""
+    if "contents" in row:
+        contents, key = _row_text(row, "contents"), "contents"
+    elif "text" in row:
+        title = _row_text(row, "title") if row.get("title") is not None else ""
+        contents, key = f'"{title}"\n{_row_text(row, "text")}', "text"
+    else:
+        raise RowError("contents", "missing (a passage needs 'contents', or 'title' and 'text')")
+    if not _WORD.search(contents):
+        raise RowError(key, f"has no words: nothing to retrieve, got {_describe(row[key])}")
+    return Doc(_row_id(row, index), contents)
+
+
+def _answers(row: dict[str, Any]) -> list[str]:
+    key = next((k for k in ("golden_answers", "answers", "answer") if k in row), None)
+    if key is None:
+        raise RowError("golden_answers", "missing (a question needs its golden answers)")
+    value = row[key]
+    answers = [value] if isinstance(value, str) else value
+    if not isinstance(answers, list):
+        raise RowError(key, f"expected a list of strings, got {_describe(value)}")
+    if not answers:
+        raise RowError(key, "is empty: no answer can win this question")
+    for i, answer in enumerate(answers):
+        field_name = key if isinstance(value, str) else f"{key}[{i}]"
+        if not isinstance(answer, str):
+            raise RowError(field_name, f"expected a string, got {_describe(answer)}")
+        if not normalize_answer(answer):  # "" or "the": an empty answer would match it
+            raise RowError(field_name, f"normalises to nothing: it is no answer, got {answer!r}")
+    return answers
+
+
+def _metadata(row: dict[str, Any]) -> dict[str, Any]:
+    """``metadata``: an object whose keys the env reads have the types it expects."""
+    meta = row.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise RowError("metadata", f"expected a JSON object, got {_describe(meta)}")
+    for key in ("type", "bridge"):
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise RowError(f"metadata.{key}", f"expected a string, got {_describe(meta[key])}")
+    for key, kinds, wanted in (
+        ("entities", (str,), "a string"),
+        ("supporting_ids", (str, int), "a string or an integer"),
+    ):
+        values = meta.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, list):
+            raise RowError(f"metadata.{key}", f"expected a list, got {_describe(values)}")
+        for i, value in enumerate(values):
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise RowError(f"metadata.{key}[{i}]", f"expected {wanted}, got {_describe(value)}")
+    return meta
+
+
+def question_from_row(row: dict[str, Any], index: int) -> QAItem:
+    """One QA row -> :class:`QAItem`; a question nobody can play or win is refused."""
+    if "question" not in row:
+        raise RowError("question", "missing (a QA row needs 'question' and 'golden_answers')")
+    question = _row_text(row, "question")
+    if not question.strip():
+        raise RowError("question", "is empty: nobody can play it")
+    answers = _answers(row)
+    metadata = _metadata(row)
+    qtype = row.get("type", metadata.get("type"))
+    if qtype is not None and not isinstance(qtype, str):
+        raise RowError("type", f"expected a string, got {_describe(qtype)}")
+    return QAItem(_row_id(row, index), question, answers, qtype, dict(metadata))
 
 
 def write_jsonl(path: str | os.PathLike, rows: Iterable[dict[str, Any]]) -> None:
@@ -165,16 +302,21 @@ def load_corpus(path: str | os.PathLike) -> Corpus:
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
     docs = []
-    for i, row in enumerate(read_jsonl(path)):
-        if "contents" in row:
-            contents = str(row["contents"])
-        elif "text" in row:
-            contents = f'"{row.get("title", "")}"\n{row["text"]}'
-        else:
-            raise ValueError(f"{path}: passage {i} has neither 'contents' nor 'text'")
-        docs.append(Doc(str(row.get("id", i)), contents))
+    lines: dict[str, int] = {}
+    for lineno, row in read_rows(path, "corpus file"):
+        try:
+            doc = passage_from_row(row, len(docs))
+        except RowError as err:
+            raise DataFileError(f"{path}, line {lineno}: {err}") from None
+        if doc.id in lines:
+            raise DataFileError(
+                f"{path}, line {lineno}: id: duplicate passage id {doc.id!r} (first at line "
+                f"{lines[doc.id]})"
+            )
+        lines[doc.id] = lineno
+        docs.append(doc)
     if not docs:  # an index over nothing failed deep inside bm25s ("max() arg is empty")
-        raise ValueError(f"{path}: the corpus holds no passages")
+        raise DataFileError(f"{path}: the corpus holds no passages")
     return Corpus(docs, file_sha256(path), path)
 
 
@@ -201,19 +343,21 @@ def load_qa(path: str | os.PathLike) -> list[QAItem]:
     if not path.is_file():
         raise FileNotFoundError(f"QA file not found: {path}")
     items = []
-    for i, row in enumerate(read_jsonl(path)):
-        answers = row.get("golden_answers", row.get("answers", row.get("answer")))
-        if answers is None or "question" not in row:
-            raise ValueError(f"{path}: item {i} needs 'question' and 'golden_answers'")
-        answers = [answers] if isinstance(answers, str) else [str(a) for a in answers]
-        metadata = row.get("metadata") or {}
-        qtype = row.get("type", metadata.get("type") if isinstance(metadata, dict) else None)
-        items.append(
-            QAItem(str(row.get("id", i)), str(row["question"]), answers, qtype, dict(metadata))
-        )
-    ids = [item.id for item in items]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: duplicate question ids")
+    lines: dict[str, int] = {}
+    for lineno, row in read_rows(path, "QA file"):
+        try:
+            item = question_from_row(row, len(items))
+        except RowError as err:
+            raise DataFileError(f"{path}, line {lineno}: {err}") from None
+        if item.id in lines:
+            raise DataFileError(
+                f"{path}, line {lineno}: id: duplicate question id {item.id!r} (first at line "
+                f"{lines[item.id]})"
+            )
+        lines[item.id] = lineno
+        items.append(item)
+    if not items:
+        raise DataFileError(f"{path}: the QA file holds no questions")
     return sorted(items, key=lambda item: item.id)
 
 

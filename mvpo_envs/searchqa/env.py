@@ -74,7 +74,10 @@ class SearchQAEnv(TextEnv):
     ``f1``, ``substring_em``, ``answer``, ``question_type``, ``golden_answers`` and the common
     contract (docs/environments.md).
 
-    **Episode end**: ``terminated`` on the answer. Search-R1's turn budget (``max_turns=4``):
+    **Episode end**: ``terminated`` on the answer. A step after the end (Search-R1 never takes
+    one: its loop drops finished rollouts) repeats the end: the invalid text, reward 0,
+    ``invalid_action=True``, the state unchanged and ``terminated`` again after an answer
+    (``truncated`` again after the final turn); :meth:`reset` starts the next episode. Search-R1's turn budget (``max_turns=4``):
     turns 1..``max_turns`` may search; turn ``max_turns + 1`` is the final, answer-only turn
     (Search-R1's last generation with ``do_search=False``): an answer there scores as usual; a
     search returns the empty ``<information></information>`` block and an unparsable output the
@@ -92,9 +95,11 @@ class SearchQAEnv(TextEnv):
     ``None``), ``max_obs_tokens`` (500 or ``None`` = no cut), ``tokenizer`` (``"tiny-qwen2"``,
     the default policy's; pass your policy's model folder).
 
-    **Version history**: v0 revision 2 (this one): Search-R1's parse rule, turn budget and
-    observation cut became the defaults (were ``"strict"`` parsing, 4 steps that may all
-    search, no cut; all three remain as options). v0: first release.
+    **Version history**: v0 revision 3 (this one): a step after the end repeats the end
+    (was ``terminated=False``, counted as an invalid step); questions nobody can play or win
+    are refused at load (docs/searchqa.md, "Bad files"). v0 revision 2: Search-R1's parse
+    rule, turn budget and observation cut became the defaults (were ``"strict"`` parsing, 4
+    steps that may all search, no cut; all three remain as options). v0: first release.
     """
 
     invalid_feedback = INVALID_FEEDBACK
@@ -167,8 +172,9 @@ class SearchQAEnv(TextEnv):
     def step(self, action: str):
         if not isinstance(action, str):
             return super().step(action)  # raises the contract's TypeError
-        self._turns += 1
-        self._final_turn = self.max_turns is not None and self._turns > self.max_turns
+        if not self._done:  # after the end nothing counts (see _invalid)
+            self._turns += 1
+            self._final_turn = self.max_turns is not None and self._turns > self.max_turns
         self._raw_action = action
         try:
             observation, reward, terminated, truncated, info = super().step(action)
@@ -244,13 +250,19 @@ class SearchQAEnv(TextEnv):
 
     def _invalid(self, command: str) -> Transition:
         state = self._state
+        if self._done:  # after the episode ended the end repeats: nothing changes, reward 0
+            return self._transition(
+                self._cut(self.invalid_feedback),
+                terminated=bool(state["answered"]),
+                won=bool(state["answered"]) and state["em"] == 1.0,
+                terminal=True,
+            )
         state["num_invalid"] += 1
         state["last_action_type"] = "invalid"
         state["last_action"] = self._raw_action if self._raw_action is not None else command
         observation = self._cut(self.invalid_feedback)
         self._log(state["last_action"], observation)
-        done = bool(state["answered"])
-        return self._transition(observation, won=done and state["em"] == 1.0, terminal=done)
+        return self._transition(observation)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _cut(self, observation: str) -> str:

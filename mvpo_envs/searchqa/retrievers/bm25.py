@@ -74,6 +74,11 @@ class BM25Retriever(Retriever):
                 stemmer=self._stem,
                 show_progress=False,
             )
+            if not tokens.vocab:  # bm25s fails with "max() arg is an empty sequence"
+                raise ValueError(
+                    f"corpus {corpus.path or ''}: no passage has a word BM25 can index (words "
+                    "of 2+ letters that are not stop words)"
+                )
             model = bm25s.BM25(k1=k1, b=b, method=method)
             model.index(tokens, show_progress=False)
             model.save(str(tmp), show_progress=False)

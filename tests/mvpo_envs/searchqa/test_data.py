@@ -61,7 +61,7 @@ def test_qa_loader_sorts_and_validates(tmp_path: Path) -> None:
     assert [i.id for i in items] == ["a", "b"]
     assert items[1].golden_answers == ["one"] and items[0].type == "bridge"
     assert resolve_qa_path(tmp_path, "q") == path
-    path.write_text('{"id": "a", "question": "q", "golden_answers": []}\n' * 2)
+    path.write_text('{"id": "a", "question": "q", "golden_answers": ["x"]}\n' * 2)
     with pytest.raises(ValueError, match="duplicate"):
         load_qa(path)
 
