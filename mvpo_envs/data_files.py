@@ -16,6 +16,7 @@ parsers' failures into such a line:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ from typing import Any
 MAX_DEPTH = 100
 _AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+#: a JSON string literal (escapes included), for ignoring the brackets inside strings
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 class DataFileError(ValueError):
@@ -57,22 +60,27 @@ def decode_utf8(raw: bytes, source: str | Path, what: str = "data file") -> str:
         ) from None
 
 
-def check_depth(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPTH) -> None:
-    """Refuse text whose brackets nest deeper than ``max_depth`` (a cheap upper bound: brackets
-    inside strings count too, so the bound is conservative, never too lax).
+def check_depth(
+    text: str | bytes,
+    source: str | Path,
+    max_depth: int = MAX_DEPTH,
+    json_strings: bool = True,
+) -> None:
+    """Refuse text whose brackets nest deeper than ``max_depth``.
 
-    Only text with more than ``max_depth`` opening brackets is scanned, so ordinary files cost
-    one regex count.
+    With ``json_strings`` (JSON text), brackets inside double-quoted strings do not count, so
+    the bound is exact for JSON; without it (YAML, whose quoting rules differ) every bracket
+    counts, a conservative bound that is never too lax. Only text with more than
+    ``max_depth`` opening brackets is looked at further, so ordinary files cost two counts.
     """
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if raw.count(b"[") + raw.count(b"{") <= max_depth:
         return
-    # fast bound in C: keep only the brackets as ( and ), drop innermost pairs pass by pass;
-    # depth <= passes + openers left. Only a text that may be too deep gets the byte scan.
-    brackets, passes = raw.translate(_AS_PARENS, _NOT_BRACKETS), 0
-    while passes <= max_depth and (inner := brackets.replace(b"()", b"")) != brackets:
-        brackets, passes = inner, passes + 1
-    if passes + brackets.count(b"(") <= max_depth:
+    if _bracket_bound(raw, max_depth) <= max_depth:
+        return
+    if json_strings:  # brackets in strings ("[[[" in a query) are text, not nesting
+        raw = _JSON_STRING.sub(b'""', raw)
+    if _bracket_bound(raw, max_depth) <= max_depth:
         return
     depth = 0
     line = 1
@@ -90,9 +98,20 @@ def check_depth(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPT
             line += 1
 
 
+def _bracket_bound(raw: bytes, max_depth: int) -> int:
+    """An upper bound of the bracket depth of ``raw``, computed in C: keep only the brackets as
+    ``(`` and ``)``, drop innermost pairs pass by pass; depth <= passes + openers left (the
+    passes stop once the bound exceeds ``max_depth``). Only text that may be too deep gets the
+    exact byte scan."""
+    brackets, passes = raw.translate(_AS_PARENS, _NOT_BRACKETS), 0
+    while passes <= max_depth and (inner := brackets.replace(b"()", b"")) != brackets:
+        brackets, passes = inner, passes + 1
+    return passes + brackets.count(b"(")
+
+
 def _yaml_depth(text: str, source: str | Path, max_depth: int) -> None:
     """YAML also nests by indentation and by ``- - -``; bound the indentation too."""
-    check_depth(text, source, max_depth)
+    check_depth(text, source, max_depth, json_strings=False)
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip(" -")
         if len(line) - len(stripped) > 2 * max_depth:

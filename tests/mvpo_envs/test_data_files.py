@@ -76,3 +76,21 @@ def test_yaml_refuses_python_tags_and_deep_nesting():
     deep_block = "".join(" " * (2 * i) + f"k{i}:\n" for i in range(300)) + " " * 600 + "v: 1\n"
     with pytest.raises(DataFileError, match="nested deeper"):
         loads_yaml(deep_block, "c.yaml")
+
+
+def test_brackets_inside_json_strings_are_not_nesting(tmp_path):
+    text = '{"queries": ["' + "[" * 500 + '", "a \\" [[[ b", "' + "{" * 300 + '"]}'
+    assert len(loads_json(text, "q.json")["queries"]) == 3
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"q": "' + "[" * 200 + '"}\n')
+    assert next(iter_jsonl(path))[1] == {"q": "[" * 200}
+    with pytest.raises(DataFileError, match="nested deeper"):
+        loads_json('["' + "[" * 500 + '", ' + "[" * 150 + "]" * 150 + "]", "q.json")
+
+
+def test_escaped_quotes_do_not_end_a_string():
+    # '\"' stays inside the string, '\\' ends with the string: both counted right
+    text = '["a \\" ' + "[" * 150 + ' b", "c\\\\", ' + "[" * 120 + "]" * 120 + "]"
+    with pytest.raises(DataFileError, match="nested deeper"):
+        loads_json(text, "q.json")
+    assert loads_json('["a \\" ' + "[" * 150 + ' b", "c\\\\"]', "q.json")[1] == "c\\"
