@@ -22,12 +22,13 @@ listed in sorted order, so an index means the same game on every machine.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from mvpo_envs.data_files import DataFileError, load_json
 
 TASK_TYPES = (
     "pick_and_place_simple",
@@ -269,6 +270,7 @@ def collect_games(
         if not game_file.is_file():
             continue
         traj = read_json_object(traj_file)
+        check_traj(traj, traj_file)
         if traj.get("task_type") not in task_types:
             continue
         if not _is_solvable(game_file):
@@ -289,17 +291,37 @@ def collect_games(
     return games
 
 
-def read_json_object(path: Path, error: type[ValueError] = ValueError) -> dict:
-    """A JSON object from ``path``; ``error`` (naming the file) if it is not one."""
+def read_json_object(path: Path, error: type[ValueError] = DataFileError) -> dict:
+    """A JSON object from ``path`` (read by :func:`mvpo_envs.data_files.load_json`: UTF-8,
+    bounded nesting); ``error`` naming the file, in one line, if it is not one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise error(f"{path}: not valid JSON ({err})") from err
+        data = load_json(path, "ALFWorld file")
+    except DataFileError as err:
+        raise error(str(err)) from None
     if not isinstance(data, dict):
         raise error(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
 
 
+def check_traj(traj: dict, path: Path) -> None:
+    """The fields of a ``traj_data.json`` the env reads: ``task_type`` a string and
+    ``pddl_params`` (when present) an object whose targets are strings and ``object_sliced`` a
+    boolean; else a :class:`DataFileError` naming the file and the field."""
+    if not isinstance(traj.get("task_type"), str):
+        raise DataFileError(f"{path}: 'task_type' is missing or not a string")
+    params = traj.get("pddl_params", {})
+    if not isinstance(params, dict):
+        raise DataFileError(f"{path}: 'pddl_params' is {type(params).__name__}, not an object")
+    for key in ("object_target", "parent_target", "toggle_target", "mrecep_target"):
+        if not isinstance(params.get(key, ""), str):
+            raise DataFileError(f"{path}: 'pddl_params.{key}' is not a string")
+    if not isinstance(params.get("object_sliced", False), bool):
+        raise DataFileError(f"{path}: 'pddl_params.object_sliced' is not a boolean")
+
+
 def _is_solvable(game_file: Path) -> bool:
     """ALFWorld keeps a game only if its file has ``"solvable": true``."""
-    return read_json_object(game_file).get("solvable") is True
+    solvable = read_json_object(game_file).get("solvable")
+    if solvable is not None and not isinstance(solvable, bool):
+        raise DataFileError(f"{game_file}: 'solvable' is {type(solvable).__name__}, not a boolean")
+    return solvable is True

@@ -50,17 +50,118 @@ class GameFileError(ValueError):
 
 
 def read_game_file(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and check a ``game.tw-pddl`` file; errors name the file and what is wrong."""
+    """Read and check a ``game.tw-pddl`` file; errors name the file and the field (one line).
+
+    The file must be a JSON object (UTF-8, nesting bounded: :mod:`mvpo_envs.data_files`) with
+    non-empty strings ``pddl_domain``, ``grammar`` and ``pddl_problem``; ``solvable``, when
+    present, a boolean; ``walkthrough``, when present, a list of non-empty command strings,
+    not empty in a solvable game (docs/alfworld_engine.md, "Bad game files").
+    """
     path = Path(path)
     if not path.is_file():
         raise GameFileError(f"{path}: game file not found")
     data = read_json_object(path, GameFileError)
     missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
     if missing:
-        raise GameFileError(f"{path}: missing or empty key(s) {missing}")
+        raise GameFileError(f"{path}: missing, empty or non-string key(s) {missing}")
     if "(:goal" not in data["pddl_problem"] or "(:init" not in data["pddl_problem"]:
         raise GameFileError(f"{path}: pddl_problem has no (:init ...) or (:goal ...) section")
+    solvable = data.get("solvable")
+    if solvable is not None and not isinstance(solvable, bool):
+        raise GameFileError(f"{path}: 'solvable' is {type(solvable).__name__}, not a boolean")
+    walkthrough = data.get("walkthrough")
+    if walkthrough is not None:
+        if not isinstance(walkthrough, list) or not all(
+            isinstance(c, str) and c.strip() for c in walkthrough
+        ):
+            raise GameFileError(f"{path}: 'walkthrough' is not a list of command strings")
+        if not walkthrough and solvable:
+            raise GameFileError(f"{path}: 'walkthrough' is empty in a solvable game")
     return data
+
+
+def check_game_data(data: dict[str, Any], source: str) -> None:
+    """The checks of a game's PDDL both engines run before playing it (docs/alfworld_engine.md,
+    "Bad game files"): every section of the domain and problem known, at least one action,
+    a goal over declared predicates and objects. :class:`GameFileError` naming ``source``."""
+    from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+    from mvpo_envs.alfworld.fast.pddl import check_task
+
+    try:
+        check_task(data["pddl_domain"], data["pddl_problem"])
+    except (GameFileError, UnsupportedGameError) as err:
+        raise GameFileError(f"{source}: {err}") from None
+
+
+def _check_textworld_logic(logic: Any, domain: str, source: str) -> None:
+    """Refuse, before TextWorld ``eval``s anything, a grammar with an expression outside the
+    whitelist (:mod:`mvpo_envs.alfworld.fast.expressions`): every ``{expr}`` of TextWorld's
+    own parse of the rules, command templates and feedback rules is checked, and no name may
+    be one of the globals TextWorld's ``eval`` would find. Every action of the domain needs
+    its text and every ``#rule#`` named must exist (TextWorld would fail mid-game)."""
+    import textworld.envs.pddl.textgen as textgen
+
+    from mvpo_envs.alfworld.fast.expressions import compile_expression
+    from mvpo_envs.alfworld.fast.pddl import parse_domain
+
+    texts = {name.lower() for name in logic.actions}
+    for name in parse_domain(domain).actions:
+        if name not in texts:
+            raise GameFileError(f"{source}: grammar has no action {name!r} of the PDDL domain")
+    todo: list[Any] = [
+        sym for rules in logic.grammar._rules.values() for r in rules for sym in r.rhs
+    ]
+    for action in logic.actions.values():
+        for text in (action.template, action.feedback_rule):
+            todo.extend(textgen._parse_and_convert(text, rule_name="symbols"))
+    reserved = frozenset(vars(textgen))
+    rules = logic.grammar._rules
+    todo.append(textgen.NonterminalSymbol("intro"))
+    while todo:
+        sym = todo.pop()
+        if isinstance(sym, textgen.NonterminalSymbol) and str(sym.symbol) not in rules:
+            name = "#" + str(sym.symbol) + "#"
+            raise GameFileError(f"{source}: grammar uses {name!r}, a rule that does not exist")
+        if isinstance(sym, textgen.EvalSymbol):
+            try:
+                compile_expression(str(sym.expression), reserved)
+            except GameFileError as err:
+                raise GameFileError(f"{source}: grammar: {err}") from None
+        elif isinstance(sym, textgen.ConditionalSymbol):
+            todo.append(sym.expression)
+        elif isinstance(sym, textgen.ListSymbol):
+            todo.append(sym.symbol)
+            todo.extend(textgen.NonterminalSymbol(n) for n in ("list_empty", "list_separator"))
+            todo.append(textgen.NonterminalSymbol("list_last_separator"))
+
+
+def _textworld_logic(data: dict[str, Any], source: str) -> Any:
+    """TextWorld's ``GameLogic`` of a game, checked; a grammar TextWorld cannot parse is one
+    :class:`GameFileError` line naming ``source``."""
+    import tatsu.exceptions
+    import textworld.envs.pddl.logic as pddl_logic
+
+    try:
+        logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
+    except (tatsu.exceptions.ParseException, ValueError, KeyError, TypeError, RecursionError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise GameFileError(f"{source}: grammar: TextWorld cannot parse it ({first})") from None
+    _check_textworld_logic(logic, data["pddl_domain"], source)
+    return logic
+
+
+@contextlib.contextmanager
+def _planner_exit(source: str):
+    """Fast Downward's translator calls ``sys.exit`` (or fails an ``assert``) on PDDL it
+    cannot translate: a :class:`GameFileError` naming the file instead of the end of the
+    process or a traceback from inside the planner."""
+    try:
+        yield
+    except (SystemExit, AssertionError) as exc:
+        why = f"exit code {exc.code}" if isinstance(exc, SystemExit) else "a failed assertion"
+        raise GameFileError(
+            f"{source}: Fast Downward's translator refused the PDDL ({why})"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -206,12 +307,14 @@ def _reference() -> SimpleNamespace:
                 self._game_file = str(filename_or_data)
             else:
                 self._game_file = None
+            source = self._game_file or "game data"
+            check_game_data(data, source)
             self._game_data = data
             self.walkthrough = data.get("walkthrough")
             key = (hash(data["pddl_domain"]), hash(data["grammar"]))
             logic = _LOGIC_CACHE.get(key)
             if logic is None:
-                logic = pddl_logic.GameLogic(domain=data["pddl_domain"], grammar=data["grammar"])
+                logic = _textworld_logic(data, source)
                 _LOGIC_CACHE[key] = logic
                 while len(_LOGIC_CACHE) > self._translations.max_games:
                     _LOGIC_CACHE.popitem(last=False)
@@ -324,14 +427,16 @@ class AlfworldEngine:
     def load(self, game_file: str | os.PathLike) -> None:
         game_file = str(game_file)
         if game_file != self._loaded:
-            if not self._cached:
-                read_game_file(game_file)  # the same clear errors for the uncached engine
-            with restored_argv():
+            if not self._cached:  # the same checks and clear errors for the uncached engine
+                data = read_game_file(game_file)
+                check_game_data(data, game_file)
+                _textworld_logic(data, game_file)
+            with restored_argv(), _planner_exit(game_file):
                 self._env.load(game_file)
             self._loaded = game_file
 
     def reset(self) -> EngineStep:
-        with restored_argv():
+        with restored_argv(), _planner_exit(self._loaded or "game data"):
             return self._pack(self._env.reset())
 
     def step(self, command: str) -> EngineStep:

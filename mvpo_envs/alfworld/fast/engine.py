@@ -16,7 +16,7 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from mvpo_envs.alfworld.engine import read_game_file
+from mvpo_envs.alfworld.engine import GameFileError, read_game_file
 from mvpo_envs.alfworld.fast.actions import (
     EXACT_NEGATIONS,
     FLUENTS,
@@ -29,7 +29,13 @@ from mvpo_envs.alfworld.fast.facts import Fact, FactStore, Placeholder
 from mvpo_envs.alfworld.fast.goal import Goal
 from mvpo_envs.alfworld.fast.grammar import ActionText, Entity, Grammar, parse_document
 from mvpo_envs.alfworld.fast.names import demangle_all
-from mvpo_envs.alfworld.fast.pddl import domain_actions, parse_problem
+from mvpo_envs.alfworld.fast.pddl import (
+    Domain,
+    check_goal,
+    check_init,
+    parse_domain,
+    parse_problem,
+)
 
 NOTHING_HAPPENS = "Nothing happens."
 
@@ -42,6 +48,7 @@ class Logic:
     params: dict[str, list[tuple[str, str]]]
     grammar: Grammar
     static_templates: set[str]
+    domain: Domain
 
 
 @dataclass
@@ -107,13 +114,17 @@ def build_logic(domain: str, grammar_text: str) -> Logic:
     if logic is not None:
         _LOGICS.move_to_end(key)
         return logic
-    actions = domain_actions(domain)
+    parsed = parse_domain(domain)
+    if parsed.unsupported:
+        raise UnsupportedGameError(f"pddl_domain uses {parsed.unsupported}")
+    actions = parsed.actions
     check_domain(actions)
     texts, table = parse_document(grammar_text)
     for name in actions:
         if name not in texts:
             raise UnsupportedGameError(f"grammar has no action {name!r} of the PDDL domain")
     grammar = Grammar.from_table(table)
+    grammar.check(texts)
     for rules in grammar.rules.values():
         for rule in rules:
             _check_negations(rule.condition)
@@ -121,7 +132,7 @@ def build_logic(domain: str, grammar_text: str) -> Logic:
     for name, text in texts.items():
         if grammar.static_predicates_only(text.template, FLUENTS | {"not_" + f for f in FLUENTS}):
             static.add(name)
-    logic = Logic(texts, {n: p for n, (_, p) in actions.items()}, grammar, static)
+    logic = Logic(texts, {n: p for n, (_, p) in actions.items()}, grammar, static, parsed)
     _LOGICS[key] = logic
     while len(_LOGICS) > 16:
         _LOGICS.popitem(last=False)
@@ -173,8 +184,21 @@ def _memo_room(n: int) -> None:
         _memo_entries = n
 
 
-def load_game(data: dict) -> Game:
-    """Parse a game's data once per process (cached by content)."""
+def load_game(data: dict, source: str = "game data") -> Game:
+    """Parse a game's data once per process (cached by content); an error names ``source``
+    (the game file) and what is wrong, in one line."""
+    try:
+        return _load_game(data)
+    except (UnsupportedGameError, GameFileError) as err:
+        raise type(err)(f"{source}: {err}") from None
+
+
+def _load_game(data: dict) -> Game:
+    missing = [
+        k for k in ("pddl_domain", "grammar", "pddl_problem") if not isinstance(data.get(k), str)
+    ]
+    if missing:
+        raise GameFileError(f"missing or non-string key(s) {missing}")
     key = (_digest(data["pddl_domain"] + data["grammar"]), _digest(data["pddl_problem"]))
     game = _GAMES.get(key)
     if game is not None:
@@ -182,11 +206,18 @@ def load_game(data: dict) -> Game:
         return game
     logic = build_logic(data["pddl_domain"], data["grammar"])
     problem = parse_problem(data["pddl_problem"])
+    check_init([list(atom) for atom in problem.init], logic.domain, problem.types)
+    check_goal(problem, logic.domain)
     store = FactStore(problem.types)
     for atom in problem.init:
         store.add(atom)
     store.mutable = frozenset(FLUENTS)
     ids = {a for atom in problem.init for a in atom[1:]}
+    agents = sorted(n for n, t in problem.types.items() if t == "agent")
+    if not agents or not set(agents) <= ids:
+        raise GameFileError(
+            "pddl_problem has no agent, or an agent in no :init fact: nobody could play it"
+        )
     names = demangle_all(ids)
     entities = {i: Entity(i, names[i], problem.types[i]) for i in ids}
     model = ActionModel(problem.types, set(logic.params), store)
@@ -236,7 +267,7 @@ class FastEngine:
     def load(self, game_file: str | os.PathLike) -> None:
         game_file = str(game_file)
         if game_file != self._loaded:
-            self._game = load_game(read_game(game_file))
+            self._game = load_game(read_game(game_file), game_file)
             self._loaded = game_file
             self._store = None
 
@@ -247,6 +278,18 @@ class FastEngine:
         self._store = None
 
     def reset(self) -> FastStep:
+        try:
+            return self._reset()
+        except (UnsupportedGameError, GameFileError) as err:
+            raise type(err)(f"{self._loaded or 'game data'}: {err}") from None
+
+    def step(self, command: str) -> FastStep:
+        try:
+            return self._step(command)
+        except (UnsupportedGameError, GameFileError) as err:
+            raise type(err)(f"{self._loaded or 'game data'}: {err}") from None
+
+    def _reset(self) -> FastStep:
         game = self.game
         self._store = game.initial.copy()
         self._goal_key = None
@@ -269,7 +312,7 @@ class FastEngine:
             step.feedback, step.won, list(step.admissible), self._store.fact_list(), game.names
         )
 
-    def step(self, command: str) -> FastStep:
+    def _step(self, command: str) -> FastStep:
         if self._store is None:
             raise RuntimeError("FastEngine: reset before step")
         command = command.strip()

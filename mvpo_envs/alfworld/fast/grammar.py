@@ -7,20 +7,24 @@ per action. Each rule's right-hand side is a sequence of symbols in TextWorld's
 context-sensitive-grammar syntax: literal text, ``#rule#``, ``{expr}``, ``{expr | query}`` and
 ``[{... | query}]`` (a list joined with ``#list_separator#`` / ``#list_last_separator#``).
 Derivation follows ``textworld.envs.pddl.textgen.ContextSensitiveGrammar.derive``: a stack of
-symbols, the first rule whose condition holds, query results in TextWorld's order.
+symbols, the first rule whose condition holds, query results in TextWorld's order, except
+that ``{expr}`` is never ``eval``'d: it must pass the whitelist of
+:mod:`~mvpo_envs.alfworld.fast.expressions` (docs/alfworld_engine.md, "Grammar expressions"),
+checked for the whole grammar at load (:meth:`Grammar.check`).
 """
 
 from __future__ import annotations
 
-import builtins
-import json
 import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
+from mvpo_envs.alfworld.engine import GameFileError
 from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+from mvpo_envs.alfworld.fast.expressions import Expression, compile_expression
 from mvpo_envs.alfworld.fast.facts import FactStore, Literal, Placeholder, parse_query
+from mvpo_envs.data_files import DataFileError, loads_json
 
 # -- the logic document -------------------------------------------------------------------------
 _DOC_TOKEN = re.compile(
@@ -54,11 +58,9 @@ def _json_block(triple: str, strip_comments: bool) -> dict[str, Any]:
     if strip_comments:
         body = "\n".join(ln for ln in body.split("\n") if not ln.lstrip().startswith("#"))
     try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise UnsupportedGameError(
-            f"grammar document: a grammar block is not JSON ({exc})"
-        ) from exc
+        data = loads_json(body, "grammar document: a grammar block")
+    except DataFileError as exc:
+        raise GameFileError(str(exc)) from None
     if not isinstance(data, dict):
         raise UnsupportedGameError("grammar document: a grammar block is not a JSON object")
     return data
@@ -89,10 +91,10 @@ def parse_document(text: str) -> tuple[dict[str, ActionText], dict[str, list[dic
             name = expect("word")
             expect("op", "{")
             fields: dict[str, str] = {}
-            while toks[i] != ("op", "}"):
+            while i < len(toks) and toks[i] != ("op", "}"):
                 key = expect("word")
                 expect("op", "::")
-                kind, value = toks[i]
+                kind, value = toks[i] if i < len(toks) else ("end", "")
                 if kind not in ("str", "triple"):
                     raise UnsupportedGameError(f"grammar document: action {name} {key} value")
                 i += 1
@@ -209,9 +211,6 @@ def _conditional(text: str, pos: int) -> tuple[Sym | None, int]:
     return Sym("c", sub=expr, given=given), end + 1
 
 
-_EVAL_GLOBALS: dict[str, Any] = {"__builtins__": builtins}
-
-
 # -- derivation ---------------------------------------------------------------------------------
 class Entity:
     """What a grammar expression sees for an entity (TextWorld's ``EntityInfo`` fields)."""
@@ -240,21 +239,65 @@ class Grammar:
     """The merged rule table with parsed right-hand sides, and cached expression code."""
 
     rules: dict[str, list[Rule]]
-    _code: dict[str, Any] = field(default_factory=dict)
+    _code: dict[str, Expression] = field(default_factory=dict)
     _parsed: dict[str, tuple[Sym, ...]] = field(default_factory=dict)
 
     @classmethod
-    def from_table(cls, table: dict[str, list[dict[str, Any]]]) -> Grammar:
+    def from_table(cls, table: dict[str, Any]) -> Grammar:
+        """Rules from the JSON table: ``{name: [{"rhs": str, "condition": str?}, ...]}``."""
         rules: dict[str, list[Rule]] = {}
         for name, alternatives in table.items():
-            rules[name] = [
-                Rule(
-                    parse_query(alt["condition"]) if alt.get("condition") else None,
-                    parse_symbols(alt["rhs"]),
+            if not isinstance(alternatives, list) or not alternatives:
+                raise GameFileError(f"grammar: rule {name!r} is not a non-empty list")
+            rules[name] = []
+            for i, alt in enumerate(alternatives):
+                where = f"grammar: rule {name!r} alternative {i}"
+                if not isinstance(alt, dict) or not isinstance(alt.get("rhs"), str):
+                    raise GameFileError(f"{where}: expected an object with a string 'rhs'")
+                condition = alt.get("condition")
+                if condition is not None and not isinstance(condition, str):
+                    raise GameFileError(f"{where}: 'condition' is not a string")
+                rules[name].append(
+                    Rule(parse_query(condition) if condition else None, parse_symbols(alt["rhs"]))
                 )
-                for alt in alternatives
-            ]
         return cls(rules)
+
+    def expression(self, text: str) -> Expression:
+        """The checked expression of ``{text}`` (compiled once)."""
+        code = self._code.get(text)
+        if code is None:
+            code = self._code[text] = compile_expression(text)
+        return code
+
+    def check(self, texts: dict[str, ActionText]) -> None:
+        """Refuse at load what no derivation may use: every ``{expr}`` of every rule, command
+        template and feedback must pass the whitelist (:mod:`.expressions`), and every
+        ``#rule#`` they name must exist (``#intro#`` too)."""
+        sources: list[tuple[str, tuple[Sym, ...]]] = [("rule '#intro#'", self.symbols("#intro#"))]
+        for name, alts in self.rules.items():
+            sources.extend((f"rule {'#' + name + '#'!r}", rule.rhs) for rule in alts)
+        for text in texts.values():
+            sources.append((f"action {text.name} template", self.symbols(text.template)))
+            sources.append((f"action {text.name} feedback", self.symbols(text.feedback)))
+        for where, syms in sources:
+            todo = list(syms)
+            while todo:
+                s = todo.pop()
+                if s.kind == "l":
+                    todo.extend(Sym("n", n) for n in _LIST_RULES)
+                    todo.append(s.sub)  # type: ignore[arg-type]
+                elif s.kind == "c":
+                    if s.sub is not None:
+                        todo.append(s.sub)
+                elif s.kind == "n" and s.text not in self.rules:
+                    raise GameFileError(
+                        f"grammar: {where} uses {'#' + s.text + '#'!r}, a rule that does not exist"
+                    )
+                elif s.kind == "e":
+                    try:
+                        self._code[s.text] = compile_expression(s.text)
+                    except GameFileError as err:
+                        raise GameFileError(f"grammar: {where}: {err}") from None
 
     def symbols(self, text: str) -> tuple[Sym, ...]:
         parsed = self._parsed.get(text)
@@ -302,11 +345,7 @@ class Grammar:
                         placeholders.update(ph for _, phs in rule.condition or () for ph in phs)
                         todo.extend(rule.rhs)
             elif s.kind == "e":
-                codes = [compile(s.text.strip(), "<grammar>", "eval")]
-                while codes:
-                    code = codes.pop()
-                    names.update(code.co_names, code.co_varnames, code.co_freevars)
-                    codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+                names.update(self.expression(s.text).names)
             elif s.kind in ("c", "l"):
                 cond = s if s.kind == "c" else s.sub
                 assert cond is not None
@@ -379,11 +418,11 @@ class Grammar:
     def _replace(self, name: str, store: FactStore, mapping: dict) -> tuple[Sym, ...]:
         rules = self.rules.get(name)
         if not rules:
-            raise UnsupportedGameError(f"grammar has no rule '#{name}#'")
+            raise UnsupportedGameError(f"grammar has no rule {'#' + name + '#'!r}")
         for rule in rules:
             if rule.condition is None or store.holds(rule.condition, mapping):
                 return rule.rhs
-        raise UnsupportedGameError(f"grammar rule '#{name}#': no alternative applies")
+        raise UnsupportedGameError(f"grammar rule {'#' + name + '#'!r}: no alternative applies")
 
     @staticmethod
     def _conditional(sym: Sym, store, entities, mapping, variables) -> list:
@@ -416,7 +455,4 @@ class Grammar:
         return out
 
     def _eval(self, expr: str, variables: dict[str, Entity]) -> Any:
-        code = self._code.get(expr)
-        if code is None:
-            code = self._code[expr] = compile(expr.strip(), "<grammar>", "eval")
-        return eval(code, _EVAL_GLOBALS, variables)  # noqa: S307 - the game's own grammar
+        return self.expression(expr)(variables)
