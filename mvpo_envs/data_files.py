@@ -1,8 +1,8 @@
 """Reading untrusted data files: JSON, JSON Lines and YAML that fail in one line naming the file.
 
-Data is untrusted input (docs/fidelity.md, "Bad data"): a loader never runs code from it, and
-every problem with it is a :class:`DataFileError` whose message names the file and, where
-known, the line, record and field. The helpers here are the one place that turns the standard
+Data is untrusted input (docs/environments.md, "Bad data never loads half"): a loader never
+runs code from it, and every problem with it is a :class:`DataFileError` whose message names
+the file and, where known, the line, record and field. The helpers here are the one place that turns the standard
 parsers' failures into such a line:
 
 * invalid UTF-8 names the byte offset;
