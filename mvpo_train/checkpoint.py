@@ -20,11 +20,20 @@ Writes are atomic: everything goes to ``iter-000012.tmp-<pid>/`` first, which is
 ``iter-000012/`` only when complete; then the ``LATEST`` pointer file is replaced with
 ``os.replace``. A kill at any moment leaves the previous checkpoint intact and ``LATEST``
 pointing at a complete folder. Old checkpoints are pruned by iteration number; the one just
-written is never pruned.
+written is never pruned. A write that fails (a full disk, a file-size limit) removes its
+temporary folder and, when storage ran out, is one :class:`StorageFullError` line naming the
+intact previous checkpoint.
+
+Verification reads only inside the folder: every ``SHA256SUMS`` entry must be a plain relative
+path (no ``..``, not absolute, no symbolic link on the way), every file of the folder must be
+listed, and a checkpoint folder or file that is a symbolic link is refused. A checkpoint set
+aside is never deleted: :func:`keep_aside` picks a free ``iter-K.corrupt`` / ``.corrupt-2`` ...
+name.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -41,15 +50,18 @@ __all__ = [
     "LATEST",
     "SUMS",
     "CheckpointError",
+    "StorageFullError",
     "capture_rng",
     "complete_checkpoints",
     "find_intact_checkpoint",
+    "keep_aside",
     "latest_checkpoint",
     "load_checkpoint",
     "load_model_weights",
     "remove_stale_temporaries",
     "restore_rng",
     "save_checkpoint",
+    "storage_full_reason",
     "verify_checkpoint",
 ]
 
@@ -57,10 +69,37 @@ LATEST = "LATEST"
 SUMS = "SHA256SUMS"
 _NAME = re.compile(r"iter-(\d+)")
 _SUM_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
+_TMP_NAME = re.compile(r"iter-\d+\.tmp-\d+")
+#: how torch / safetensors / the OS word "the disk is full" or "the file-size limit is reached"
+_FULL = re.compile(
+    r"No space left|File too large|Disk quota|file write failed|unexpected pos|"
+    r"os error (?:27|28|122)\b",
+    re.IGNORECASE,
+)
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint file is missing, corrupt or unreadable; the message names the file."""
+
+
+class StorageFullError(CheckpointError):
+    """Storage ran out (full disk, quota, file-size limit) while the run wrote a file; the
+    message names the file and what is still intact (docs/training.md, "Reliability")."""
+
+
+def storage_full_reason(err: BaseException) -> str | None:
+    """``"No space left on device"``-like text when ``err`` means storage ran out, else None
+    (torch reports it as ``RuntimeError: [enforce fail at inline_container.cc...]``,
+    safetensors as ``I/O error ... (os error 28)``)."""
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return err.strerror or os.strerror(err.errno)
+    text = " ".join(str(err).split())
+    if _FULL.search(text):
+        for code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            if os.strerror(code).lower() in text.lower():
+                return os.strerror(code)
+        return text[:80] + "..." if len(text) > 80 else text
+    return None
 
 
 # ================================================================== RNG states
@@ -135,12 +174,48 @@ def _join_tensors(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
 # ================================================================== writing
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, fsync: bool = False) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+        if fsync:  # on disk before SHA256SUMS says the folder is complete
+            os.fsync(fh.fileno())
     return h.hexdigest()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, a symbolic link (never followed) or a folder tree."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def keep_aside(path: str | Path, suffix: str = ".corrupt") -> Path:
+    """Rename ``path`` to the first free ``<name><suffix>``, ``<name><suffix>-2``, ... (an
+    existing name, a symbolic link included, is never replaced or followed); the new path."""
+    path = Path(path)
+    n = 1
+    while True:
+        target = path.with_name(f"{path.name}{suffix}" + (f"-{n}" if n > 1 else ""))
+        if not os.path.lexists(target):
+            os.rename(path, target)
+            return target
+        n += 1
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
@@ -163,7 +238,7 @@ def complete_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
     root = Path(run_dir) / "checkpoints"
     if not root.is_dir():
         return []
-    found = [(_iteration_of(p), p) for p in root.iterdir() if p.is_dir()]
+    found = [(_iteration_of(p), p) for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
     return sorted((it, p) for it, p in found if it is not None and (p / SUMS).is_file())
 
 
@@ -174,10 +249,11 @@ def remove_stale_temporaries(run_dir: str | Path, keep: Path | None = None) -> N
     if not root.is_dir():
         return
     for stale in root.glob("iter-*.tmp-*"):
-        if stale != keep:
-            shutil.rmtree(stale, ignore_errors=True)
+        if stale != keep and _TMP_NAME.fullmatch(stale.name):
+            _remove(stale)
     for stale in root.glob(f"{LATEST}.tmp-*"):
-        stale.unlink(missing_ok=True)
+        if not stale.is_dir() or stale.is_symlink():
+            stale.unlink(missing_ok=True)
 
 
 def save_checkpoint(
@@ -200,8 +276,43 @@ def save_checkpoint(
     name = f"iter-{iteration:06d}"
     final = root / name
     tmp = root / f"{name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    try:
+        _write_folder(tmp, model, optimizer, rng, {"iteration": iteration, **state}, tokenizer)
+        if os.path.lexists(final):  # e.g. written after LATEST's target, before a kill
+            _remove(final)  # a symbolic link is removed, never followed
+        os.replace(tmp, final)
+        _fsync_dir(root)
+        _write_text_atomic(root / LATEST, name + "\n")
+    except BaseException as err:
+        _remove(tmp)
+        (root / f"{LATEST}.tmp-{os.getpid()}").unlink(missing_ok=True)
+        reason = storage_full_reason(err) if isinstance(err, Exception) else None
+        if reason is None:
+            raise
+        prev = latest_checkpoint(run_dir)
+        kept = f"previous checkpoint {prev.name} intact" if prev else "no earlier checkpoint"
+        raise StorageFullError(
+            f"no space left writing checkpoint {final} ({reason}); {kept}; free space and "
+            "rerun with --resume"
+        ) from None
+    older = [p for it, p in complete_checkpoints(run_dir) if it < iteration]
+    for old in older[: max(len(older) - (max(keep, 1) - 1), 0)]:
+        shutil.rmtree(old, ignore_errors=True)
+    remove_stale_temporaries(run_dir)
+    return final
+
+
+def _write_folder(
+    tmp: Path,
+    model: Any,
+    optimizer: Any,
+    rng: dict[str, Any],
+    state: dict[str, Any],
+    tokenizer: Any,
+) -> None:
+    """Every file of a checkpoint into ``tmp`` (made afresh), ``SHA256SUMS`` last."""
+    if os.path.lexists(tmp):
+        _remove(tmp)
     tmp.mkdir()
     model.save_pretrained(tmp, safe_serialization=True)
     if tokenizer is not None:
@@ -211,24 +322,13 @@ def save_checkpoint(
     rng_json = _split_tensors(rng, tensors, "rng")
     torch.save(tensors, tmp / "rng.pt")
     (tmp / "rng.json").write_text(json.dumps(rng_json))
-    (tmp / "state.json").write_text(
-        json.dumps({"iteration": iteration, **state}, indent=1, sort_keys=True)
-    )
+    (tmp / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
     files = sorted(p for p in tmp.rglob("*") if p.is_file())
-    sums = "".join(f"{_sha256(p)}  {p.relative_to(tmp).as_posix()}\n" for p in files)
+    sums = "".join(f"{_sha256(p, fsync=True)}  {p.relative_to(tmp).as_posix()}\n" for p in files)
     with open(tmp / SUMS, "w") as fh:  # written last: its presence marks a complete folder
         fh.write(sums)
         fh.flush()
         os.fsync(fh.fileno())
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _write_text_atomic(root / LATEST, name + "\n")
-    older = [p for it, p in complete_checkpoints(run_dir) if it < iteration]
-    for old in older[: max(len(older) - (max(keep, 1) - 1), 0)]:
-        shutil.rmtree(old, ignore_errors=True)
-    remove_stale_temporaries(run_dir)
-    return final
 
 
 # ================================================================== finding and verifying
@@ -239,9 +339,13 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
     (not verified: see :func:`find_intact_checkpoint`)."""
     root = Path(run_dir) / "checkpoints"
     pointer = root / LATEST
-    if pointer.is_file():
-        cand = root / pointer.read_text().strip()
-        if _iteration_of(cand) is not None and (cand / SUMS).is_file():
+    try:
+        target = pointer.read_text().strip() if pointer.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        target = ""  # an unreadable pointer: fall back to the newest complete folder
+    if _NAME.fullmatch(target):  # a plain name inside checkpoints/, nothing else
+        cand = root / target
+        if cand.is_dir() and not cand.is_symlink() and (cand / SUMS).is_file():
             return cand
     done = complete_checkpoints(run_dir)
     return done[-1][1] if done else None
@@ -249,10 +353,19 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
 
 def verify_checkpoint(path: str | Path) -> None:
     """Check every file of a checkpoint against ``SHA256SUMS``; raises
-    :class:`CheckpointError` naming the first bad file."""
+    :class:`CheckpointError` naming the first bad file or entry.
+
+    Reads only inside ``path``: an entry that is not a plain relative path inside the folder
+    (``..``, absolute, through a symbolic link), a symbolic link in the folder and a file the
+    list leaves out are refused, so the checksums cover exactly the files a resume loads.
+    """
     path = Path(path)
     sums_file = path / SUMS
+    if path.is_symlink():
+        raise CheckpointError(f"{path}: is a symbolic link (a checkpoint is a plain folder)")
     try:
+        if sums_file.is_symlink():
+            raise CheckpointError(f"{sums_file}: is a symbolic link (expected a plain file)")
         lines = sums_file.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise CheckpointError(f"{sums_file}: unreadable ({type(err).__name__})") from None
@@ -261,13 +374,31 @@ def verify_checkpoint(path: str | Path) -> None:
         m = _SUM_LINE.fullmatch(line)
         if not m:
             raise CheckpointError(f"{sums_file}: malformed line {n}")
-        listed[m.group(2)] = m.group(1)
+        rel = m.group(2)
+        parts = rel.split("/")
+        if rel.startswith("/") or "\\" in rel or any(p in ("", ".", "..") for p in parts):
+            raise CheckpointError(
+                f"{sums_file}: line {n} lists {rel!r}, which is not a plain file name inside "
+                "the checkpoint folder"
+            )
+        if rel in listed or rel == SUMS:
+            raise CheckpointError(f"{sums_file}: line {n} lists {rel!r} twice")
+        listed[rel] = m.group(1)
     has_model = "model.safetensors" in listed or "model.safetensors.index.json" in listed
     for required in ("optimizer.pt", "rng.pt", "rng.json", "state.json"):
         if required not in listed:
             raise CheckpointError(f"{sums_file}: does not list {required}")
     if not has_model:
         raise CheckpointError(f"{sums_file}: does not list model.safetensors")
+    for dirpath, dirnames, filenames in os.walk(path):  # symbolic links are not followed
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            f = here / name
+            rel = f.relative_to(path).as_posix()
+            if f.is_symlink():
+                raise CheckpointError(f"{f}: is a symbolic link (a checkpoint holds plain files)")
+            if name in filenames and rel != SUMS and rel not in listed:
+                raise CheckpointError(f"{f}: not listed in {SUMS} (a file nobody checked)")
     for rel, digest in listed.items():
         f = path / rel
         if not f.is_file():

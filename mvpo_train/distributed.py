@@ -30,6 +30,8 @@ The pieces the trainer calls when it runs under ``torchrun --nproc-per-node N``:
    They hold nothing rank-specific (weights, optimizer, estimator state and the global
    generators are the same on every rank), so a run resumes on any number of ranks;
    :func:`check_same_weights` verifies after loading that every rank holds the same weights.
+6. **One writer.** :func:`launch` (``mvpo-train --nproc N``) holds the run folder's lock and
+   ties torchrun and the ranks to its life (docs/training.md, "One writer per run folder").
 """
 
 from __future__ import annotations
@@ -608,9 +610,73 @@ def torchrun_command(nproc: int, argv: Sequence[str], port: int | None = None) -
     ]  # fmt: skip
 
 
-def launch(nproc: int, argv: Sequence[str]) -> int:
-    """What ``mvpo-train --nproc N`` runs: :func:`torchrun_command`, its exit code."""
-    return subprocess.run(torchrun_command(nproc, argv)).returncode
+#: set by :func:`launch` for torchrun and its ranks: the launcher's pid
+LAUNCHER_ENV = "MVPO_LAUNCHER_PID"
+
+
+def launch(
+    nproc: int, argv: Sequence[str], run_dir: str | Path | None = None, resume: bool = False
+) -> int:
+    """What ``mvpo-train --nproc N`` runs: :func:`torchrun_command`, its exit code.
+
+    The launcher holds ``run_dir``'s lock for the run's life (:mod:`mvpo_train.run_lock`; a
+    second writer is refused in one line before torchrun starts) and takes its ranks with it:
+    torchrun runs in its own process group and gets SIGKILL when the launcher dies (Linux
+    ``PR_SET_PDEATHSIG``), each rank when torchrun dies (:func:`_main`); SIGINT, SIGTERM and
+    SIGHUP sent to the launcher are passed on to torchrun, which stops its ranks.
+    """
+    from mvpo_train.run_lock import (
+        OWNER_ENV,
+        die_with_parent,
+        hold_run_lock,
+        prepare_die_with_parent,
+    )
+
+    cmd = torchrun_command(nproc, argv)
+    lock = hold_run_lock(run_dir, create=not resume) if run_dir is not None else None
+    try:
+        me = os.getpid()
+        env = {**os.environ, LAUNCHER_ENV: str(me)}
+        env.pop(OWNER_ENV, None)
+        if lock is not None and lock.held:
+            env[OWNER_ENV] = str(me)
+        prepare_die_with_parent()
+        proc = subprocess.Popen(
+            cmd, env=env, process_group=0, preexec_fn=lambda: die_with_parent(parent=me)
+        )
+        return _wait_passing_signals(proc)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _wait_passing_signals(proc: subprocess.Popen) -> int:
+    """``proc.wait()``, passing SIGINT/SIGTERM/SIGHUP on to ``proc``'s process group; the exit
+    code (``128 + signal`` when it was killed by one)."""
+    import signal
+    import threading
+
+    def forward(signum: int, _frame: Any) -> None:
+        try:
+            os.killpg(proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except InterruptedError:  # pragma: no cover (PEP 475 retries)
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return code if code >= 0 else 128 - code
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -620,10 +686,15 @@ def _main(argv: Sequence[str]) -> int:
     ``SUPPORTS_DISTRIBUTED = True``): N independent trainings into one run folder would be
     silently wrong.
     """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:  # a rank dies with its torchrun (which dies with the --nproc launcher)
+        from mvpo_train.run_lock import die_with_parent
+
+        launcher = os.environ.get(LAUNCHER_ENV, "")
+        die_with_parent(grandparent=int(launcher) if launcher.isdigit() else None)
     from mvpo_train import trainer
     from mvpo_train.cli import train_main
 
-    world = int(os.environ.get("WORLD_SIZE", "1"))
     if world > 1 and not getattr(trainer, "SUPPORTS_DISTRIBUTED", False):
         print(
             f"mvpo-train: {world} ranks requested but this trainer does not run data-parallel "

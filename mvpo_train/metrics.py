@@ -6,21 +6,38 @@ Nested diagnostics are flattened with ``/`` (``adv/amp_weights/target_seen``). T
 all start with ``time/`` (the phases of the seeds' Table 3: ``time/rollout`` = generation,
 ``time/logp_ref`` = old + reference log-probs, ``time/advantage``, ``time/update`` = actor),
 so runs can be compared exactly on everything else (:func:`strip_timing`).
+
+The file never loses rows it had (docs/training.md, "Reliability"): a resume shortens it to the
+checkpoint's rows by writing a temporary file, ``fsync`` and ``os.replace`` (a kill or a full
+disk leaves the old file whole), after :func:`check_metrics_rows` made sure the rows the
+checkpoint counts are all there; a row that cannot be written whole is cut off again. A last
+line without its newline that does not parse is the torn tail of a killed writer: readers skip
+it (with a warning) and the next resume drops it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["MetricsLogger", "PhaseTimer", "flatten", "plot_metrics", "read_metrics", "strip_timing"]
+__all__ = [
+    "MetricsLogger",
+    "PhaseTimer",
+    "check_metrics_rows",
+    "flatten",
+    "plot_metrics",
+    "read_metrics",
+    "strip_timing",
+]
 
 
 def _clean(v: Any) -> Any:
@@ -72,12 +89,49 @@ class PhaseTimer:
         return out
 
 
+def _scan(text: str) -> tuple[list[str], str | None]:
+    """The row lines of a metrics file (no newlines, blank lines kept as ``""``) and its torn
+    tail: a last line without newline that is not a JSON object (None if there is none)."""
+    lines = text.split("\n")
+    tail = lines.pop()  # "" when the file ends with a newline
+    if tail.strip():
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except json.JSONDecodeError:
+            whole = False
+        if not whole:
+            return lines, tail
+        lines.append(tail)  # a whole row that only lacks its newline
+    return lines, None
+
+
+def _row_count(lines: list[str]) -> int:
+    return sum(1 for line in lines if line.strip())
+
+
+def _storage_error(err: OSError, path: Path, what: str) -> Exception:
+    from mvpo_train.checkpoint import CheckpointError, StorageFullError, storage_full_reason
+
+    reason = storage_full_reason(err)
+    if reason is not None:
+        return StorageFullError(
+            f"no space left writing {path} ({reason}); {what}; free space and rerun with --resume"
+        )
+    return CheckpointError(f"{path}: cannot write ({err.strerror or err}); {what}")
+
+
 class MetricsLogger:
-    """Appends rows to ``metrics.jsonl`` and mirrors scalars to TensorBoard if available."""
+    """Appends rows to ``metrics.jsonl`` and mirrors scalars to TensorBoard if available.
+
+    ``keep_rows`` (a resume): keep the first ``keep_rows`` rows, atomically (module docstring).
+    """
 
     def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_rows: int | None = None):
         self.path = Path(run_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in self.path.parent.glob(f"{self.path.name}.tmp-*"):  # a killed rewrite
+            if stale.is_file() or stale.is_symlink():
+                stale.unlink(missing_ok=True)
         if keep_rows is not None:
             self.truncate(keep_rows)
         self._tb = None
@@ -90,17 +144,58 @@ class MetricsLogger:
                 self._tb = None
 
     def truncate(self, keep_rows: int) -> None:
-        """Keep only the first ``keep_rows`` rows (a resumed run rewrites the rest)."""
+        """Keep only the first ``keep_rows`` rows (a resumed run rewrites the rest): a new file
+        written beside it, ``fsync``-ed and renamed over it, so the old file stays whole until
+        the new one is complete. Fewer rows than ``keep_rows`` is a ``ConfigError``."""
         if not self.path.exists():
+            if keep_rows:
+                check_metrics_rows(self.path.parent, keep_rows)  # raises: rows are missing
             return
-        lines = self.path.read_text().splitlines(keepends=True)[:keep_rows]
-        self.path.write_text("".join(lines))
+        lines, torn = _scan(self.path.read_text())
+        if _row_count(lines) < keep_rows:
+            check_metrics_rows(self.path.parent, keep_rows)  # raises, naming the lost rows
+        kept, n = [], 0
+        for line in lines:
+            if n == keep_rows:
+                break
+            if line.strip():
+                kept.append(line)
+                n += 1
+        if torn is None and kept == lines:
+            return  # already the checkpoint's rows: nothing to rewrite
+        text = "".join(line + "\n" for line in kept)
+        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        try:
+            with open(tmp, "w") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise _storage_error(err, self.path, f"{self.path.name} is unchanged") from None
+        _fsync_dir(self.path.parent)
 
     def log(self, row: dict[str, Any], step: int) -> None:
         row = flatten(row)
-        with open(self.path, "a") as fh:
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
-            fh.flush()
+        data = (json.dumps(row, sort_keys=True) + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:  # unbuffered: nothing is left to fail later, at close
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)  # on disk before a checkpoint counts it
+        except OSError as err:
+            try:  # never leave half a row
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            raise _storage_error(
+                err, self.path, "the rows before it and the newest checkpoint are intact"
+            ) from None
+        finally:
+            os.close(fd)
         if self._tb is not None:
             for k, v in row.items():
                 if isinstance(v, int | float) and not isinstance(v, bool):
@@ -111,32 +206,74 @@ class MetricsLogger:
     def rows_written(self) -> int:
         if not self.path.exists():
             return 0
-        return sum(1 for _ in self.path.open())
+        return _row_count(_scan(self.path.read_text())[0])
 
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
 
 
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_metrics_rows(run_dir: str | Path, rows: int, checkpoint: str | None = None) -> None:
+    """Raise a ``ConfigError`` unless ``run_dir/metrics.jsonl`` holds at least ``rows`` whole
+    rows (the number a checkpoint counts), the message naming the lost ones; a resume checks
+    this before it writes anything, so lost rows are never reported as a finished run."""
+    from mvpo_train.config import ConfigError
+
+    path = Path(run_dir) / "metrics.jsonl"
+    if rows <= 0:
+        return
+    try:
+        have = _row_count(_scan(path.read_text())[0])
+    except FileNotFoundError:
+        have = 0
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable ({type(err).__name__})") from None
+    if have >= rows:
+        return
+    after = f"checkpoint {checkpoint}" if checkpoint else "the checkpoint"
+    lost = f"row {rows} is" if have + 1 == rows else f"rows {have + 1}-{rows} are"
+    raise ConfigError(
+        f"{path}: holds {have} whole rows but {after} counts {rows}; {lost} lost, so the "
+        "run cannot be resumed as it was (put the rows back, or start afresh with --overwrite)"
+    )
+
+
+def read_metrics(
+    path: str | Path, *, warn: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """Rows of a ``metrics.jsonl`` (or of ``<run_dir>/metrics.jsonl``).
 
     A missing file or a malformed line is a :class:`~mvpo_train.config.ConfigError` naming
-    the file and line; only a torn last line (no final newline: the process was killed while
-    writing it, docs/training.md "Reliability") is left out.
+    the file and line; only a torn last line (no final newline and not a JSON object: the
+    process was killed while writing it, docs/training.md "Reliability") is left out, and
+    ``warn`` (if given) is told so.
     """
     from mvpo_train.config import ConfigError
 
     path = Path(path)
-    if path.is_dir():
-        path = path / "metrics.jsonl"
     try:
+        if path.is_dir():
+            path = path / "metrics.jsonl"
         text = path.read_text()
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such metrics file (not a run folder?)") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: unreadable ({type(err).__name__})") from None
-    lines = text.split("\n")
+        why = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise ConfigError(f"{_short_path(path)}: unreadable ({why})") from None
+    lines, torn = _scan(text)
     rows = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -144,13 +281,21 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError:
-            if n == len(lines):  # the torn last line of a killed writer
-                break
             raise ConfigError(f"{path}: line {n} is not a JSON object") from None
         if not isinstance(row, dict):
             raise ConfigError(f"{path}: line {n} is not a JSON object")
         rows.append(row)
+    if torn is not None and warn is not None:
+        warn(
+            f"{path}: line {len(lines) + 1} is incomplete (the writer was killed while writing "
+            "it); skipped"
+        )
     return rows
+
+
+def _short_path(path: Path, width: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= width else "..." + text[-(width - 3) :]
 
 
 def _smooth(y: np.ndarray, window: int) -> np.ndarray:
@@ -171,8 +316,15 @@ def plot_metrics(
     labels: Sequence[str] | None = None,
     x: str = "iteration",
     smooth: int = 1,
+    warn: Callable[[str], None] | None = None,
 ) -> Path:
-    """One panel per metric key, one line per run; saved as PNG."""
+    """One panel per metric key, one line per run; saved as PNG. ``warn`` hears about skipped
+    torn last lines (default: one ``mvpo-plot: warning: ...`` line on stderr each)."""
+    if warn is None:
+
+        def warn(message: str) -> None:
+            print(f"mvpo-plot: warning: {message}", file=sys.stderr, flush=True)
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,7 +337,7 @@ def plot_metrics(
     plt.close("all")
     if suffix not in supported:  # checked before reading and drawing, not by savefig after
         raise ConfigError(f"--out: {out} has no image suffix; use one of {sorted(supported)}")
-    data = [read_metrics(r) for r in runs]
+    data = [read_metrics(r, warn=warn) for r in runs]
     empty = [str(r) for r, rows in zip(runs, data, strict=True) if not rows]
     if empty:
         raise ConfigError(

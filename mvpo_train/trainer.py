@@ -22,7 +22,6 @@ import copy
 import os
 import random
 import re
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,23 +36,29 @@ import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train import distributed as D
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
+from mvpo_train.alignment import alignment_metrics
 from mvpo_train.backends import make_backend
 from mvpo_train.batch import StepBatch
 from mvpo_train.checkpoint import (
     CheckpointError,
+    StorageFullError,
     capture_rng,
     find_intact_checkpoint,
+    keep_aside,
+    latest_checkpoint,
     load_checkpoint,
     remove_stale_temporaries,
     restore_rng,
+    storage_full_reason,
 )
 from mvpo_train.config import ConfigError, TrainConfig, build_estimator, changed_fields
 from mvpo_train.loss import LossConfig, ppo_loss
-from mvpo_train.metrics import MetricsLogger, PhaseTimer
+from mvpo_train.metrics import MetricsLogger, PhaseTimer, check_metrics_rows
 from mvpo_train.policy import Policy
 from mvpo_train.prompts import get_template
 from mvpo_train.records import write_batch_record
 from mvpo_train.rollout import RolloutCollector, RolloutConfig, check_score_candidates
+from mvpo_train.run_lock import LOCK_NAME, RunLock, hold_run_lock
 from mvpo_train.tiny_model import resolve_model_path
 
 #: mvpo_train.distributed may start several ranks of this trainer
@@ -80,12 +85,36 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
 
     Bad settings, a run folder that may not be reused and an unusable checkpoint raise
     :class:`ConfigError` / :class:`CheckpointError` before anything is written
-    (docs/training.md, "Reliability").
+    (docs/training.md, "Reliability"). The main process holds the run folder's lock
+    (:mod:`mvpo_train.run_lock`) from before it reads the folder until it returns: a second
+    writer is refused with :class:`~mvpo_train.run_lock.RunLockedError`.
     """
     _quiet_transformers()
     torch.set_num_threads(cfg.threads)
     ctx = D.init_distributed()  # torchrun's ranks; one process without torchrun
+    _check_run_dir_name(Path(cfg.run_dir), cfg.overwrite)
+    lock = hold_run_lock(cfg.run_dir, create=not cfg.resume) if ctx.is_main else None
+    try:
+        return _train(cfg, ctx, lock)
+    except OSError as err:  # any other file of the run (records, TensorBoard) on a full disk
+        if storage_full_reason(err) is None:
+            raise
+        newest = latest_checkpoint(cfg.run_dir)
+        intact = (
+            f"checkpoint {newest.name} intact; free space and rerun with --resume"
+            if newest is not None
+            else "no checkpoint yet; free space and rerun with --overwrite"
+        )
+        raise _write_error(err, Path(cfg.run_dir), intact) from None
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[dict[str, Any]]:
+    """:func:`train` once the run folder is locked (``lock``: None on ranks other than 0)."""
     plan = plan_run(cfg)  # the run folder's rules; reads, never writes
+    plan.lock = lock
     ctx.barrier()  # every rank has read the folder before rank 0 writes it
     if cfg.num_groups % ctx.world_size:  # a group is never split across ranks
         raise ConfigError(
@@ -256,6 +285,7 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
         row = batch_metrics(batch, adv)
         row.update(iteration=iteration + 1, env_steps=env_steps)
         row.update({f"adv/{k}": v for k, v in diag.items()})
+        row.update(alignment_metrics(batch, adv, estimator))  # align/*: MVPO + oracle labels
         row.update({f"loss/{k}": v for k, v in stats.items()})
         row.update({f"eval/{k}": v for k, v in eval_metrics.items()})
         row.update(timer.as_metrics())
@@ -337,30 +367,104 @@ class RunPlan:
     saved: dict[str, Any] = field(default_factory=dict)  #: its loaded contents
     corrupt: list[tuple[Path, str]] = field(default_factory=list)  #: newer, failed checks
     move_aside: bool = False  #: --overwrite of a folder that holds a run
+    lock: RunLock | None = None  #: the run folder's lock (rank 0), moved along by --overwrite
 
     def open(self, cfg: TrainConfig) -> Path:
-        """Move an old run aside or set corrupt checkpoints aside, then write config.yaml."""
+        """Move an old run aside or set corrupt checkpoints aside, then write config.yaml.
+
+        Nothing is deleted: a corrupt checkpoint becomes the first free ``iter-K.corrupt``,
+        ``iter-K.corrupt-2``, ... (an older one of that name is evidence, kept as it is).
+        A failed write (full disk, a name the file system refuses) is one line naming it.
+        """
         run_dir = self.run_dir
-        if self.move_aside:
-            n = 1
-            while run_dir.with_name(f"{run_dir.name}.old-{n}").exists():
-                n += 1
-            target = run_dir.with_name(f"{run_dir.name}.old-{n}")
-            os.rename(run_dir, target)
-            _say(f"--overwrite: moved the previous run in {run_dir} to {target}")
-        for path, reason in self.corrupt:
-            target = path.with_name(path.name + ".corrupt")
-            if target.exists():
-                shutil.rmtree(target)
-            os.rename(path, target)
-            _say(f"skipped a corrupt checkpoint ({reason}); kept as {target.name}")
-        if self.checkpoint is not None:
-            remove_stale_temporaries(run_dir)
-            if self.corrupt:
-                _say(f"resuming from the newest intact checkpoint, {self.checkpoint.name}")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+        try:
+            if self.move_aside:
+                n = 1
+                while os.path.lexists(run_dir.with_name(f"{run_dir.name}.old-{n}")):
+                    n += 1
+                target = run_dir.with_name(f"{run_dir.name}.old-{n}")
+                os.rename(run_dir, target)
+                if self.lock is not None:  # its file moved along with the old run
+                    self.lock.move_to(run_dir)
+                (target / LOCK_NAME).unlink(missing_ok=True)
+                _say(f"--overwrite: moved the previous run in {run_dir} to {target}")
+            for path, reason in self.corrupt:
+                target = keep_aside(path, ".corrupt")
+                _say(f"skipped a corrupt checkpoint ({reason}); kept as {target.name}")
+            if self.checkpoint is not None:
+                remove_stale_temporaries(run_dir)
+                if self.corrupt:
+                    _say(f"resuming from the newest intact checkpoint, {self.checkpoint.name}")
+            run_dir.mkdir(parents=True, exist_ok=True)
+            _write_atomic(run_dir / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+        except OSError as err:
+            raise _write_error(err, run_dir) from None
         return run_dir
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``path`` replaced by ``text`` whole (temporary file, fsync, ``os.replace``)."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _write_error(
+    err: OSError, run_dir: Path, intact: str = "the run folder is as it was; free space and rerun"
+) -> Exception:
+    """One line for a failed write into the run folder (nothing before it was lost)."""
+    reason = storage_full_reason(err)
+    where = err.filename or run_dir
+    if reason is not None:
+        return StorageFullError(f"no space left writing {_trim(where)} ({reason}); {intact}")
+    return ConfigError(f"run_dir: cannot write {_trim(where)}: {err.strerror or err}")
+
+
+def _trim(path: Any, width: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= width else text[: width // 2 - 2] + "..." + text[-width // 2 :]
+
+
+def _check_run_dir_name(run_dir: Path, overwrite: bool) -> None:
+    """A run folder name the file system can hold, with room for the names the trainer
+    derives from it (``<run_dir>.old-N``); one line otherwise (it was ``File name too
+    long`` as a traceback)."""
+    try:
+        limit = os.pathconf(_existing_parent(run_dir), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    room = len(".old-99") if overwrite else 0
+    for part in run_dir.parts:
+        if len(part.encode()) + (room if part == run_dir.name else 0) > limit:
+            raise ConfigError(
+                f"run_dir: the folder name {_short(part, 40)} has {len(part.encode())} bytes; "
+                f"this file system allows {limit}"
+                + (f" (less {room} for the .old-N name of --overwrite)" if room else "")
+                + "; choose a shorter --run-dir"
+            )
+    try:
+        run_dir.exists()
+    except OSError as err:
+        raise ConfigError(
+            f"run_dir: {_trim(run_dir)} cannot be used ({err.strerror or err})"
+        ) from None
+
+
+def _existing_parent(path: Path) -> Path:
+    for p in (path, *path.parents):
+        try:
+            if p.is_dir():
+                return p
+        except OSError:
+            continue
+    return Path(".")
 
 
 def plan_run(cfg: TrainConfig) -> RunPlan:
@@ -397,6 +501,7 @@ def plan_run(cfg: TrainConfig) -> RunPlan:
             "--resume (with --overwrite if the folder holds a run) to start afresh"
         )
     saved = load_checkpoint(ckpt, verify=False)  # just verified
+    check_metrics_rows(run_dir, int(saved["state"].get("metrics_rows", 0)), ckpt.name)
     changed = changed_fields(saved["state"].get("config", {}), cfg)
     if changed:
         diff = ", ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in changed.items())

@@ -233,3 +233,159 @@ def test_resume_refuses_a_changed_config_and_lists_the_fields(tmp_path, train_ar
     assert "nothing to do" in capsys.readouterr().err
     assert train_main(train_argv(run, "--resume", iterations=1)) == 2
     assert "iterations: the run is already at iteration 2" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ evidence is kept, never followed
+
+
+def _corrupt_iteration_3(run: Path, train_argv) -> None:
+    first = train_argv(run, "--keep-checkpoints", "9", "--stop-after", "3")
+    assert train_main(first + ["--iterations", str(ITERATIONS)]) == 0
+    _flip_middle(run / "checkpoints" / "iter-000003" / "optimizer.pt")
+
+
+def test_older_evidence_and_a_symlinked_corrupt_name_are_kept(
+    reference, tmp_path, train_argv, capsys
+):
+    """``iter-000003`` is found corrupt while ``iter-000003.corrupt`` (an earlier finding, a
+    real folder) and ``iter-000003.corrupt-2`` (a symbolic link to a folder outside the run)
+    exist: both stay as they are (they were deleted, or the link made rmtree raise), the new
+    finding becomes ``iter-000003.corrupt-3``, and the run ends bit-exact."""
+    run = tmp_path / "run"
+    _corrupt_iteration_3(run, train_argv)
+    root = run / "checkpoints"
+    (root / "iter-000003.corrupt").mkdir()
+    (root / "iter-000003.corrupt" / "note.txt").write_text("first finding\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the run's\n")
+    (root / "iter-000003.corrupt-2").symlink_to(outside, target_is_directory=True)
+    capsys.readouterr()
+    argv = train_argv(run, "--resume", "--keep-checkpoints", "9", iterations=ITERATIONS)
+    assert train_main(argv) == 0
+    err = capsys.readouterr().err
+    assert "kept as iter-000003.corrupt-3" in err, err
+    assert (root / "iter-000003.corrupt" / "note.txt").read_text() == "first finding\n"
+    assert (root / "iter-000003.corrupt-2").is_symlink()
+    assert (outside / "keep.txt").read_text() == "not the run's\n"
+    assert (root / "iter-000003.corrupt-3" / "optimizer.pt").is_file()
+    assert _rows(run) == _rows(reference)
+    assert _weights(run) == _weights(reference)
+
+
+# ------------------------------------------------------------------ checksums stay inside
+
+
+def _add_entry(ckpt: Path, rel: str, target: Path) -> None:
+    import hashlib
+
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    with open(ckpt / SUMS, "a") as fh:
+        fh.write(f"{digest}  {rel}\n")
+
+
+def _escape_dotdot(ckpt: Path, outside: Path) -> str:
+    rel = "../" * len(ckpt.parts) + outside.as_posix().lstrip("/")
+    _add_entry(ckpt, rel, outside)
+    return "which is not a plain file name inside"
+
+
+def _escape_absolute(ckpt: Path, outside: Path) -> str:
+    _add_entry(ckpt, outside.as_posix(), outside)
+    return "which is not a plain file name inside"
+
+
+def _symlinked_file(ckpt: Path, outside: Path) -> str:
+    """tokenizer.json replaced by a link to an outside copy (same bytes, same digest)."""
+    outside.write_bytes((ckpt / "tokenizer.json").read_bytes())
+    (ckpt / "tokenizer.json").unlink()
+    (ckpt / "tokenizer.json").symlink_to(outside)
+    return "tokenizer.json: is a symbolic link"
+
+
+def _unlisted_file(ckpt: Path, outside: Path) -> str:
+    (ckpt / "extra.bin").write_bytes(b"\0" * 16)
+    return "extra.bin: not listed in SHA256SUMS"
+
+
+ESCAPES = {
+    "dotdot-entry": _escape_dotdot,
+    "absolute-entry": _escape_absolute,
+    "symlinked-file": _symlinked_file,
+    "unlisted-file": _unlisted_file,
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+def test_checksums_never_read_outside_the_checkpoint(name, reference, tmp_path, train_argv, capsys):
+    """A SHA256SUMS entry that leaves the folder (``../../etc/hostname`` with its correct
+    digest passed before), a file that is a link out of it, a file nobody checked: the
+    checkpoint is refused naming the entry, set aside, and the run resumes from iteration 2."""
+    run = tmp_path / "run"
+    first = train_argv(run, "--keep-checkpoints", "9", "--stop-after", "3")
+    assert train_main(first + ["--iterations", str(ITERATIONS)]) == 0
+    outside = tmp_path / "hostname"
+    outside.write_text("a file outside the run\n")
+    expected = ESCAPES[name](run / "checkpoints" / "iter-000003", outside)
+    capsys.readouterr()
+    argv = train_argv(run, "--resume", "--keep-checkpoints", "9", iterations=ITERATIONS)
+    assert train_main(argv) == 0
+    err = capsys.readouterr().err
+    assert "corrupt checkpoint" in err and expected in err, err
+    assert "resuming from the newest intact checkpoint, iter-000002" in err, err
+    assert _rows(run) == _rows(reference)
+
+
+def test_latest_never_points_outside_the_checkpoints_folder(tmp_path):
+    from mvpo_train.checkpoint import latest_checkpoint
+
+    outside = tmp_path / "elsewhere" / "iter-000009"
+    outside.mkdir(parents=True)
+    (outside / SUMS).write_text("")
+    root = tmp_path / "run" / "checkpoints"
+    (root / "iter-000001").mkdir(parents=True)
+    (root / "iter-000001" / SUMS).write_text("")
+    (root / LATEST).write_text("../../elsewhere/iter-000009\n")
+    assert latest_checkpoint(tmp_path / "run") == root / "iter-000001"
+    (root / "iter-000005").symlink_to(outside, target_is_directory=True)  # a link: not one
+    assert latest_checkpoint(tmp_path / "run") == root / "iter-000001"
+    assert complete_checkpoints(tmp_path / "run") == [(1, root / "iter-000001")]
+
+
+# ------------------------------------------------------------------ a full disk while saving
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_previous(
+    reference, tmp_path, train_argv
+):
+    """Files may not grow past 20 kB (``ulimit -f``; the model file is ~115 kB): writing
+    checkpoint 2 fails. One line names it and the intact previous checkpoint (it was a 34-line
+    torch traceback), the temporary folder is gone, and a later ``--resume`` ends bit-exact."""
+    import resource
+
+    run = tmp_path / "run"
+    assert train_main(train_argv(run, "--keep-checkpoints", "9", iterations=1)) == 0
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    code = "import sys; from mvpo_train.cli import train_main; sys.exit(train_main())"
+    argv = train_argv(run, "--resume", "--keep-checkpoints", "9", iterations=ITERATIONS)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300,
+        preexec_fn=limit,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    errors = [line for line in out.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, out.stderr[-3000:]
+    assert "no space left writing checkpoint" in errors[0] and "iter-000002" in errors[0]
+    assert (
+        "previous checkpoint iter-000001 intact; free space and rerun with --resume" in (errors[0])
+    )
+    names = sorted(p.name for p in (run / "checkpoints").iterdir())
+    assert names == [LATEST, "iter-000001"], names
+    assert train_main(argv) == 0
+    assert _rows(run) == _rows(reference)
+    assert _weights(run) == _weights(reference)
