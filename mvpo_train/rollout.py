@@ -16,7 +16,9 @@ result is ignored. One row per env step, with
 * ``extras``: ``prompt_ids``, ``action_ids`` (the chosen candidate's or the generated tokens),
   ``old_logp`` (per action token; one value per row in ``score_logprob="choice"`` mode),
   ``cand_ids`` + ``choice`` (score mode), ``env_reward``, ``format_penalty``,
-  ``format_ok``, ``invalid_action``, ``task_type``.
+  ``format_ok``, ``invalid_action``, ``task_type``, and ``oracle_progress`` (the step's exact
+  progress label, 1 / 0 / -1 unknown) when the env's infos carry a known one
+  (docs/alignment.md).
 
 The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
 In score mode an admissible *template* (WebShop's ``search[<query>]``, SearchQA's
@@ -36,6 +38,7 @@ import torch
 
 from mvpo_envs.play import TAG_TEMPLATE, TEMPLATE
 from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
+from mvpo_train.alignment import LABEL_KEY
 from mvpo_train.batch import StepBatch, canonical_action
 from mvpo_train.config import ConfigError
 from mvpo_train.policy import Policy
@@ -207,6 +210,7 @@ class RolloutCollector:
                 extras["format_ok"].append(bool(step["format_ok"][k]))
                 extras["invalid_action"].append(bool(info2[i].get("invalid_action", False)))
                 extras["task_type"].append(str(info[i].get("task_type", "all")))
+                extras[LABEL_KEY].append(int(info2[i].get(LABEL_KEY, -1)))
                 prompts.record(i, step["action"][k] or "(invalid)", obs2[i])
                 t[i] += 1
                 if terminated[i] or truncated[i]:
@@ -219,6 +223,8 @@ class RolloutCollector:
         extras["old_logp"] = [
             None if x is None else np.asarray(x, dtype=np.float64) for x in extras["old_logp"]
         ]
+        if not any(x >= 0 for x in extras[LABEL_KEY]):  # no progress labels (docs/alignment.md)
+            del extras[LABEL_KEY]
         return StepBatch.from_steps(rows, extras=extras)
 
     # ------------------------------------------------------------------ action modes
@@ -275,5 +281,5 @@ class RolloutCollector:
 
 _EXTRA_KEYS = (
     "prompt_ids", "action_ids", "old_logp", "cand_ids", "choice", "env_reward",
-    "format_penalty", "format_ok", "invalid_action", "task_type",
+    "format_penalty", "format_ok", "invalid_action", "task_type", LABEL_KEY,
 )  # fmt: skip

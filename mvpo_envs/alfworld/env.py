@@ -34,6 +34,7 @@ from mvpo_envs.alfworld.data import (
     user_real_data_dir,
 )
 from mvpo_envs.alfworld.engine import DEFAULT_ENGINE, EngineStep, make_engine
+from mvpo_envs.alfworld.oracle import OracleTracker
 from mvpo_envs.alfworld.state import state_from_facts
 from mvpo_envs.alfworld.text_view import TextView
 from mvpo_envs.base import TextEnv, Transition
@@ -83,7 +84,10 @@ class AlfworldEnv(TextEnv):
     ``protocol``: ``"original"`` or ``"lenient"`` (commands compared after lower-casing and
     collapsing spaces; after a win, ``Nothing happens.`` with ``invalid_action=True``);
     ``engine``: ``"fast"`` (native, default) or ``"pddl"`` (ALFWorld's own TextWorld engine,
-    the reference), identical step for step (docs/alfworld_engine.md).
+    the reference), identical step for step (docs/alfworld_engine.md);
+    ``progress_oracle``: ``True`` adds the exact shortest-plan label
+    ``info["oracle_progress"]`` (1 when the step shortened the shortest plan to the goal, else 0;
+    -1 at reset or when off) and :meth:`optimal_actions` (docs/alignment.md).
 
     ## Version history
     * v0: ALFWorld's command matching and after-win behaviour by default;
@@ -105,6 +109,7 @@ class AlfworldEnv(TextEnv):
         protocol: str = "original",
         num_games: int | str | None = None,
         engine: str = DEFAULT_ENGINE,
+        progress_oracle: bool = False,
     ):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
@@ -126,6 +131,9 @@ class AlfworldEnv(TextEnv):
         self.games: list[AlfworldGame] = collect_games(split_dir, tuple(task_types))
         super().__init__([g.task_id for g in self.games], abstraction, render_mode)
         self._engine = make_engine(engine, max_cached_games=max_cached_games)
+        # opt-in exact shortest-plan labels, info["oracle_progress"] (docs/alignment.md)
+        self._oracle = OracleTracker(self._engine) if progress_oracle else None
+        self._label = -1
         self._game: AlfworldGame | None = None
         self._task = ""
         self._location = START_LOCATION
@@ -137,7 +145,8 @@ class AlfworldEnv(TextEnv):
         if self.protocol == "original" and self._done and isinstance(action, str):
             # ALFWorld's batch env copies the final step over once the game has ended
             info = copy.deepcopy(self._last_info)
-            info.update(milestones=[], invalid_action=False)
+            label = -1 if self._oracle is None else 0  # nothing changes after the win
+            info.update(milestones=[], invalid_action=False, oracle_progress=label)
             return self._last.observation, float(self._last.reward), True, False, info
         self._raw_action = action if isinstance(action, str) else ""
         return super().step(action)
@@ -157,6 +166,7 @@ class AlfworldEnv(TextEnv):
         self._task = _task_from_intro(result.feedback)
         self._location = START_LOCATION
         self._text_view = TextView()
+        self._label = -1 if self._oracle is None else self._oracle.reset(str(self._game.game_file))
         return self._transition(result, "")
 
     def _act(self, command: str) -> Transition:
@@ -164,7 +174,20 @@ class AlfworldEnv(TextEnv):
         result = self._engine.step(command)
         if command.startswith("go to "):
             self._location = command[len("go to ") :]
+        self._label = -1 if self._oracle is None else self._oracle.step(command)
         return self._transition(result, command)
+
+    def _invalid(self, command: str) -> Transition:
+        transition = super()._invalid(command)  # the state is unchanged: no progress
+        transition.extras["oracle_progress"] = -1 if self._oracle is None else 0
+        return transition
+
+    def optimal_actions(self) -> list[str]:
+        """The admissible commands that start a shortest plan to the goal (needs
+        ``progress_oracle=True``; docs/alignment.md)."""
+        if self._oracle is None:
+            raise RuntimeError("optimal_actions() needs gym.make(..., progress_oracle=True)")
+        return self._oracle.optimal_actions()
 
     def task_text(self) -> str:
         return self._task
@@ -200,7 +223,11 @@ class AlfworldEnv(TextEnv):
             reward=1.0 if result.won else 0.0,
             terminated=result.won,
             won=result.won,
-            extras={"task_type": self._game.task_type, "gamefile": str(self._game.game_file)},
+            extras={
+                "task_type": self._game.task_type,
+                "gamefile": str(self._game.game_file),
+                "oracle_progress": self._label,
+            },
         )
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.alignment import LABEL_KEY, gigpo_twin, repair_alignment
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import available_estimators, get_estimator
 from mvpo_train.records import BatchRecord, RecordError, truncate_text
@@ -248,6 +249,11 @@ def build_inspect_data(
         est = record.make_estimator(name)
         configs[name] = _config(est)
         a, d = est(batch)
+        labels = record.extras.get(LABEL_KEY)
+        if labels is not None and getattr(est, "name", "") == "mvpo":
+            # the repair against the recorded oracle labels (docs/alignment.md)
+            gigpo_adv, _ = gigpo_twin(est)(batch)
+            d = {**d, **repair_alignment(batch, a, gigpo_adv, labels).as_metrics()}
         adv[name], diag[name] = a, d
     if check_recorded and record.advantages is not None:
         trained = record.estimator_name
