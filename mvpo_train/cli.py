@@ -4,7 +4,10 @@ Usage in docs/training.md. Every ``mvpo-train`` flag is a :class:`mvpo_train.con
 field. A user error (a bad flag or config value, a YAML syntax error, a missing file or run
 folder, an unusable checkpoint) prints ONE line ``<prog>: error: <field or file>: <what is
 allowed>`` to stderr and exits with code 2, without a traceback; ``--debug`` shows the
-traceback instead (docs/training.md, "Reliability").
+traceback instead (docs/training.md, "Reliability"). Every flag is checked before anything is
+read or written: integers within their range (seeds ``0 <= seed < 2**32``), finite floats, no
+empty paths or names (``""`` would silently mean the current folder or the default), output
+files that are not folders, inputs that are regular files or folders (a FIFO would block).
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.config import ConfigError, OneLineParser
+from mvpo_train.config import INT_MAX, SEED_MAX, ConfigError, OneLineParser
 
 __all__ = ["EXIT_USER_ERROR", "build_model_main", "eval_main", "plot_main", "train_main"]
 
@@ -89,18 +93,72 @@ def _add_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
+def _cut(text: str, width: int = 60) -> str:
+    """``repr(text)`` cut to ``width`` characters (the one line stays short)."""
+    r = repr(text)
+    return r if len(r) <= width else r[: width - 3] + "..."
+
+
+def _int_at_least(low: int, high: int = INT_MAX) -> Callable[[str], int]:
+    """``type=`` of an integer flag in ``[low, high]`` (default high: int64)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        except ValueError:  # also an integer of more than 4300 digits
+            raise argparse.ArgumentTypeError(f"expected an integer, got {_cut(text)}") from None
         if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {_cut(text)}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"expected an integer <= {high}, got {_cut(text)}")
         return value
 
     parse.__name__ = f"integer >= {low}"
     return parse
+
+
+def _finite_float(low: float, strict: bool) -> Callable[[str], float]:
+    """``type=`` of a float flag: finite and ``> low`` (strict) or ``>= low``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {_cut(text)}") from None
+        if not math.isfinite(value) or (value <= low if strict else value < low):
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number {'>' if strict else '>='} {low:g}, got {_cut(text)}"
+            )
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _non_empty(text: str) -> str:
+    """``type=`` of a path or name flag: ``""`` would silently mean the current folder or the
+    default, so it is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty; give a value")
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"contains a NUL character, got {_cut(text)}")
+    return text
+
+
+def _check_output_file(flag: str, path: str) -> None:
+    """An output file that exists must be a regular file (not a folder, FIFO or device)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{flag}: {path} is a folder; give a file name")
+    if p.exists() and not p.is_file():
+        raise ConfigError(f"{flag}: {path} exists and is not a regular file")
+
+
+def _check_input_path(flag: str, path: str) -> None:
+    """An input that exists must be a regular file or a folder (reading a FIFO would block)."""
+    p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise ConfigError(f"{flag}: {path} is not a regular file or folder")
 
 
 def _task_list(text: str) -> list[int]:
@@ -108,10 +166,10 @@ def _task_list(text: str) -> list[int]:
         tasks = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated task indices such as 1,8,13, got {text!r}"
+            f"expected comma-separated task indices such as 1,8,13, got {_cut(text)}"
         ) from None
-    if not tasks or min(tasks) < 0:
-        raise argparse.ArgumentTypeError(f"expected task indices >= 0, got {text!r}")
+    if not tasks or min(tasks) < 0 or max(tasks) > INT_MAX:
+        raise argparse.ArgumentTypeError(f"expected task indices >= 0, got {_cut(text)}")
     return tasks
 
 
@@ -132,7 +190,7 @@ def _train(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--nproc",
-        type=int,
+        type=_int_at_least(1, 1024),
         default=1,
         help="data-parallel processes on this machine (torchrun on loopback; docs/scaling.md)",
     )
@@ -148,7 +206,7 @@ def _train(argv: list[str]) -> int:
                 skip = a == "--nproc"
                 continue
             rest.append(a)
-        return launch(args.nproc, rest)
+        return launch(args.nproc, rest, run_dir=cfg.run_dir, resume=cfg.resume)
     if args.print_config:
         import yaml
 
@@ -185,21 +243,36 @@ def _eval(argv: list[str]) -> int:
     from mvpo_train.config import PRESETS, TrainConfig, load_config, with_preset_env_kwargs
 
     p = OneLineParser(prog="mvpo-eval", description=eval_main.__doc__)
-    p.add_argument("--run-dir", default=None, help="a training run folder (config + checkpoints)")
+    p.add_argument(
+        "--run-dir",
+        type=_non_empty,
+        default=None,
+        help="a training run folder (config + checkpoints)",
+    )
     p.add_argument(
         "--model",
+        type=_non_empty,
         default=None,
         help="model folder or hub id (default: the run's newest intact checkpoint)",
     )
     p.add_argument(
         "--preset", default="cpu-tiny", choices=sorted(PRESETS), help="config when no run is given"
     )
-    p.add_argument("--config", default=None, help="YAML config fields (override the run's)")
-    p.add_argument("--env-id", default=None, help="environment id (default: the config's)")
     p.add_argument(
-        "--split", default=None, help="evaluation split (default: the config's eval_split)"
+        "--config", type=_non_empty, default=None, help="YAML config fields (override the run's)"
     )
-    p.add_argument("--episodes", type=_int_at_least(1), default=None, help="episodes per task")
+    p.add_argument(
+        "--env-id", type=_non_empty, default=None, help="environment id (default: the config's)"
+    )
+    p.add_argument(
+        "--split",
+        type=_non_empty,
+        default=None,
+        help="evaluation split (default: the config's eval_split)",
+    )
+    p.add_argument(
+        "--episodes", type=_int_at_least(1, 4096), default=None, help="episodes per task"
+    )
     p.add_argument(
         "--max-tasks", type=_int_at_least(0), default=None, help="evaluate at most N tasks"
     )
@@ -208,20 +281,24 @@ def _eval(argv: list[str]) -> int:
     )
     p.add_argument("--max-steps", type=_int_at_least(0), default=None, help="episode step limit")
     p.add_argument("--sampled", action="store_true", help="sample actions instead of greedy")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+    p.add_argument(
+        "--seed",
+        type=_int_at_least(0, SEED_MAX),
+        default=0,
+        help=f"sampling seed (0 <= seed <= {SEED_MAX})",
+    )
     p.add_argument("--device", default=None, help="cpu | cuda | auto")
-    p.add_argument("--out", default=None, help="write the result as JSON here")
+    p.add_argument("--out", type=_non_empty, default=None, help="write the result as JSON here")
     _add_debug(p)
     args = p.parse_args(argv)
     if (
         args.out
     ):  # its folder is made (as mvpo-plot and mvpo-inspect do) before, not after, the eval
+        _check_output_file("--out", args.out)
         try:
             Path(args.out).resolve().parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ConfigError(f"--out: cannot create the folder of {args.out}: {err}") from err
-    if args.seed < 0:
-        raise ConfigError(f"--seed: expected an int >= 0, got {args.seed}")
 
     values: dict[str, Any] = dict(PRESETS[args.preset])
     model = args.model
@@ -308,7 +385,7 @@ def _plot(argv: list[str]) -> int:
     from mvpo_train.metrics import plot_metrics
 
     p = OneLineParser(prog="mvpo-plot", description=plot_main.__doc__)
-    p.add_argument("runs", nargs="+", help="run folders or metrics.jsonl files")
+    p.add_argument("runs", nargs="+", type=_non_empty, help="run folders or metrics.jsonl files")
     p.add_argument(
         "--keys",
         nargs="+",
@@ -325,9 +402,14 @@ def _plot(argv: list[str]) -> int:
     p.add_argument("--labels", nargs="+", default=None, help="legend label per run")
     p.add_argument("--x", default="iteration", help="x axis key (iteration, env_steps)")
     p.add_argument("--smooth", type=_int_at_least(1), default=1, help="moving-average window")
-    p.add_argument("--out", default="curves.png", help="output PNG")
+    p.add_argument("--out", type=_non_empty, default="curves.png", help="output PNG")
     _add_debug(p)
     args = p.parse_args(argv)
+    for run in args.runs:
+        _check_input_path("runs", run)
+        if Path(run).is_dir():
+            _check_input_path("runs", str(Path(run) / "metrics.jsonl"))
+    _check_output_file("--out", args.out)
     if args.labels is not None and len(args.labels) != len(args.runs):
         raise ConfigError(
             f"--labels: expected one label per run ({len(args.runs)}), got {len(args.labels)}"
@@ -340,6 +422,18 @@ def _plot(argv: list[str]) -> int:
 
 
 # ================================================================== mvpo-build-tiny-model
+
+#: the most parameters ``mvpo-build-tiny-model`` builds (a larger request would exhaust memory)
+MAX_TINY_PARAMETERS = 1_000_000_000
+
+
+def _tiny_model_parameters(args: argparse.Namespace) -> int:
+    """Parameter count of the Qwen2 that ``args`` describe (tied embeddings)."""
+    h, heads, kv = args.hidden_size, args.num_attention_heads, args.num_key_value_heads
+    attention = 2 * h * h + 2 * h * (h // max(heads, 1)) * kv
+    return args.vocab_size * h + args.num_hidden_layers * (
+        attention + 3 * h * args.intermediate_size
+    )
 
 
 def build_model_main(argv: list[str] | None = None) -> int:
@@ -357,21 +451,37 @@ def _build_model(argv: list[str]) -> int:
 
     spec = TinyModelSpec()
     p = OneLineParser(prog="mvpo-build-tiny-model", description=build_model_main.__doc__)
-    p.add_argument("--out", default=str(default_model_path()), help="output folder")
     p.add_argument(
-        "--env-id", default=DEFAULT_CORPUS_ENV, help="env whose tasks feed the tokenizer corpus"
+        "--out", type=_non_empty, default=str(default_model_path()), help="output folder"
     )
-    p.add_argument("--splits", nargs="+", default=["train"], help="splits read for the corpus")
-    p.add_argument("--preset", default="mini", help="bundled data preset of the env")
-    p.add_argument("--data-dir", default=None, help="real env data instead of the bundled data")
+    p.add_argument(
+        "--env-id",
+        type=_non_empty,
+        default=DEFAULT_CORPUS_ENV,
+        help="env whose tasks feed the tokenizer corpus",
+    )
+    p.add_argument(
+        "--splits", nargs="+", type=_non_empty, default=["train"], help="splits read for the corpus"
+    )
+    p.add_argument(
+        "--preset", type=_non_empty, default="mini", help="bundled data preset of the env"
+    )
+    p.add_argument(
+        "--data-dir",
+        type=_non_empty,
+        default=None,
+        help="real env data instead of the bundled data",
+    )
     p.add_argument(
         "--max-games", type=_int_at_least(1), default=None, help="read at most N tasks per split"
     )
     fields = dataclasses.asdict(spec)
     for name, value in fields.items():
         kind: Any = type(value)
-        if kind is int and name != "seed":
-            kind = _int_at_least(1)
+        if kind is int:
+            kind = _int_at_least(0, SEED_MAX) if name == "seed" else _int_at_least(1)
+        elif kind is float:  # rope_theta > 0; initializer_range (an init std) >= 0
+            kind = _finite_float(0.0, strict=name != "initializer_range")
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=value,
                        help=f"model/tokenizer {name}")  # fmt: skip
     _add_debug(p)
@@ -385,6 +495,18 @@ def _build_model(argv: list[str]) -> int:
         raise ConfigError(
             f"--num-key-value-heads: must divide --num-attention-heads "
             f"({args.num_attention_heads}), got {args.num_key_value_heads}"
+        )
+    params = _tiny_model_parameters(args)
+    if params > MAX_TINY_PARAMETERS:
+        raise ConfigError(
+            f"--hidden-size / --intermediate-size / --num-hidden-layers / --vocab-size: the model "
+            f"would have about {params:.3g} parameters (more than {MAX_TINY_PARAMETERS:.0e}); "
+            "this builder makes small models"
+        )
+    if args.max_position_embeddings > 1 << 24:
+        raise ConfigError(
+            f"--max-position-embeddings: expected at most {1 << 24}, "
+            f"got {args.max_position_embeddings}"
         )
     if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
         raise ConfigError(f"--data-dir: {args.data_dir} is not a folder")
@@ -404,15 +526,19 @@ def _build_model(argv: list[str]) -> int:
 
     _quiet_transformers()
     spec = TinyModelSpec(**{k: getattr(args, k) for k in fields})
-    out = build_tiny_model(
-        args.out,
-        spec,
-        env_id=args.env_id,
-        splits=args.splits,
-        preset=args.preset,
-        data_dir=args.data_dir,
-        max_games=args.max_games,
-    )
+    try:
+        out = build_tiny_model(
+            args.out,
+            spec,
+            env_id=args.env_id,
+            splits=args.splits,
+            preset=args.preset,
+            data_dir=args.data_dir,
+            max_games=args.max_games,
+        )
+    except (ValueError, FileNotFoundError) as err:  # the env refused a split, preset or data
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"--splits / --preset / --data-dir: {args.env_id}: {first}") from None
     meta = json.loads((out / "mvpo_tiny_model.json").read_text())
     size = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
     print(

@@ -19,6 +19,15 @@ the argparse ``choices`` and the help texts are all derived from them. The estim
 and its ``estimator_kwargs`` are checked when the config is built (by building the
 estimator), so a typo fails before any model loads. Every failure is a :class:`ConfigError`:
 one line naming the field (or file) and what is allowed.
+
+Beyond the per-field checks, :meth:`TrainConfig.__post_init__` refuses (docs/training.md,
+"Reliability"): a NaN or infinite number anywhere (float fields and inside the JSON fields
+``env_kwargs``, ``estimator_kwargs``, ``abstraction_kwargs``), an integer outside int64, a
+seed outside ``0 <= seed < 2**32`` (what ``numpy.random.seed`` accepts), an ``env_kwargs`` key
+that repeats a dedicated field with another value (``split``, ``max_episode_steps`` vs
+``max_steps``, ``abstraction``) or that the trainer sets itself, and ``abstraction_kwargs`` /
+``abstraction_refit_every`` without ``--abstraction learned``. Config files and JSON flags are
+read with :mod:`mvpo_envs.data_files` (bounded nesting, duplicate YAML keys refused, UTF-8).
 """
 
 from __future__ import annotations
@@ -27,7 +36,6 @@ import argparse
 import dataclasses
 import difflib
 import functools
-import json
 import math
 import re
 import types
@@ -55,6 +63,33 @@ __all__ = [
 class ConfigError(ValueError):
     """A user error in the configuration or in a file a command was given: the message is one
     line naming the field or file and what is allowed (the CLIs print it and exit with 2)."""
+
+
+#: largest seed: ``numpy.random.seed`` (and vLLM, which calls it) takes ``0 <= seed < 2**32``
+SEED_MAX = 2**32 - 1
+#: bound of every integer field and of every integer inside the JSON fields (int64)
+INT_MAX = 2**63 - 1
+#: most environments of one batch (``num_groups * group_size``); more would exhaust memory
+MAX_ENVS = 65536
+#: deepest nesting accepted inside ``env_kwargs`` / ``estimator_kwargs`` / ``abstraction_kwargs``
+JSON_MAX_DEPTH = 100
+#: ``env_kwargs`` keys that repeat a dedicated field: ``key -> field``. A value that differs
+#: from the field's is refused (the trainer would silently use one of the two).
+ENV_KWARG_FIELDS = {
+    "split": "split",
+    "max_episode_steps": "max_steps",
+    "abstraction": "abstraction",
+}
+#: ``env_kwargs`` keys the trainer passes to ``GroupedVectorEnv`` itself: ``key -> field``
+TRAINER_ENV_KEYS = {"env_id": "env_id", "num_groups": "num_groups", "group_size": "group_size",
+                    "vectorization_mode": "vectorization", "vector_kwargs": "vectorization"}  # fmt: skip
+#: ``abstraction_kwargs`` keys that repeat a dedicated field (refused: use the field)
+REFIT_KWARG_FIELDS = {"refit_every": "abstraction_refit_every", "seed": "seed"}
+#: ranges of the ``RefitConfig`` fields (docs/abstractions.md, "In the trainer")
+REFIT_BOUNDS: dict[str, dict[str, int]] = {
+    "fit_after": {"ge": 1}, "window": {"ge": 1}, "k": {"ge": 1}, "top_k": {"ge": 1},
+    "min_support": {"ge": 1},
+}  # fmt: skip
 
 
 # Enum-like fields: the Literal is the only list of allowed values (flags, checks, help).
@@ -89,7 +124,9 @@ class TrainConfig:
     run_dir: str = _f(
         "runs/mvpo-cpu-tiny", "output folder: metrics.jsonl, checkpoints, plots", safe=True
     )
-    seed: int = _f(0, "seed of everything random (tasks, sampling, minibatch order)", ge=0)
+    seed: int = _f(
+        0, "seed of everything random (tasks, sampling, minibatch order)", ge=0, le=SEED_MAX
+    )
     iterations: int = _f(30, "training iterations (one rollout batch + one update each)", gt=0,
                          safe=True)  # fmt: skip
     resume: bool = _f(
@@ -113,7 +150,7 @@ class TrainConfig:
     stop_after: int = _f(
         0, "stop this process after N iterations as if killed (0 = never; tests)", ge=0, safe=True
     )
-    threads: int = _f(2, "torch CPU threads (torch.set_num_threads)", gt=0)
+    threads: int = _f(2, "torch CPU threads (torch.set_num_threads)", gt=0, le=4096)
     parallelism: Parallelism = _f(
         "ddp", "with --nproc/torchrun: ddp (replicated model) | fsdp (FSDP2 shards it; "
         "docs/scaling.md)", safe=True,
@@ -216,7 +253,7 @@ class TrainConfig:
         0, "evaluate every N iterations (0 = never during training)", ge=0, safe=True
     )
     eval_split: str = _f("eval", "evaluation split", safe=True)
-    eval_episodes: int = _f(1, "episodes per evaluation task", gt=0, safe=True)
+    eval_episodes: int = _f(1, "episodes per evaluation task", gt=0, le=4096, safe=True)
     eval_max_tasks: int = _f(0, "evaluate on at most N tasks (0 = all)", ge=0, safe=True)
     eval_greedy: bool = _f(True, "greedy (argmax) actions in evaluation", safe=True)
 
@@ -226,19 +263,54 @@ class TrainConfig:
             value = _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
             setattr(self, f.name, value)
         for i, t in enumerate(self.tasks):
-            if isinstance(t, bool) or not isinstance(t, int) or t < 0:
-                raise ConfigError(f"tasks[{i}]: expected a task index >= 0, got {t!r}")
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= INT_MAX:
+                raise ConfigError(f"tasks[{i}]: expected a task index >= 0, got {_short(t)}")
+        for name in ("env_kwargs", "estimator_kwargs", "abstraction_kwargs"):
+            _check_json_value(name, getattr(self, name))
         if not self.run_dir.strip():  # "" would write the run into the current folder
             raise ConfigError("run_dir: empty; give an output folder such as runs/my-run")
+        for name in ("env_id", "split", "eval_split", "model", "estimator"):
+            if not getattr(self, name).strip():  # a silent default, or an error naming nothing
+                raise ConfigError(f"{name}: empty; `mvpo-train --help` shows what it takes")
         if not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", self.device):
             raise ConfigError(
                 f"device: expected auto, cpu, cuda, cuda:N or mps; got {self.device!r}"
             )
-        for name in ("env_kwargs", "estimator_kwargs", "abstraction_kwargs"):
-            bad = [k for k in getattr(self, name) if not isinstance(k, str)]
-            if bad:
-                raise ConfigError(f"{name}: keys must be strings, got {bad[0]!r}")
+        if self.num_groups * self.group_size > MAX_ENVS:
+            raise ConfigError(
+                f"num_groups / group_size: {self.num_groups} x {self.group_size} environments "
+                f"in one batch; at most {MAX_ENVS}"
+            )
+        self._check_conflicts()
         build_estimator(self)  # unknown estimator or kwarg: fails here, before any model loads
+        if self.abstraction == "learned":
+            build_refit_config(self)
+
+    def _check_conflicts(self) -> None:
+        """Two settings that say different things: refused, never one silently kept."""
+        for key, name in ENV_KWARG_FIELDS.items():
+            if key not in self.env_kwargs:
+                continue
+            value, own = self.env_kwargs[key], getattr(self, name)
+            unset = own in ("", 0) and name != "split"  # the field leaves it to env_kwargs
+            if not unset and value != own and not (name == "abstraction" and own == "learned"):
+                raise ConfigError(
+                    f"env_kwargs / {name}: env_kwargs[{key!r}] = {_short(value)} conflicts with "
+                    f"{name} = {own!r}; set it with {name} only"
+                )
+        for key, name in TRAINER_ENV_KEYS.items():
+            if key in self.env_kwargs:
+                raise ConfigError(
+                    f"env_kwargs: {key!r} is set by the trainer (from the field {name}); "
+                    "remove it from env_kwargs"
+                )
+        if self.abstraction != "learned":
+            for name in ("abstraction_kwargs", "abstraction_refit_every"):
+                if getattr(self, name):
+                    raise ConfigError(
+                        f"{name}: only used with --abstraction learned (abstraction is "
+                        f"{self.abstraction!r}); remove it or set abstraction to learned"
+                    )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -288,16 +360,16 @@ def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any])
     strings such as YAML's ``1e-3`` are converted); raises :class:`ConfigError`."""
     allowed = typing.get_args(tp) if typing.get_origin(tp) is Literal else None
     if allowed is not None:
-        if value not in allowed:
+        if isinstance(value, dict | list) or value not in allowed:  # unhashable: not a choice
             raise ConfigError(
-                f"{name}: expected one of {', '.join(map(str, allowed))}; got {value!r}"
+                f"{name}: expected one of {', '.join(map(str, allowed))}; got {_short(value)}"
             )
         return value
     kind = _base_type(tp)
     ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
     if kind is float and not ok:
         if isinstance(value, int) and not isinstance(value, bool):
-            value, ok = float(value), True
+            value, ok = (float(value) if abs(value) <= INT_MAX else math.inf), True
         elif isinstance(value, str):
             try:
                 value, ok = float(value), True
@@ -305,11 +377,13 @@ def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any])
                 ok = False
     if not ok:
         raise ConfigError(
-            f"{name}: expected {_KIND_WORDS.get(kind, kind.__name__)}, got {value!r} "
+            f"{name}: expected {_KIND_WORDS.get(kind, kind.__name__)}, got {_short(value)} "
             f"({type(value).__name__})"
         )
     if kind is float and not math.isfinite(value):
         raise ConfigError(f"{name}: expected a finite number, got {value!r}")
+    if kind is str and "\x00" in value:  # no path, id or name holds one; os calls refuse it
+        raise ConfigError(f"{name}: contains a NUL character, got {_short(value)}")
     if kind in (int, float):
         bad = (
             ("gt" in meta and not value > meta["gt"])
@@ -317,8 +391,76 @@ def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any])
             or ("le" in meta and not value <= meta["le"])
         )
         if bad:
-            raise ConfigError(f"{name}: must be {_bounds_text(meta)}, got {value!r}")
+            raise ConfigError(f"{name}: must be {_bounds_text(meta)}, got {_short(value)}")
+    if kind is int and abs(value) > INT_MAX:
+        raise ConfigError(f"{name}: integer out of range (|x| < 2**63), got {_short(value)}")
     return value
+
+
+def _short(value: Any, width: int = 60) -> str:
+    """``repr(value)`` cut to ``width`` characters (a 5,000-digit integer stays one line)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_JSON_TYPES = (str, int, float, bool, type(None), list, dict)
+
+
+def _check_json_value(where: str, value: Any, depth: int = 0) -> None:
+    """A value of a JSON field: JSON types only (YAML dates, sets, bytes refused), string keys,
+    finite numbers, integers within int64, nesting at most :data:`JSON_MAX_DEPTH` deep."""
+    if depth > JSON_MAX_DEPTH:
+        raise ConfigError(f"{where}: nested deeper than {JSON_MAX_DEPTH} levels")
+    if not isinstance(value, _JSON_TYPES) or isinstance(value, tuple):
+        raise ConfigError(
+            f"{where}: expected JSON values (null, true/false, numbers, strings, lists, "
+            f"mappings), got {_short(value)} ({type(value).__name__})"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT_MAX:
+        raise ConfigError(f"{where}: integer out of range (|x| < 2**63), got {_short(value)}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"{where}: keys must be strings, got {_short(k)}")
+            _check_json_value(f"{where}[{k!r}]", v, depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_json_value(f"{where}[{i}]", v, depth + 1)
+
+
+def build_refit_config(cfg: TrainConfig) -> Any:
+    """The ``RefitConfig`` of ``--abstraction learned``: ``abstraction_refit_every``, ``seed``
+    and ``abstraction_kwargs``; an unknown key, a wrong type or a value out of range is a
+    :class:`ConfigError` naming ``abstraction_kwargs``."""
+    from mvpo_train.abstraction_refit import RefitConfig
+
+    kwargs = dict(cfg.abstraction_kwargs)
+    hints = typing.get_type_hints(RefitConfig)
+    for key, value in kwargs.items():
+        where = f"abstraction_kwargs[{key!r}]"
+        if key in REFIT_KWARG_FIELDS:
+            raise ConfigError(f"{where}: set it with the field {REFIT_KWARG_FIELDS[key]} instead")
+        if key not in hints:
+            valid = sorted(set(hints) - set(REFIT_KWARG_FIELDS))
+            hint = difflib.get_close_matches(key, valid, n=1)
+            raise ConfigError(
+                f"{where}: unknown field" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; valid: {', '.join(valid)}"
+            )  # fmt: skip
+        tp = hints[key]
+        if value is None and type(None) in typing.get_args(tp):
+            continue
+        _check_value(where, value, tp, REFIT_BOUNDS.get(key, {}))
+    try:
+        return RefitConfig(
+            **{"refit_every": cfg.abstraction_refit_every, "seed": cfg.seed, **kwargs}
+        )
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"abstraction_kwargs: {err}".replace("\n", " ")) from None
 
 
 def build_estimator(cfg: TrainConfig) -> Any:
@@ -421,24 +563,21 @@ def preset(name: str, **overrides: Any) -> TrainConfig:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Field values from a YAML (or JSON) file; a missing file, a syntax error, a non-mapping
-    or an unknown key is a :class:`ConfigError` naming the file."""
-    import yaml
+    """Field values from a YAML (or JSON) file; a missing file, a folder or other non-regular
+    file, invalid UTF-8, a syntax error, nesting deeper than ``MAX_DEPTH``, a duplicate key, a
+    non-mapping or an unknown key is a :class:`ConfigError` naming the file (read with
+    :func:`mvpo_envs.data_files.loads_yaml`)."""
+    from mvpo_envs.data_files import DataFileError, loads_yaml, read_text
 
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():  # a FIFO would block
+        raise ConfigError(f"{path}: config file is not a regular file")
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read config file ({err})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(f"{path}: YAML syntax error{where}: {problem}") from None
+        data = loads_yaml(read_text(path, "config file"), path)
+    except DataFileError as err:
+        raise ConfigError(str(err)) from None
+    except ValueError:  # Python refuses to parse an integer of more than 4300 digits
+        raise ConfigError(f"{path}: an integer of more than 4300 digits in config file") from None
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config fields, got {type(data).__name__}")
@@ -448,7 +587,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 def _check_keys(data: dict[str, Any], where: str) -> None:
     valid = {f.name for f in dataclasses.fields(TrainConfig)} | {"preset"}
-    unknown = sorted(map(str, set(data) - valid))
+    unknown = sorted(k if isinstance(k, str) else _short(k) for k in set(data) - valid)
     if unknown:
         hint = difflib.get_close_matches(unknown[0], sorted(valid), n=1)
         raise ConfigError(
@@ -470,29 +609,45 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parse_json(kind: type):
+    """The ``type=`` of a dict/list flag: JSON read with :func:`mvpo_envs.data_files.loads_json`
+    (bounded nesting); a list may also be written ``1,8,13``. NaN, Infinity and out-of-range
+    numbers parse here and are refused by :meth:`TrainConfig.__post_init__`, naming the field."""
+    from mvpo_envs.data_files import DataFileError, loads_json
+
     def parse(text: str) -> Any:
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            if kind is list:  # also accept "1,2,3"
-                items = [
-                    json.loads(x) if x.strip().lstrip("-").isdigit() else x
-                    for x in text.split(",")
-                    if x.strip()
-                ]
-                if not items:  # "," or " ": not a silent "no list given"
-                    raise argparse.ArgumentTypeError(
-                        f"expected a list such as 1,8,13, got {text!r}"
-                    ) from None
-                return items
-            raise argparse.ArgumentTypeError(f"expected JSON, got {text!r}") from None
+            value = loads_json(text, "text")
+        except DataFileError as err:
+            if kind is list and not text.lstrip().startswith(("[", "{")):  # "1,2,3"
+                return _comma_list(text)
+            reason = str(err).split(": ", 1)[-1]
+            raise argparse.ArgumentTypeError(
+                f"expected JSON, got {_short(text)} ({reason})"
+            ) from None
+        except ValueError:  # Python refuses to parse an integer of more than 4300 digits
+            raise argparse.ArgumentTypeError(
+                f"expected JSON, got {_short(text)} (an integer of more than 4300 digits)"
+            ) from None
         if kind is list and isinstance(value, int) and not isinstance(value, bool):
             return [value]  # "--tasks 7": a list of one
         if not isinstance(value, kind):
-            raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {_short(text)}")
         return value
 
     return parse
+
+
+def _comma_list(text: str) -> list[Any]:
+    """``"1,8,13"`` -> ``[1, 8, 13]`` (items that are not integers stay strings)."""
+    try:
+        items = [
+            int(x) if x.strip().lstrip("-").isdigit() else x for x in text.split(",") if x.strip()
+        ]
+    except ValueError:  # more than 4300 digits
+        raise argparse.ArgumentTypeError(f"integer too large in {_short(text)}") from None
+    if not items:  # "," or " ": not a silent "no list given"
+        raise argparse.ArgumentTypeError(f"expected a list such as 1,8,13, got {text!r}")
+    return items
 
 
 def build_parser(

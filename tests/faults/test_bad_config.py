@@ -4,6 +4,7 @@ no traceback (``--debug`` shows it), nothing written (docs/training.md, "Reliabi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from mvpo_train.cli import build_model_main, eval_main, plot_main, train_main
+from mvpo_train.config import ConfigError, TrainConfig, load_config
+from mvpo_train.credit import get_estimator
 
 MAINS = {
     "mvpo-train": train_main,
@@ -71,6 +74,134 @@ TRAIN_CASES = [
     ("bad-device", None, ["--device", "gpu"], "device: expected auto, cpu, cuda, cuda:N or mps"),
     ("resume-missing-run", None, ["--resume"], "does not exist, so there is nothing to resume"),
     ("resume-and-overwrite", None, ["--resume", "--overwrite"], "exclude each other"),
+    # non-finite and out-of-range numbers, refused before the run folder is written
+    (
+        "kwarg-nan",
+        None,
+        ["--estimator-kwargs", '{"lambda_L": NaN}'],
+        "estimator_kwargs['lambda_L']: expected a finite number, got nan",
+    ),
+    (
+        "yaml-kwarg-nan",
+        "estimator_kwargs:\n  lambda_L: .nan\n",
+        [],
+        "estimator_kwargs['lambda_L']: expected a finite number, got nan",
+    ),
+    (
+        "kwarg-inf-rloo",
+        None,
+        ["--estimator", "rloo", "--estimator-kwargs", '{"eps": Infinity}'],
+        "estimator_kwargs['eps']: expected a finite number, got inf",
+    ),
+    (
+        "kwarg-huge-int",
+        None,
+        ["--estimator-kwargs", '{"omega": 1' + "0" * 400 + "}"],
+        "estimator_kwargs['omega']: integer out of range",
+    ),
+    (
+        "kwarg-out-of-range",
+        None,
+        ["--estimator", "beacon", "--estimator-kwargs", '{"omega": -1}'],
+        "estimator 'beacon': config field 'omega' must be >= 0, got -1",
+    ),
+    (
+        "env-kwargs-infinity",
+        None,
+        ["--env-kwargs", '{"preset": "mini", "x": -Infinity}'],
+        "env_kwargs['x']: expected a finite number, got -inf",
+    ),
+    (
+        "yaml-env-kwargs-date",
+        "env_kwargs:\n  preset: mini\n  when: 2020-01-01\n",
+        [],
+        "env_kwargs['when']: expected JSON values",
+    ),
+    (
+        "seed-huge",
+        None,
+        ["--seed", "1180591620717411303424"],
+        "seed: must be >= 0 and <= 4294967295",
+    ),
+    ("seed-2**32", None, ["--seed", str(2**32)], "seed: must be >= 0 and <= 4294967295, got"),
+    ("threads-huge", None, ["--threads", str(2**40)], "threads: must be > 0 and <= 4096"),
+    ("yaml-int-64-bit", "iterations: " + str(2**64) + "\n", [], "iterations: integer out of range"),
+    ("yaml-float-huge-int", "lr: 1" + "0" * 400 + "\n", [], "lr: expected a finite number"),
+    (
+        "too-many-envs",
+        None,
+        ["--num-groups", "300", "--group-size", "300"],
+        "num_groups / group_size: 300 x 300 environments in one batch; at most 65536",
+    ),
+    ("nproc-zero", None, ["--nproc", "0"], "--nproc: expected an integer >= 1, got '0'"),
+    # parser limits: deep nesting, huge integers, duplicate keys, encodings
+    ("yaml-deep", "env_kwargs: " + "[" * 5000 + "]" * 5000 + "\n", [], "nested deeper than 100"),
+    ("flag-deep-json", None, ["--env-kwargs", "[" * 5000 + "]" * 5000], "nested deeper than 100"),
+    ("flag-deep-tasks", None, ["--tasks", "[" * 5000 + "]" * 5000], "nested deeper than 100"),
+    ("flag-5000-digits", None, ["--tasks", "9" * 5000], "an integer of more than 4300 digits"),
+    ("yaml-5000-digits", "lr: " + "9" * 5000 + "\n", [], "an integer of more than 4300 digits"),
+    ("yaml-duplicate-key", "seed: 1\nlr: 0.1\nseed: 2\n", [], "duplicate key 'seed' at line 3"),
+    ("yaml-not-utf8", b"lr: \xff\n", [], "config file is not valid UTF-8 (byte 4, line 1)"),
+    ("yaml-nul", 'split: "tr\\0ain"\n', [], "split: contains a NUL character"),
+    # empty strings that would silently mean a default
+    ("empty-model", None, ["--model", ""], "model: empty"),
+    ("empty-split", None, ["--split", ""], "split: empty"),
+    ("empty-eval-split", None, ["--eval-split", ""], "eval_split: empty"),
+    # two settings that say different things
+    (
+        "split-conflict",
+        None,
+        ["--split", "eval", "--env-kwargs", '{"split": "train"}'],
+        "env_kwargs / split: env_kwargs['split'] = 'train' conflicts with split = 'eval'",
+    ),
+    (
+        "max-steps-conflict",
+        None,
+        ["--max-steps", "5", "--env-kwargs", '{"preset": "mini", "max_episode_steps": 9}'],
+        "env_kwargs['max_episode_steps'] = 9 conflicts with max_steps = 5",
+    ),
+    (
+        "abstraction-conflict",
+        None,
+        ["--abstraction", "alfworld", "--env-kwargs", '{"abstraction": "webshop"}'],
+        "env_kwargs['abstraction'] = 'webshop' conflicts with abstraction = 'alfworld'",
+    ),
+    (
+        "env-kwarg-the-trainer-sets",
+        None,
+        ["--env-kwargs", '{"vectorization_mode": "async"}'],
+        "env_kwargs: 'vectorization_mode' is set by the trainer (from the field vectorization)",
+    ),
+    (
+        "abstraction-kwargs-unused",
+        None,
+        ["--abstraction-kwargs", '{"k": 2}'],
+        "abstraction_kwargs: only used with --abstraction learned",
+    ),
+    (
+        "refit-every-unused",
+        None,
+        ["--abstraction-refit-every", "2"],
+        "abstraction_refit_every: only used with --abstraction learned",
+    ),
+    (
+        "refit-unknown-kwarg",
+        None,
+        ["--abstraction", "learned", "--abstraction-kwargs", '{"kk": 2}'],
+        "abstraction_kwargs['kk']: unknown field (did you mean 'k'?)",
+    ),
+    (
+        "refit-bad-k",
+        None,
+        ["--abstraction", "learned", "--abstraction-kwargs", '{"k": 0}'],
+        "abstraction_kwargs['k']: must be >= 1, got 0",
+    ),
+    (
+        "refit-seed-twice",
+        None,
+        ["--abstraction", "learned", "--abstraction-kwargs", '{"seed": 5}'],
+        "abstraction_kwargs['seed']: set it with the field seed instead",
+    ),
 ]
 
 
@@ -81,11 +212,64 @@ def test_mvpo_train_bad_input(case, tmp_path, capsys, micro):
     model = [] if "--model" in flags else ["--model", str(micro)]
     argv = ["--run-dir", str(run), *model, *flags]
     if yaml_text is not None:
-        (tmp_path / "c.yaml").write_text(yaml_text)
+        data = yaml_text if isinstance(yaml_text, bytes) else yaml_text.encode()
+        (tmp_path / "c.yaml").write_bytes(data)
         argv += ["--config", str(tmp_path / "c.yaml")]
     line = _one_line_error(capsys, "mvpo-train", train_main(argv))
     assert expected in line
     assert not run.exists()  # nothing written
+
+
+def test_config_files_that_are_folders_or_fifos_are_refused(tmp_path, capsys):
+    """A FIFO would block the read forever; a folder is not a config file."""
+    (tmp_path / "folder").mkdir()
+    cases = [(tmp_path / "folder", "config file is a folder")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo")
+        cases.append((tmp_path / "fifo", "config file is not a regular file"))
+    for path, expected in cases:
+        argv = ["--run-dir", str(tmp_path / "run"), "--config", str(path)]
+        assert expected in _one_line_error(capsys, "mvpo-train", train_main(argv))
+        with pytest.raises(ConfigError, match=expected):
+            load_config(path)
+    assert not (tmp_path / "run").exists()
+
+
+# (estimator, field, value, expected fragment): the registry checks every caller's values
+ESTIMATOR_VALUES = [
+    ("rloo", "eps", float("nan"), "config field 'eps' must be a finite number, got nan"),
+    ("reinforce", "eps", -1.0, "config field 'eps' must be > 0, got -1.0"),
+    ("ecpo", "k", float("nan"), "config field 'k' must be a finite number"),
+    ("gigpo", "omega", float("inf"), "config field 'omega' must be a finite number, got inf"),
+    ("gigpo", "omega", 10**400, "config field 'omega' must be at most 2**63 in size"),
+    ("beacon", "c", float("-inf"), "config field 'c' must be a finite number"),
+    ("beacon", "omega", -0.5, "config field 'omega' must be >= 0, got -0.5"),
+    ("progpo", "omega", -1, "config field 'omega' must be >= 0"),
+    ("mvpo", "lambda_F", -0.2, "config field 'lambda_F' must be >= 0"),
+    ("mvpo", "c_succ", -1.0, "config field 'c_succ' must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("case", ESTIMATOR_VALUES, ids=[f"{c[0]}-{c[1]}" for c in ESTIMATOR_VALUES])
+def test_estimator_values_are_checked_by_the_registry(case):
+    name, field, value, expected = case
+    with pytest.raises(ValueError, match=expected.replace("*", r"\*")):
+        get_estimator(name, **{field: value})
+
+
+def test_good_values_still_pass():
+    """The checks refuse only what is out of range: boundaries and nested values are fine."""
+    cfg = TrainConfig(
+        seed=2**32 - 1,
+        threads=4096,
+        split="train",
+        env_kwargs={"preset": "mini", "split": "train", "max_episode_steps": 20},
+        estimator_kwargs={"lambda_L": 0.0, "eps": 1e-9, "milestone_names": ["a", "b"]},
+        abstraction="learned",
+        abstraction_kwargs={"k": 2, "model_path": None},
+    )
+    assert cfg.seed == 2**32 - 1 and cfg.estimator_kwargs["lambda_L"] == 0.0
+    assert get_estimator("beacon", omega=0, c=0.0, gamma_ms=1.0).config.omega == 0
 
 
 def test_estimator_is_checked_before_the_model_loads(tmp_path, capsys):
@@ -129,8 +313,36 @@ def _other_cases(run: Path, tmp: Path) -> list[tuple[str, list[str], str]]:
     bad_metrics = tmp / "bad.jsonl"
     bad_metrics.write_text('{"iteration": 1}\nnot json\n{"iteration": 3}\n')
     (tmp / "syntax.yaml").write_text("a: [\n")
+    (tmp / "dup.yaml").write_text("seed: 1\nseed: 2\n")
     (tmp / "norun").mkdir(exist_ok=True)
+    fifo = []
+    if hasattr(os, "mkfifo") and not (tmp / "fifo").exists():
+        os.mkfifo(tmp / "fifo")
+        fifo = [("mvpo-plot", [str(tmp / "fifo")], "runs: ")]
     return [
+        *fifo,
+        ("mvpo-eval", ["--run-dir", ""], "--run-dir: empty"),
+        ("mvpo-eval", ["--run-dir", str(run), "--split", ""], "--split: empty"),
+        ("mvpo-eval", ["--run-dir", str(run), "--model", ""], "--model: empty"),
+        (
+            "mvpo-eval",
+            ["--run-dir", str(run), "--seed", str(2**70)],
+            "--seed: expected an integer <=",
+        ),
+        ("mvpo-eval", ["--run-dir", str(run), "--seed", "-1"], "--seed: expected an integer >= 0"),
+        ("mvpo-eval", ["--run-dir", str(run), "--episodes", "9" * 30], "--episodes: expected an"),
+        ("mvpo-eval", ["--run-dir", str(run), "--out", str(tmp / "norun")], "is a folder"),
+        ("mvpo-eval", ["--run-dir", str(run), "--config", str(tmp / "dup.yaml")], "duplicate key"),
+        ("mvpo-plot", [""], "runs: empty"),
+        ("mvpo-build-tiny-model", ["--seed", "-1"], "--seed: expected an integer >= 0"),
+        ("mvpo-build-tiny-model", ["--seed", str(2**64)], "--seed: expected an integer <="),
+        ("mvpo-build-tiny-model", ["--rope-theta", "nan"], "--rope-theta: expected a finite"),
+        ("mvpo-build-tiny-model", ["--initializer-range", "-1"], "--initializer-range: expected"),
+        ("mvpo-build-tiny-model", ["--hidden-size", "65536"], "parameters (more than 1e+09)"),
+        ("mvpo-build-tiny-model", ["--data-dir", ""], "--data-dir: empty"),
+        ("mvpo-build-tiny-model", ["--splits", ""], "--splits: empty"),
+        ("mvpo-build-tiny-model", ["--preset", "nope"], "--splits / --preset / --data-dir: "),
+        ("mvpo-build-tiny-model", ["--splits", "nope"], "--splits / --preset / --data-dir: "),
         ("mvpo-eval", ["--run-dir", str(tmp / "missing")], "--run-dir: "),
         ("mvpo-eval", ["--run-dir", str(tmp / "norun")], "has no config.yaml"),
         ("mvpo-eval", ["--run-dir", str(run), "--tasks", "a,b"], "--tasks: expected comma"),
@@ -167,6 +379,25 @@ def test_eval_plot_build_bad_input(run_dir, tmp_path, capsys):
         line = _one_line_error(capsys, prog, MAINS[prog](argv))
         assert expected in line, (prog, argv, line)
         assert not out.exists(), (prog, argv)
+
+
+def test_an_empty_output_path_is_refused_not_the_current_folder(tmp_path, capsys, monkeypatch):
+    """``--out ''`` would write into the current folder (or nowhere): refused."""
+    monkeypatch.chdir(tmp_path)
+    for prog, argv in (
+        ("mvpo-build-tiny-model", ["--out", ""]),
+        ("mvpo-eval", ["--out", ""]),
+        ("mvpo-plot", [str(tmp_path), "--out", ""]),
+    ):
+        assert "--out: empty" in _one_line_error(capsys, prog, MAINS[prog](argv))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_refuses_an_output_that_is_a_folder(run_dir, tmp_path, capsys):
+    (tmp_path / "dir.png").mkdir()
+    argv = [str(run_dir), "--out", str(tmp_path / "dir.png")]
+    line = _one_line_error(capsys, "mvpo-plot", plot_main(argv))
+    assert f"--out: {tmp_path / 'dir.png'} is a folder" in line
 
 
 def test_eval_reads_the_run_and_plot_skips_only_a_torn_last_line(run_dir, tmp_path, capsys):

@@ -123,7 +123,7 @@ def test_types_and_bounds():
         ({"lr": -0.1}, "lr: must be > 0, got -0.1"),
         ({"lr": float("nan")}, "lr: expected a finite number"),
         ({"top_p": 1.5}, "top_p: must be > 0 and <= 1, got 1.5"),
-        ({"seed": -1}, "seed: must be >= 0, got -1"),
+        ({"seed": -1}, "seed: must be >= 0 and <= 4294967295, got -1"),
         ({"tasks": [1, -2]}, r"tasks\[1\]: expected a task index >= 0"),
         ({"env_kwargs": [1]}, "env_kwargs: expected a mapping"),
     ]:
