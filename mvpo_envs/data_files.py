@@ -132,6 +132,8 @@ def loads_json(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPTH
         raise DataFileError(
             f"{source}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}"
         ) from None
+    except ValueError:  # Python refuses an integer literal of more than 4300 digits
+        raise DataFileError(f"{source}: an integer of more than 4300 digits") from None
     except RecursionError:  # pragma: no cover - check_depth bounds the nesting first
         raise DataFileError(f"{source}: nested too deeply; refusing to parse it") from None
 
@@ -164,6 +166,8 @@ def iter_jsonl(
                 yield number, json.loads(text)
             except json.JSONDecodeError as err:
                 raise DataFileError(f"{where}: invalid JSON ({err.msg})") from None
+            except ValueError:  # an integer literal of more than 4300 digits
+                raise DataFileError(f"{where}: an integer of more than 4300 digits") from None
 
 
 def loads_yaml(text: str, source: str | Path, max_depth: int = MAX_DEPTH) -> Any:

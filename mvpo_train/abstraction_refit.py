@@ -8,7 +8,7 @@ the trainer calls three methods and checkpoints one dict:
   ``window`` iterations;
 * ``due(iteration)``: fit after ``fit_after`` iterations of data, then every ``refit_every``;
 * ``refit(iteration)``: fits a fresh :class:`EmbeddingClusterAbstraction` (seeded with
-  ``seed + iteration``) on the window and returns it; ``install(venv)`` hands it to every
+  ``(seed + iteration) mod 2**32``) on the window and returns it; ``install(venv)`` hands it to every
   sub-env (sync or async) for the following episodes.
 
 While every episode of the window has the same return (a policy that never succeeds yet), no
@@ -97,7 +97,7 @@ class AbstractionRefit:
                 f"(--abstraction-kwargs '{{\"k\": {max(2, distinct // 2)}}}'), fit later "
                 '("fit_after") or give it more steps (--num-groups, --group-size, --max-steps)'
             )
-        seed = c.seed + int(iteration)
+        seed = (c.seed + int(iteration)) % 2**32  # numpy and KMeans take seeds < 2**32
         abstraction = EmbeddingClusterAbstraction(
             k=c.k,
             milestones_from=c.milestones,

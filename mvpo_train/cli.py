@@ -65,6 +65,12 @@ def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) 
         return EXIT_USER_ERROR
 
 
+def _short_path(path: Path, width: int = 80) -> str:
+    """``path`` for a one-line message (a 300-character name is cut in the middle)."""
+    text = str(path)
+    return text if len(text) <= width else f"{text[: width // 2]}...{text[-width // 2 :]}"
+
+
 def check_device(device: str) -> None:
     """A ``cuda``/``cuda:N``/``mps`` device this torch can use, else one line (it was torch's
     ``AssertionError: Torch not compiled with CUDA enabled`` after the model loaded)."""
@@ -304,7 +310,11 @@ def _eval(argv: list[str]) -> int:
     model = args.model
     if args.run_dir:
         run = Path(args.run_dir)
-        if not run.is_dir():
+        try:
+            is_run = run.is_dir()
+        except OSError as err:  # e.g. a name longer than the file system allows
+            raise ConfigError(f"--run-dir: {_short_path(run)}: {err.strerror}") from None
+        if not is_run:
             raise ConfigError(f"--run-dir: {run} is not a folder (no such run)")
         saved = run / "config.yaml"
         if not saved.is_file():

@@ -608,7 +608,7 @@ class OneLineParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
-def _parse_json(kind: type):
+def json_arg(kind: type):
     """The ``type=`` of a dict/list flag: JSON read with :func:`mvpo_envs.data_files.loads_json`
     (bounded nesting); a list may also be written ``1,8,13``. NaN, Infinity and out-of-range
     numbers parse here and are refused by :meth:`TrainConfig.__post_init__`, naming the field."""
@@ -686,7 +686,7 @@ def build_parser(
                 help=help_text,
             )
         elif kind in (dict, list):
-            p.add_argument(flag, dest=f.name, type=_parse_json(kind), default=None, help=help_text)
+            p.add_argument(flag, dest=f.name, type=json_arg(kind), default=None, help=help_text)
         else:
             p.add_argument(
                 flag,

@@ -40,6 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from mvpo_train.config import json_arg
 from mvpo_train.policy import ScoreResult
 from mvpo_train.prompts import PromptBuilder, PromptTemplate, get_template
 
@@ -521,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output head folder (use as --model DIR)")
     p.add_argument("--env-id", default="mvpo/ALFWorld-v0")
     p.add_argument("--split", default="train", help="split whose expert plans are cloned")
-    p.add_argument("--env-kwargs", type=json.loads, default={}, help="gym.make keywords (JSON)")
+    p.add_argument("--env-kwargs", type=json_arg(dict), default={}, help="gym.make keywords (JSON)")
     p.add_argument("--steps", type=int, default=200, help="behaviour-cloning steps (early stop)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)

@@ -18,7 +18,6 @@ gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ import mvpo_envs  # noqa: F401  (registers the mvpo/* ids)
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import MilestoneLearner
 from mvpo_envs.play import fill_template
+from mvpo_train.config import json_arg
 
 Episode = list[dict[str, Any]]
 
@@ -230,11 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--top-k", type=int, default=5, help="learned milestones kept")
     p.add_argument("--min-support", type=int, default=3, help="episodes an event needs")
     p.add_argument("--max-steps", type=int, default=None, help="episode step limit override")
-    p.add_argument("--env-kwargs", default="{}", help="extra gym.make keywords as JSON")
+    p.add_argument(
+        "--env-kwargs", type=json_arg(dict), default={}, help="extra gym.make keywords as JSON"
+    )
     p.add_argument("--model-path", default=None, help="sentence-transformers folder")
     args = p.parse_args(argv)
     try:
-        env_kwargs = json.loads(args.env_kwargs)
+        env_kwargs = args.env_kwargs
         abstraction = fit_abstraction(
             args.env_id,
             args.episodes,

@@ -436,3 +436,27 @@ def test_console_scripts_exit_2_with_one_line_and_debug_shows_the_traceback(tmp_
     res = _run("mvpo-train", ["--config", str(tmp_path / "c.yaml"), "--debug"])
     assert res.returncode == 1
     assert "Traceback" in res.stderr and "ConfigError: num_groups" in res.stderr
+
+
+def test_eval_run_dir_name_too_long_is_one_line(tmp_path, capsys):
+    """``Path.is_dir()`` raises ``File name too long`` (not False) for a 300-byte name."""
+    line = _one_line_error(
+        capsys, "mvpo-eval", eval_main(["--run-dir", str(tmp_path / ("r" * 300))])
+    )
+    assert "--run-dir" in line and "too long" in line
+
+
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"a": ' + "9" * 5000 + "}", "{"])
+def test_other_clis_read_env_kwargs_with_bounded_json(text, tmp_path, capsys):
+    """mvpo-fit-abstraction and the encoder warm start parse --env-kwargs like mvpo-train:
+    deep nesting, a 5,000-digit integer and bad JSON are one usage error, not a traceback."""
+    from mvpo_train.encoder_policy import main as encoder_main
+    from mvpo_train.fit_abstraction import main as fit_main
+
+    for main in (fit_main, encoder_main):
+        with pytest.raises(SystemExit) as info:
+            main(["--out", str(tmp_path / "out"), "--env-kwargs", text])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "--env-kwargs" in err and "Traceback" not in err
+        assert not (tmp_path / "out").exists()

@@ -94,3 +94,12 @@ def test_escaped_quotes_do_not_end_a_string():
     with pytest.raises(DataFileError, match="nested deeper"):
         loads_json(text, "q.json")
     assert loads_json('["a \\" ' + "[" * 150 + ' b", "c\\\\"]', "q.json")[1] == "c\\"
+
+
+def test_huge_integer_literals_are_one_line(tmp_path):
+    with pytest.raises(DataFileError, match="x.json: an integer of more than 4300 digits"):
+        loads_json('{"a": ' + "9" * 5000 + "}", "x.json")
+    path = tmp_path / "rows.jsonl"
+    path.write_text("[" + "1" * 5000 + "]\n")
+    with pytest.raises(DataFileError, match="line 1: an integer of more than 4300 digits"):
+        next(iter_jsonl(path))
