@@ -1,10 +1,16 @@
-"""Play generated games on ALFWorld's real TextWorld PDDL engine to verify their walkthroughs.
+"""Play generated games on an ALFWorld engine to verify their walkthroughs.
 
-The engine is exactly ALFWorld's: ``textworld.envs.PddlEnv`` wrapped in ``AlfredDemangler``
-(display names such as ``potato 2``) and ``AlfredInfos``. A game passes when, from reset
-(not already won), every walkthrough command is admissible when it is sent and the game is
-won on the last command and not before. The engine's own planner (``policy_commands``) can
-also be asked at reset, to confirm that it finds the game solvable.
+Two engines (docs/alfworld_generator.md, "Verification"):
+
+* ``fast`` (:class:`FastVerifier`, the default where no planner is asked): the native engine of
+  :mod:`mvpo_envs.alfworld.fast`, which returns, step for step, what ALFWorld's stack returns
+  (the same admissible commands and ``won``; docs/alfworld_engine.md). No TextWorld, no planner.
+* ``pddl`` (:class:`Engine`): exactly ALFWorld's stack, ``textworld.envs.PddlEnv`` wrapped in
+  ``AlfredDemangler`` (display names such as ``potato 2``) and ``AlfredInfos``. Its own planner
+  (``policy_commands``) can also be asked at reset, to confirm that it finds the game solvable.
+
+A game passes when, from reset (not already won), every walkthrough command is admissible when
+it is sent and the game is won on the last command and not before.
 
 Trap: the planner's PDDL translator overwrites ``sys.argv``; it is restored around each call.
 """
@@ -14,13 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-import textworld
-from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-from textworld.envs import PddlEnv
+from mvpo_envs.alfworld.engine import GameFileError, restored_argv
+from mvpo_envs.alfworld.fast.engine import FastEngine
+from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
 
-from mvpo_envs.alfworld.engine import CachedPddlEnv, restored_argv
+#: the engines a walkthrough can be verified on
+VERIFY_ENGINES = ("fast", "pddl")
 
 
 class VerificationError(RuntimeError):
@@ -37,6 +44,49 @@ class PlayReport:
     reset_s: float
     steps_s: float
     feedback: list[str] = field(default_factory=list)
+
+
+Commands = Sequence[str] | Callable[[dict[str, str]], list[str]]
+
+
+class Verifier(Protocol):
+    """What the generator needs of an engine: play a walkthrough, report or raise."""
+
+    planner: bool
+
+    def play(
+        self, game: Mapping[str, Any] | str, commands: Commands, ask_planner: bool = False
+    ) -> PlayReport: ...
+
+
+def _check_play(
+    won_at_reset: bool,
+    commands: Commands,
+    names: Mapping[str, str],
+    admissible: Sequence[str],
+    step: Callable[[str], tuple[bool, str, Sequence[str]]],
+    feedback: list[str],
+) -> list[str]:
+    """The walkthrough rule shared by both engines; ``step`` returns (won, feedback, admissible)."""
+    if won_at_reset:
+        raise VerificationError("the game is won before any command")
+    if callable(commands):
+        commands = commands(dict(names))
+    commands = list(commands)
+    if not commands:
+        raise VerificationError("empty walkthrough")
+    for i, command in enumerate(commands):
+        if command not in admissible:
+            raise VerificationError(
+                f"step {i + 1} {command!r} is not admissible; admissible: {list(admissible)}"
+            )
+        won, text, admissible = step(command)
+        feedback.append(text)
+        last = i == len(commands) - 1
+        if won != last:
+            where = "not won after the last" if last else f"won early at step {i + 1} of"
+            raise VerificationError(f"{where} {len(commands)} commands")
+    return commands
 
 
 class _NoReplanTranslations:
@@ -59,18 +109,24 @@ class _NoReplanTranslations:
 
 
 class Engine:
-    """One ALFWorld PDDL engine, reused from game to game.
+    """One ALFWorld PDDL engine (the reference, ``pddl``), reused from game to game.
 
     ``cached=True`` (default) uses :class:`mvpo_envs.alfworld.engine.CachedPddlEnv`, ALFWorld's
     ``PddlEnv`` with the translation and command-text caches (same observations, about twice
     as fast on whole rooms); ``cached=False`` the plain ``PddlEnv``. ``planner=False`` makes
     an engine that cannot be asked for the planner's plan and loads games faster
-    (:class:`_NoReplanTranslations`).
+    (:class:`_NoReplanTranslations`). TextWorld is imported when the first one is built.
     """
 
     def __init__(self, cached: bool = True, planner: bool = True) -> None:
         if not planner and not cached:
             raise ValueError("planner=False needs cached=True")
+        import textworld
+        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+        from textworld.envs import PddlEnv
+
+        from mvpo_envs.alfworld.engine import CachedPddlEnv
+
         self.planner = planner
         self.infos = textworld.EnvInfos(
             won=True,
@@ -88,7 +144,7 @@ class Engine:
     def play(
         self,
         game: Mapping[str, Any] | str,
-        commands: Sequence[str] | Callable[[dict[str, str]], list[str]],
+        commands: Commands,
         ask_planner: bool = False,
     ) -> PlayReport:
         """Load ``game`` (a game dict or a ``game.tw-pddl`` path) and play ``commands``.
@@ -110,27 +166,77 @@ class Engine:
                 self.infos.policy_commands = False
             t2 = time.perf_counter()
         planner = list(state["policy_commands"]) if ask_planner else None
-        if state["won"]:
-            raise VerificationError("the game is won before any command")
-        if callable(commands):
-            names = {key: info.name for key, info in state["_entity_infos"].items()}
-            commands = commands(names)
-        commands = list(commands)
-        if not commands:
-            raise VerificationError("empty walkthrough")
         feedback = [state.feedback]
+
+        def step(command: str) -> tuple[bool, str, Sequence[str]]:
+            nonlocal state
+            state, _, _ = self.env.step(command)
+            return bool(state["won"]), state.feedback, state["admissible_commands"]
+
+        names = {key: info.name for key, info in state["_entity_infos"].items()}
         with restored_argv():
-            for i, command in enumerate(commands):
-                if command not in state["admissible_commands"]:
-                    raise VerificationError(
-                        f"step {i + 1} {command!r} is not admissible; "
-                        f"admissible: {state['admissible_commands']}"
-                    )
-                state, _, _ = self.env.step(command)
-                feedback.append(state.feedback)
-                last = i == len(commands) - 1
-                if bool(state["won"]) != last:
-                    where = "not won after the last" if last else f"won early at step {i + 1} of"
-                    raise VerificationError(f"{where} {len(commands)} commands")
+            played = _check_play(
+                bool(state["won"]), commands, names, state["admissible_commands"], step, feedback
+            )
         t3 = time.perf_counter()
-        return PlayReport(commands, planner, t1 - t0, t2 - t1, t3 - t2, feedback)
+        return PlayReport(played, planner, t1 - t0, t2 - t1, t3 - t2, feedback)
+
+
+class FastVerifier:
+    """The native engine (``fast``) behind :class:`Engine`'s ``play``; it has no planner.
+
+    A game the native engine refuses (:class:`UnsupportedGameError`, a bad game file) is an
+    error of the generator, not a failed draw: it is raised, never redrawn around, so the games
+    cannot depend on which engine verified them.
+    """
+
+    planner = False
+
+    def __init__(self) -> None:
+        self.engine = FastEngine()
+
+    def play(
+        self,
+        game: Mapping[str, Any] | str,
+        commands: Commands,
+        ask_planner: bool = False,
+    ) -> PlayReport:
+        """As :meth:`Engine.play`; ``ask_planner`` is refused (no planner)."""
+        if ask_planner:
+            raise ValueError("the fast engine has no planner; verify on the 'pddl' engine")
+        t0 = time.perf_counter()
+        try:
+            if isinstance(game, str):
+                self.engine.load(game)
+            else:
+                self.engine.load_data(dict(game))
+            t1 = time.perf_counter()
+            state = self.engine.reset()
+        except (UnsupportedGameError, GameFileError) as err:
+            raise RuntimeError(f"the fast engine cannot play a generated game: {err}") from err
+        t2 = time.perf_counter()
+        feedback = [state.feedback]
+
+        def step(command: str) -> tuple[bool, str, Sequence[str]]:
+            out = self.engine.step(command)
+            return out.won, out.feedback, out.admissible
+
+        played = _check_play(
+            state.won, commands, state.entity_names, state.admissible, step, feedback
+        )
+        t3 = time.perf_counter()
+        return PlayReport(played, None, t1 - t0, t2 - t1, t3 - t2, feedback)
+
+
+def make_verifier(kind: str, planner: bool = False) -> Verifier:
+    """The engine ``kind`` (``fast`` or ``pddl``); ``planner``: it must be able to plan."""
+    if kind == "fast":
+        if planner:
+            raise ValueError(
+                "the fast engine has no planner, and this preset checks the planner's plan: "
+                "use --verify-engine pddl"
+            )
+        return FastVerifier()
+    if kind == "pddl":
+        return Engine(planner=planner)
+    raise ValueError(f"unknown verify engine {kind!r}; use one of {list(VERIFY_ENGINES)}")

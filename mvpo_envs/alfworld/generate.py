@@ -12,9 +12,12 @@ writes ``DIR/<split>/<task_type>-<Object>-None-<Recep>-<scene>/trial_G<seed>/`` 
   block (generator version, seeds, preset and knobs),
 
 and records every game (relative path, task type, walkthrough length, SHA-256 of both files)
-in a ``MANIFEST.json``. Each walkthrough is constructed, then played on ALFWorld's real engine
-(:mod:`gen_engine`); the engine's planner must also find a plan. A game that is too long or
-fails is drawn again from the next seed. Same seed and knobs give byte-identical files.
+in a ``MANIFEST.json``. Each walkthrough is constructed, then played on an ALFWorld engine
+(:mod:`gen_engine`): the native ``fast`` engine by default, ALFWorld's own ``pddl`` engine
+on request and for the presets whose engine planner must also find a plan. A game that is too
+long or fails is drawn again from the next seed. Game ``i`` of a split depends only on (seed,
+split, ``i``): same seed and knobs give byte-identical files, for any worker count, any
+verifying engine and any first index (docs/alfworld_generator.md, "Verification and speed").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -49,7 +53,15 @@ from mvpo_envs.alfworld.gen_alfworld import (
     sample_room_problem,
     task_sequence,
 )
-from mvpo_envs.alfworld.gen_engine import Engine, PlayReport, VerificationError
+from mvpo_envs.alfworld.gen_engine import (
+    VERIFY_ENGINES,
+    Engine,  # noqa: F401  (re-exported: gen.Engine is the reference engine)
+    FastVerifier,  # noqa: F401
+    PlayReport,
+    VerificationError,
+    Verifier,
+    make_verifier,
+)
 from mvpo_envs.alfworld.gen_problem import Knobs, Problem, sample_problem
 from mvpo_envs.alfworld.gen_scene import scene_numbers
 
@@ -106,8 +118,9 @@ def game_seed(base_seed: int, split: str, index: int, attempt: int) -> int:
     return int(hashlib.sha256(key).hexdigest()[:13], 16)
 
 
+@functools.cache
 def wheel_logic() -> tuple[str, str]:
-    """``alfred.pddl`` and ``alfred.twl2`` as shipped in the installed alfworld wheel."""
+    """``alfred.pddl`` and ``alfred.twl2`` as shipped in the installed alfworld wheel (read once)."""
     folder = Path(alfworld.__file__).resolve().parent / "data"
     return (
         (folder / "alfred.pddl").read_text(encoding="utf-8"),
@@ -140,11 +153,15 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _write(path: Path, text: str) -> None:
+def _write(path: Path, text: str) -> str:
+    """Write ``text`` (UTF-8, ``\\n`` newlines); return the SHA-256 of the bytes written."""
+    data = text.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", newline="\n")
+    path.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
 
 
+@functools.cache
 def alfworld_version() -> str:
     try:
         return importlib.metadata.version("alfworld")
@@ -203,7 +220,7 @@ def make_draw(problem: Problem, seed: int, logic: tuple[str, str], meta: dict) -
     return Draw(problem, trial_id, game, traj)
 
 
-def verify_draw(engine: Engine, draw: Draw, ask_planner: bool = True) -> PlayReport:
+def verify_draw(engine: Verifier, draw: Draw, ask_planner: bool = True) -> PlayReport:
     """Play the constructed walkthrough on the engine; the planner must find a plan too."""
     steps = draw.problem.plan
     report = engine.play(draw.game, lambda names: [s.render(names) for s in steps], ask_planner)
@@ -225,19 +242,6 @@ class SplitResult:
     failed: list[str] = field(default_factory=list)
     timings: list[tuple[float, float, float]] = field(default_factory=list)  # load, reset, steps
     planner_lengths: list[int] = field(default_factory=list)  # the engine planner's plans
-
-
-def _record(split_dir: Path, game_dir: Path, draw: Draw, n_steps: int) -> dict:
-    return {
-        "relpath": game_dir.relative_to(split_dir).as_posix(),
-        "task_type": draw.problem.goal.task_type,
-        "scene": draw.problem.scene.number,
-        "walkthrough_len": n_steps,
-        "sha256": {
-            GAME_FILE: sha256_file(game_dir / GAME_FILE),
-            TRAJ_FILE: sha256_file(game_dir / TRAJ_FILE),
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -278,7 +282,7 @@ class SplitConfig:
 def draw_game(
     cfg: SplitConfig,
     index: int,
-    engine: Engine,
+    engine: Verifier,
     result: SplitResult,
     task_type: str | None = None,
 ) -> tuple[Draw, PlayReport]:
@@ -308,67 +312,133 @@ def write_game(split_dir: Path, draw: Draw, report: PlayReport) -> dict:
     """Write the verified game's two files; return its manifest record."""
     draw.game["walkthrough"] = report.commands
     game_dir = split_dir / draw.problem.goal.folder_name(draw.problem.scene.number) / draw.trial_id
-    _write(game_dir / GAME_FILE, json.dumps(draw.game))
-    _write(game_dir / TRAJ_FILE, json.dumps(draw.traj, indent=2, sort_keys=True) + "\n")
-    return _record(split_dir, game_dir, draw, len(report.commands))
+    game_sha = _write(game_dir / GAME_FILE, json.dumps(draw.game))
+    traj_sha = _write(game_dir / TRAJ_FILE, json.dumps(draw.traj, indent=2, sort_keys=True) + "\n")
+    return {
+        "relpath": game_dir.relative_to(split_dir).as_posix(),
+        "task_type": draw.problem.goal.task_type,
+        "scene": draw.problem.scene.number,
+        "walkthrough_len": len(report.commands),
+        "sha256": {GAME_FILE: game_sha, TRAJ_FILE: traj_sha},
+    }
 
 
-_WORKER_ENGINE: Engine | None = None
+@dataclass
+class GameOutcome:
+    """One written game: its manifest record, its redraws and the engine's timings."""
+
+    index: int
+    record: dict
+    too_long: int
+    failed: list[str]
+    timing: tuple[float, float, float]  # load, reset, steps
+    planner_length: int
 
 
-def _worker_draw(job: tuple[SplitConfig, int, str]) -> tuple[Draw, PlayReport, SplitResult]:
-    """Draw one game in a worker process (one engine per process)."""
-    global _WORKER_ENGINE
-    cfg, index, task_type = job
-    if _WORKER_ENGINE is None:
-        _WORKER_ENGINE = Engine(planner=cfg.knobs.planner_check)
+def make_game(
+    split_dir: Path, cfg: SplitConfig, index: int, task_type: str, engine: Verifier
+) -> GameOutcome:
+    """Draw, verify and write game ``index`` of the split (index-addressable: nothing else
+    of the split is read or needed)."""
     part = SplitResult()
-    draw, report = draw_game(cfg, index, _WORKER_ENGINE, part, task_type)
-    report.feedback = []  # not needed by the writer; keeps the pickle small
-    return draw, report, part
+    draw, report = draw_game(cfg, index, engine, part, task_type)
+    record = write_game(split_dir, draw, report)
+    return GameOutcome(
+        index,
+        record,
+        part.too_long,
+        part.failed,
+        (report.load_s, report.reset_s, report.steps_s),
+        len(report.planner_commands or []),
+    )
+
+
+_WORKER_ENGINES: dict[tuple[str, bool], Verifier] = {}
+
+
+def _engine_for(kind: str, planner: bool) -> Verifier:
+    """One engine per (kind, planner) and process, reused from game to game."""
+    key = (kind, planner)
+    if key not in _WORKER_ENGINES:
+        _WORKER_ENGINES[key] = make_verifier(kind, planner)
+    return _WORKER_ENGINES[key]
+
+
+def _worker_game(job: tuple[Path, SplitConfig, int, str, str]) -> GameOutcome:
+    """Make one game in a worker process: it writes the files itself and sends back the
+    small record (the parent never receives the problem or the game text)."""
+    split_dir, cfg, index, task_type, kind = job
+    return make_game(split_dir, cfg, index, task_type, _engine_for(kind, cfg.knobs.planner_check))
+
+
+def resolve_verify_engine(kind: str, knobs: Knobs) -> str:
+    """``auto`` -> ``fast``, or ``pddl`` for the presets whose engine planner must find a plan
+    (the fast engine has none); a clear error for a kind that cannot verify these knobs."""
+    if kind == "auto":
+        return "pddl" if knobs.planner_check else "fast"
+    if kind not in VERIFY_ENGINES:
+        raise ValueError(f"unknown verify engine {kind!r}; use auto or one of {VERIFY_ENGINES}")
+    if kind == "fast" and knobs.planner_check:
+        raise ValueError(
+            "--verify-engine fast: this preset also asks the engine's planner for a plan, and "
+            "the fast engine has no planner; use --verify-engine pddl (or auto)"
+        )
+    return kind
+
+
+def split_task_types(cfg: SplitConfig, start: int, size: int) -> list[str]:
+    """Task types of games ``start .. start + size - 1`` (the same as in any longer split)."""
+    if cfg.mix == "alfworld":
+        return task_sequence(cfg.split, cfg.task_types, start + size)[start:]
+    return [cfg.task_type(i) for i in range(start, start + size)]
 
 
 def generate_split(
     split_dir: Path,
     cfg: SplitConfig,
     size: int,
-    engine: Engine | None,
+    engine: Verifier | None,
     progress: tqdm | None = None,
     workers: int = 1,
+    *,
+    start: int = 0,
+    verify_engine: str = "auto",
 ) -> SplitResult:
-    """Write ``size`` verified games; game ``i`` has task type ``cfg.task_type(i)``.
+    """Write ``size`` verified games, indices ``start .. start + size - 1``; game ``i`` has task
+    type ``cfg.task_type(i)``.
 
-    With ``workers > 1`` games are drawn and verified in that many processes; every game
-    depends only on (seed, split, index), so the files are the same bytes either way.
+    With ``workers > 1`` games are drawn, verified and written in that many processes; every
+    game depends only on (seed, split, index), so the files are the same bytes either way, and
+    the same as the games of those indices in a split generated from index 0.
     """
+    kind = resolve_verify_engine(verify_engine, cfg.knobs)
     result = SplitResult()
-    if cfg.mix == "alfworld":
-        types = task_sequence(cfg.split, cfg.task_types, size)
-    else:
-        types = [cfg.task_type(i) for i in range(size)]
-    jobs = [(cfg, index, types[index]) for index in range(size)]
+    types = split_task_types(cfg, start, size)
+    jobs = [(split_dir, cfg, start + k, types[k], kind) for k in range(size)]
 
-    def take(draw: Draw, report: PlayReport, part: SplitResult) -> None:
-        result.too_long += part.too_long
-        result.failed += part.failed
-        result.games.append(write_game(split_dir, draw, report))
-        result.timings.append((report.load_s, report.reset_s, report.steps_s))
-        result.planner_lengths.append(len(report.planner_commands or []))
+    def take(out: GameOutcome) -> None:
+        result.too_long += out.too_long
+        result.failed += out.failed
+        result.games.append(out.record)
+        result.timings.append(out.timing)
+        result.planner_lengths.append(out.planner_length)
         if progress is not None:
             progress.update(1)
             progress.set_postfix(too_long=result.too_long, failed=len(result.failed))
 
     if workers > 1 and size > 1:
+        n = min(workers, size)
+        # a few chunks per process: large enough to keep the pipes quiet, small enough that
+        # no process idles long at the end
+        chunk = max(1, min(32, size // (8 * n)))
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(workers, size)) as pool:
-            for draw, report, part in pool.imap(_worker_draw, jobs, chunksize=4):
-                take(draw, report, part)
+        with ctx.Pool(n) as pool:
+            for out in pool.imap(_worker_game, jobs, chunksize=chunk):
+                take(out)
     else:
-        engine = engine or Engine(planner=cfg.knobs.planner_check)
+        engine = engine or _engine_for(kind, cfg.knobs.planner_check)
         for job in jobs:
-            part = SplitResult()
-            draw, report = draw_game(cfg, job[1], engine, part, job[2])
-            take(draw, report, part)
+            take(make_game(job[0], cfg, job[2], job[3], engine))
     result.games.sort(key=lambda g: g["relpath"])
     return result
 
@@ -428,16 +498,23 @@ def generate(
     overwrite: bool = False,
     show_progress: bool = True,
     workers: int = 1,
+    verify_engine: str = "auto",
+    first_index: int = 0,
 ) -> RunResult:
     """Generate every split under ``out`` and update the manifest.
 
     ``split_sizes`` defaults to ALFWorld's (3,553 / 140 / 134) for the ``alfworld`` preset,
-    else to ``DEFAULT_SPLIT_SIZES``.
+    else to ``DEFAULT_SPLIT_SIZES``. ``verify_engine``: ``auto`` (``fast``, or ``pddl`` where
+    the preset asks the planner), ``fast`` or ``pddl``. ``first_index`` = k writes games
+    k .. k + size - 1 of each split: the same files as those games of a split from index 0.
     """
     out = Path(out)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known: {sorted(PRESETS)}")
     knobs = knobs or PRESETS[preset]
+    kind = resolve_verify_engine(verify_engine, knobs)
+    if first_index < 0:
+        raise ValueError(f"first_index must be >= 0, not {first_index}")
     if split_sizes is None:
         split_sizes = dict(
             ALFWORLD_SPLIT_SIZES if preset == ALFWORLD_PRESET else DEFAULT_SPLIT_SIZES
@@ -452,7 +529,7 @@ def generate(
             if not overwrite:
                 raise FileExistsError(f"{split_dir} is not empty (use --overwrite)")
             shutil.rmtree(split_dir)
-    engine = Engine(planner=knobs.planner_check) if workers <= 1 else None
+    engine = _engine_for(kind, knobs.planner_check) if workers <= 1 else None
     entry = {
         "command": command,
         "generator": GENERATOR,
@@ -461,8 +538,11 @@ def generate(
         "preset": preset,
         "seed": seed,
         "knobs": knobs.as_meta(),
+        "verify_engine": kind,
         "splits": {},
     }
+    if first_index:
+        entry["first_index"] = first_index
     results = {}
     total = sum(split_sizes.values())
     with tqdm(
@@ -472,7 +552,9 @@ def generate(
             pool = pools[split]
             mix = "alfworld" if preset == ALFWORLD_PRESET else "cycle"
             cfg = SplitConfig(split, preset, knobs, seed, tuple(task_types), pool, mix)
-            results[split] = generate_split(out / split, cfg, size, engine, bar, workers)
+            results[split] = generate_split(
+                out / split, cfg, size, engine, bar, workers, start=first_index, verify_engine=kind
+            )
             entry["splits"][split] = split_summary(results[split], pool)
     manifest_path = Path(manifest) if manifest else out / MANIFEST_FILE
     update_manifest(manifest_path, out, entry)
@@ -490,11 +572,12 @@ def update_manifest(path: Path, out: Path, entry: dict) -> None:
     _write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def check_manifest(path: str | Path, replay: bool = True) -> list[str]:
-    """Problems with a manifest's games: hash mismatches, and walkthroughs that do not win."""
+def check_manifest(path: str | Path, replay: bool = True, engine: str = "fast") -> list[str]:
+    """Problems with a manifest's games: hash mismatches, and walkthroughs that do not win
+    (replayed on ``engine``: ``fast`` or ``pddl``)."""
     path = Path(path)
     data = json.loads(path.read_text(encoding="utf-8"))
-    engine = Engine() if replay else None
+    verifier = make_verifier(engine) if replay else None
     problems = []
     for key, entry in sorted(data["sets"].items()):
         for split, info in entry["splits"].items():
@@ -503,11 +586,11 @@ def check_manifest(path: str | Path, replay: bool = True) -> list[str]:
                 for name, digest in game["sha256"].items():
                     if not (game_dir / name).is_file() or sha256_file(game_dir / name) != digest:
                         problems.append(f"{game_dir / name}: missing or hash mismatch")
-                if engine is not None:
+                if verifier is not None:
                     walk = json.loads((game_dir / GAME_FILE).read_text())["walkthrough"]
                     try:
-                        engine.play(str(game_dir / GAME_FILE), walk)
-                    except VerificationError as err:
+                        verifier.play(str(game_dir / GAME_FILE), walk)
+                    except (VerificationError, RuntimeError) as err:
                         problems.append(f"{game_dir}: {err}")
     return problems
 
@@ -589,6 +672,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MANIFEST",
         help="only check a manifest: file hashes, and replay every walkthrough",
     )
+    p.add_argument(
+        "--verify-engine",
+        choices=("auto", *VERIFY_ENGINES),
+        default="auto",
+        help="engine that plays every walkthrough: fast (native, the default where no planner "
+        "check is asked: alfworld), pddl (ALFWorld's TextWorld engine; mini and standard, "
+        "whose planner check needs it); --check replays on fast unless pddl is given",
+    )
+    p.add_argument(
+        "--first-index",
+        type=int,
+        default=0,
+        help="write games K .. K+N-1 of each split (the same files as in a split from game 0)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--workers",
@@ -653,7 +750,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not Path(args.check).is_file():
             parser.error(f"--check: no manifest file {args.check}")
         try:
-            problems = check_manifest(args.check)
+            replay = "pddl" if args.verify_engine == "pddl" else "fast"
+            problems = check_manifest(args.check, engine=replay)
         except (ValueError, KeyError, TypeError) as err:  # not JSON, or not a manifest
             parser.error(f"--check: {args.check} is not a generator manifest ({err!r})")
         for line in problems:
@@ -665,8 +763,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     task_types = tuple(t.strip() for t in args.task_types.split(",") if t.strip())
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if args.first_index < 0:
+        parser.error("--first-index must be at least 0")
     try:
         knobs = knobs_from_args(args)
+        resolve_verify_engine(args.verify_engine, knobs)
         split_sizes = args.split_sizes or dict(
             ALFWORLD_SPLIT_SIZES if args.preset == ALFWORLD_PRESET else DEFAULT_SPLIT_SIZES
         )
@@ -695,6 +796,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             overwrite=args.overwrite,
             show_progress=not args.quiet,
             workers=args.workers,
+            verify_engine=args.verify_engine,
+            first_index=args.first_index,
         )
     except RoomRangeError as err:  # a room out of the preset's ranges is never written
         print(f"{GENERATOR}: error: {err}", file=sys.stderr)

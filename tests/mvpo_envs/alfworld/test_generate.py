@@ -271,7 +271,7 @@ def test_task_text_is_a_goal_library_template(manifest):
 def test_bundled_sample_replays_and_wins(manifest, engine):
     """On ALFWorld's engine: one mini game per (split, task type), one standard game per split.
 
-    Replaying all of them takes ~45 s (see the slow test below).
+    Replaying all of them on it takes ~45 s (see the slow test below).
     """
     seen = set()
     for key, split, rec, folder in _bundle_games(manifest):
@@ -286,9 +286,14 @@ def test_bundled_sample_replays_and_wins(manifest, engine):
     }
 
 
+def test_every_bundled_game_replays_and_wins_on_the_fast_engine(manifest):
+    """``--check``'s default: every hash, and every walkthrough on the fast engine (~3 s)."""
+    assert gen.check_manifest(MANIFEST) == []
+
+
 @pytest.mark.slow
 def test_every_bundled_game_replays_and_wins(manifest):
-    assert gen.check_manifest(MANIFEST) == []
+    assert gen.check_manifest(MANIFEST, engine="pddl") == []
 
 
 def test_format_matches_a_real_alfworld_game(realdata, fresh, engine):

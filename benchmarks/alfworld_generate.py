@@ -1,0 +1,175 @@
+"""Speed of ``mvpo-alfworld-generate`` (the ``alfworld`` preset), in one run.
+
+docs/alfworld_generator.md, "Verification and speed". On one sample of ALFWorld's train split
+(games ``first .. first + n - 1``, index-addressable: any slice of the full split):
+
+* **games/s per worker count** (1, 2, 4 processes), walkthroughs verified on the default
+  ``fast`` engine: wall clock and CPU time (user + sys of this process and of the worker
+  processes, start-up included). On a machine shared with other jobs the wall clock counts
+  their time too; the CPU time does not.
+* **old verifier vs new**: the same sample in this process, one worker, verified on ALFWorld's
+  ``pddl`` engine (TextWorld + Fast Downward's translator, the generator's verifier before) and
+  on the ``fast`` engine: CPU per game and their ratio.
+
+The run checks that every variant writes byte-identical games (a hash of every file), and
+extrapolates the CPU time to the full train split (3,553 games).
+
+Run from the repository root: ``python benchmarks/alfworld_generate.py`` (writes
+``benchmarks/results/alfworld_generate.md``); ``--quick`` uses smaller samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import platform
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from mvpo_envs.alfworld import generate as gen
+from mvpo_envs.alfworld.fast import engine as fast_engine
+from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
+
+RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_generate.md"
+FULL_TRAIN = ALFWORLD_SPLIT_SIZES["train"]
+
+
+def cpu_seconds() -> float:
+    """User + sys CPU of this process and of its waited-for children (the worker pools)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def tree_digest(root: Path) -> str:
+    """One hash of every game file under ``root`` (paths and bytes; the manifest left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.name != gen.MANIFEST_FILE:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def timed_run(n: int, first: int, workers: int, engine: str) -> dict:
+    """Generate the sample once; wall, CPU, and the hash of what was written.
+
+    The fast engine's per-process caches of parsed games are emptied first: every run parses
+    its games anew, as a generator run does (each game is new to it).
+    """
+    fast_engine._GAMES.clear()
+    fast_engine._LOGICS.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0, wall0 = cpu_seconds(), time.perf_counter()
+        gen.generate(
+            tmp,
+            {"train": n},
+            preset="alfworld",
+            first_index=first,
+            show_progress=False,
+            workers=workers,
+            verify_engine=engine,
+        )
+        wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
+        digest = tree_digest(Path(tmp))
+    return {"n": n, "workers": workers, "engine": engine, "wall": wall, "cpu": cpu, "hash": digest}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sample", type=int, default=400, help="games per worker-count run")
+    p.add_argument("--pddl-sample", type=int, default=40, help="games of the old-vs-new run")
+    p.add_argument("--first", type=int, default=1000, help="index of the sample's first game")
+    p.add_argument("--workers", default="1,2,4", help="worker counts, comma-separated")
+    p.add_argument("--quick", action="store_true", help="samples of 60 and 8 games")
+    p.add_argument(
+        "--full", action="store_true", help="also time the whole train split with 2 workers"
+    )
+    p.add_argument("--markdown", default=str(RESULTS), help="where to write the table")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sample, args.pddl_sample = 60, 8
+    workers = [int(w) for w in args.workers.split(",")]
+    load_before = os.getloadavg()
+
+    gen.generate(tempfile.mkdtemp(), {"train": 1}, preset="alfworld", show_progress=False)
+    rows = [timed_run(args.sample, args.first, w, "fast") for w in workers]
+    # old vs new verifier: same process, same sample, one worker (warm: the imports are done)
+    old = timed_run(args.pddl_sample, args.first, 1, "pddl")
+    new = timed_run(args.pddl_sample, args.first, 1, "fast")
+    full = timed_run(FULL_TRAIN, 0, 2, "fast") if args.full else None
+    load_after = os.getloadavg()
+
+    same_workers = len({r["hash"] for r in rows}) == 1
+    same_engines = old["hash"] == new["hash"]
+    # the larger sample's per-game CPU is the honest rate (start-up shared by more games)
+    rate = rows[0]["cpu"] / rows[0]["n"]
+    flags = " --full" if args.full else ""
+    lines = [
+        "# ALFWorld generator speed (`benchmarks/alfworld_generate.py`)",
+        "",
+        f"Command: `python benchmarks/alfworld_generate.py --sample {args.sample} "
+        f"--pddl-sample {args.pddl_sample} --first {args.first} --workers {args.workers}{flags}`; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{load_before[0]:.1f} before / {load_after[0]:.1f} after (a machine shared with other "
+        "jobs: the wall clock counts their time too, the CPU time does not). CPU = user + sys "
+        "of this process and its worker processes, start-up included.",
+        "",
+        f"## Games/s per worker count (train games {args.first}..{args.first + args.sample - 1}, "
+        "`fast` verifier)",
+        "",
+        "| workers | games | wall s | games/s (wall) | CPU s | CPU ms/game |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['workers']} | {r['n']} | {r['wall']:.1f} | {r['n'] / r['wall']:.1f} | "
+            f"{r['cpu']:.1f} | {1000 * r['cpu'] / r['n']:.1f} |"
+        )
+    ratio = (old["cpu"] / old["n"]) / (new["cpu"] / new["n"])
+    lines += [
+        "",
+        f"Files identical for every worker count: **{'yes' if same_workers else 'NO'}**.",
+        "",
+        f"## Old verifier vs new (same process, train games {args.first}.."
+        f"{args.first + args.pddl_sample - 1}, 1 worker)",
+        "",
+        "| verifier | games | CPU s | CPU ms/game | wall s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for label, r in (("`pddl` (TextWorld + Fast Downward, before)", old), ("`fast`", new)):
+        lines.append(
+            f"| {label} | {r['n']} | {r['cpu']:.2f} | {1000 * r['cpu'] / r['n']:.1f} | "
+            f"{r['wall']:.2f} |"
+        )
+    lines += [
+        "",
+        f"CPU per game, `pddl` / `fast`: **{ratio:.0f}x**. Files identical on both verifiers: "
+        f"**{'yes' if same_engines else 'NO'}**.",
+        "",
+        "## Extrapolation to the full train split",
+        "",
+        f"{FULL_TRAIN} games x {1000 * rate:.1f} CPU ms/game (the 1-worker row, imports "
+        f"already done) = {FULL_TRAIN * rate:.0f} CPU s: about {FULL_TRAIN * rate / 2:.0f} s of "
+        "wall time on 2 free cores, plus ~2 s of imports per worker process.",
+        "",
+    ]
+    if full is not None:
+        lines += [
+            f"Measured (`--full`): the whole train split ({FULL_TRAIN} games, 2 workers) in "
+            f"{full['wall']:.0f} s of wall time and {full['cpu']:.0f} s of CPU "
+            f"({1000 * full['cpu'] / FULL_TRAIN:.1f} CPU ms/game, start-up included).",
+            "",
+        ]
+    text = "\n".join(lines)
+    Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.markdown).write_text(text, encoding="utf-8")
+    print(text)
+    return 0 if same_workers and same_engines else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
