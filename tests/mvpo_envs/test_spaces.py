@@ -95,8 +95,9 @@ def _make_vec_async_vs_sync(num_envs: int) -> dict:
 
 
 def test_make_vec_async_with_shared_memory_carries_multiline_text():
-    """The README's line on 2 envs: shared memory on, multi-line observations, every step's
-    observations (not the buffer's first read), the same as the sync vector env."""
+    """docs/environments.md, "Vector envs", on 2 envs: shared memory on, multi-line
+    observations, every step's observations (not the buffer's first read), the same as the
+    sync vector env."""
     results = _make_vec_async_vs_sync(2)
     assert results["async"] == results["sync"]
     assert (
