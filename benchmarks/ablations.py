@@ -103,20 +103,25 @@ def credit_alignment(run: Path) -> dict[str, float]:
     * ``repair_share``: share of the total advantage mass ``sum |A|`` on repaired rows;
     * ``alignment_repair``: on repaired rows of *mixed* groups (a success and a failure, so the
       outcome is known), ``sum A * y / sum |A|`` with ``y = +1`` on successful and ``-1`` on
-      failed trajectories: +1 = every repaired push points towards success, 0 = unrelated;
-    * ``alignment_gigpo``: the same for the rest of the advantage (GiGPO's own credit) on the
-      same groups;
+      failed trajectories: +1 = every repaired push points towards success, 0 = unrelated.
+      Not an independent check when ``c_succ > 0``: the potential then averages the group's
+      own outcomes;
+    * ``phi_split_spearman_failed``: the estimator's non-circular statistic
+      (docs/estimators.md §3.7): the potential estimated from the other half of each group
+      against the milestones a *failed* trajectory still reaches; no outcome on either side.
+      (The same alignment for GiGPO's part of the advantage is not reported: it contains
+      ``A^E``, which is the outcome, so its +1 was guaranteed rather than measured);
     * ``loop_share``: share of the variance of the potential difference ``D`` on repaired rows
       that is the loop term's, ``Var(D - D[lambda_L=0]) / Var(D)`` (0 when ``lambda_L`` is 0).
 
     Means over the run's iterations (NaN where no iteration has such rows).
     """
     from mvpo_train.credit.gigpo import gigpo_parts
-    from mvpo_train.credit.mvpo import potential_terms, scale_by_std
+    from mvpo_train.credit.mvpo import potential_terms, repair_term
     from mvpo_train.records import find_records, read_batch_record
 
     out: dict[str, list[float]] = {"repair_share": [], "alignment_repair": [],
-                                   "alignment_gigpo": [], "loop_share": []}  # fmt: skip
+                                   "phi_split_spearman_failed": [], "loop_share": []}  # fmt: skip
     for _, path in sorted(find_records(run).items()):
         rec = read_batch_record(path)
         if rec.estimator_name != "mvpo":
@@ -126,16 +131,18 @@ def credit_alignment(run: Path) -> dict[str, float]:
         parts = gigpo_parts(sb, cfg)
         pot = potential_terms(sb, cfg, est.amp)
         routed = parts.zero_credit | ((parts.size < 2) if cfg.repair_singletons else False)
-        a_phi, _ = scale_by_std(pot.d, routed, cfg.eps)
+        a_phi, _ = repair_term(pot, routed, cfg)
         d = pot.d[routed]
         if d.size > 1 and d.var() > 0:
             no_loop = potential_terms(sb, dataclasses.replace(cfg, lambda_L=0.0), est.amp).d
             out["loop_share"].append(float((d - no_loop[routed]).var() / d.var()))
-        adv, _ = est.compute(sb)
+        adv, diag = est.compute(sb)
         if rec.advantages is not None and not np.array_equal(adv, rec.advantages[rec.batch.order]):
             raise RuntimeError(f"{path}: the recomputed advantages differ from the recorded ones")
         repair = np.where(routed, cfg.omega * est.kappa * a_phi, 0.0)
-        rest = adv - repair
+        rho = diag.get("phi_split_spearman_failed", float("nan"))
+        if np.isfinite(rho):
+            out["phi_split_spearman_failed"].append(float(rho))
         total = np.abs(adv).sum()
         if total > 0:
             out["repair_share"].append(float(np.abs(repair).sum() / total))
@@ -144,10 +151,11 @@ def credit_alignment(run: Path) -> dict[str, float]:
         frac = succ_by_group[sb.group_index] / rows_by_group[sb.group_index]
         mixed = (frac > 0) & (frac < 1)
         y = np.where(sb.success, 1.0, -1.0)
-        for key, a in (("alignment_repair", repair), ("alignment_gigpo", rest)):
-            sel = mixed & (a != 0)
-            if sel.any():
-                out[key].append(float((a[sel] * y[sel]).sum() / np.abs(a[sel]).sum()))
+        sel = mixed & (repair != 0)
+        if sel.any():
+            out["alignment_repair"].append(
+                float((repair[sel] * y[sel]).sum() / np.abs(repair[sel]).sum())
+            )
     return {k: float(np.mean(v)) if v else float("nan") for k, v in out.items()}
 
 
@@ -201,7 +209,7 @@ def analyse(args: argparse.Namespace) -> dict:
             np.mean([_late_mean(per[s], "adv/repaired_ratio") for s in per])
         )
         aligned = [credit_alignment(learning.run_dir(base, arm, s)) for s in per]
-        for key in ("repair_share", "alignment_repair", "alignment_gigpo", "loop_share"):
+        for key in ("repair_share", "alignment_repair", "phi_split_spearman_failed", "loop_share"):
             row[key] = float(np.nanmean([a[key] for a in aligned]))
         mine = {int(s): v for s, v in row["per_seed"].items()}
         for key in ("auc", "final", "valid_unseen"):
@@ -301,14 +309,19 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "repair's share of the advantage mass sum |A|; alignment = sum A*y / sum |A| over the "
         "rows of groups with a success and a failure, y = +1 on successful and -1 on failed "
         "trajectories: +1 = all credit points at the successful trajectories, 0 = unrelated to "
-        "the outcome); the loop term's share of Var(D) = how much of the potential difference on "
+        "the outcome; with `c_succ > 0` the potential averages the group's own outcomes, so this "
+        "is not an independent check). Phi split Spearman = the estimator's non-circular "
+        "statistic (docs/estimators.md §3.7: the potential from the other half of each group "
+        "against the milestones a failed trajectory still reaches). GiGPO's own credit is not "
+        "given an alignment: it contains A^E, the outcome itself, so its alignment is +1 by "
+        "construction; the loop term's share of Var(D) = how much of the potential difference on "
         "repaired rows comes from `lambda_L * L(rho)` (the rest: the milestone values). Paired = "
         "per-seed difference on the seeds both have.",
         "",
         "| variant | what changes | seeds | area | final | reached 20% | zero-adv. first 5 it. "
         "| kappa, late | repaired rows, late | repair's share of \\|A\\| | loop term's share "
         "of Var(D) | alignment: repair "
-        "| alignment: GiGPO part | paired vs mvpo: area | paired vs mvpo: final "
+        "| Phi split Spearman (failed) | paired vs mvpo: area | paired vs mvpo: final "
         "| paired vs study GiGPO: area | paired vs study GiGPO: final |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -320,7 +333,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             f"{r['reached']}/{len(r['seeds'])} | {fmt(r['zero_adv_early'])} | "
             f"{r['kappa_late']:.2f} | {r['repaired_late']:.2f} | {r['repair_share']:.2f} | "
             f"{r['loop_share']:.2f} | "
-            f"{r['alignment_repair']:+.3f} | {r['alignment_gigpo']:+.3f} | "
+            f"{r['alignment_repair']:+.3f} | {r['phi_split_spearman_failed']:+.3f} | "
             f"{fmt(pair.get('auc'))} | {fmt(pair.get('final'))} | "
             f"{fmt(r['vs_study_gigpo_auc'])} | {fmt(r['vs_study_gigpo_final'])} |"
         )

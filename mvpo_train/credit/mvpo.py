@@ -1,13 +1,18 @@
 """MVPO: Milestone Viability Potential Policy Optimization (docs/estimators.md §3).
 
 GiGPO's credit is kept where it is informative; rows of zero-credit step groups are repaired
-with ``kappa_t * A^Phi``, a scaled difference of region potentials over Union-Find viability
-regions. The step groups, ``A^E`` and ``A^S`` come from :func:`gigpo_parts` (one
-implementation), so MVPO equals GiGPO exactly on a batch without zero-credit step groups.
+with ``kappa_t * A^Phi``, a difference of region potentials over Union-Find viability regions.
+The step groups, ``A^E`` and ``A^S`` come from :func:`gigpo_parts` (one implementation), so MVPO
+equals GiGPO exactly on a batch without zero-credit step groups, whatever the options.
+
+Two readings of the potential (``MVPOConfig.form``, docs/estimators.md §3.8): ``"v1"`` (the
+default, §3.3-§3.4 as first written) and ``"seeds"`` (potential-based shaping of a per-step
+progress reward, potentials scaled within the batch, revisit loops, progress-based AMP).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,18 +22,31 @@ import numpy as np
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit.common import BaseEstimator, StepConfig
 from mvpo_train.credit.gigpo import combine, gigpo_parts, step_diagnostics
-from mvpo_train.credit.potential import AMPWeights, region_potential, viability_values
+from mvpo_train.credit.potential import (
+    AMP_SCORES,
+    LOOP_STATS,
+    AMPWeights,
+    _distinct_per_region,
+    loop_rows,
+    region_potential,
+    spearman,
+    split_half_mean,
+    viability_values,
+)
 from mvpo_train.credit.regions import regions_of_sorted
 from mvpo_train.credit.registry import register_estimator
-from mvpo_train.credit.segments import future_any
+from mvpo_train.credit.segments import future_any, reverse_scan
 
 __all__ = [
+    "FORMS",
     "KAPPA_SCHEDULES",
     "MVPO",
     "MVPOConfig",
     "PotentialTerms",
+    "non_circular_statistic",
     "potential_terms",
     "register_kappa_schedule",
+    "repair_term",
 ]
 
 
@@ -47,6 +65,45 @@ def register_kappa_schedule(name: str, fn: KappaSchedule) -> KappaSchedule:
 register_kappa_schedule("progress", lambda e, c: float(np.clip(1.0 - e, c.kappa_min, 1.0)))
 register_kappa_schedule("constant", lambda e, c: float(c.kappa_constant))
 register_kappa_schedule("none", lambda e, c: 1.0)
+# "progress" applied to the EMA's gain since the first batch, (e - e_start) / (1 - e_start):
+# MVPO.kappa passes that relative EMA (docs/estimators.md §3.5)
+register_kappa_schedule("relative", lambda e, c: float(np.clip(1.0 - e, c.kappa_min, 1.0)))
+
+
+# ------------------------------------------------------------------ forms (§3.8)
+
+FORMS: dict[str, dict[str, Any]] = {
+    "v1": {
+        "value": "progress",
+        "loop_stat": "dwell",
+        "potential_norm": "none",
+        "d_scale": "routed_std",
+        "amp_score": "success",
+        "lambda_L": 0.5,
+        "lambda_F": 0.0,
+        "gamma_m": None,  # = gamma
+        "gamma_phi": 1.0,
+    },
+    "seeds": {
+        "value": "shaping",
+        "loop_stat": "revisit",
+        "potential_norm": "scale",
+        "d_scale": "none",
+        "amp_score": "progress",
+        "lambda_L": 0.1,
+        "lambda_F": 0.2,
+        "gamma_m": 1.0,
+        "gamma_phi": 1.0,
+    },
+}
+"""What ``form`` fills into the fields left at ``None`` (docs/estimators.md §3.8)."""
+_CHOICES = {
+    "value": ("progress", "shaping"),
+    "loop_stat": LOOP_STATS,
+    "potential_norm": ("none", "scale", "zscore"),
+    "d_scale": ("routed_std", "none"),
+    "amp_score": AMP_SCORES,
+}
 
 
 # ------------------------------------------------------------------ config
@@ -59,8 +116,17 @@ class MVPOConfig(StepConfig):
     ``scope`` ('group' | 'batch', §3.1); ``eta``, ``w_min`` (AMP, §3.2); ``milestone_names``
     (optional initial vocabulary, §3.2); ``c_succ``, ``gamma_m`` (None = ``gamma``),
     ``lambda_L``, ``lambda_F`` (§3.3); ``gamma_phi`` (§3.4, 1 = undiscounted); ``beta``,
-    ``kappa_min``, ``kappa_schedule`` ('progress' | 'constant' | 'none' | registered),
-    ``kappa_constant`` (§3.5); ``repair_singletons`` (§3.6).
+    ``kappa_min``, ``kappa_schedule`` ('progress' | 'relative' | 'constant' | 'none' |
+    registered), ``kappa_constant`` (§3.5); ``repair_singletons`` (§3.6).
+
+    ``form`` ('v1' | 'seeds', §3.8) fills every field left at ``None``: ``value``
+    ('progress' | 'shaping'), ``loop_stat`` ('dwell' | 'revisit'), ``potential_norm``
+    ('none' | 'scale' | 'zscore'), ``d_scale`` ('routed_std' | 'none'), ``amp_score``
+    ('success' | 'progress'), ``lambda_L``, ``lambda_F``, ``gamma_phi`` and ``gamma_m`` (the
+    seeds form sets it to 1; v1 leaves it None = ``gamma``). After construction every other
+    field holds a concrete value, so a stored config reproduces its run. Bounds: the string
+    options against their lists, numbers finite, ``w_min``, ``kappa_min``, ``kappa_constant``
+    and the discounts in [0, 1], ``eta`` in [0, 1], ``lambda_L >= 0``.
     """
 
     scope: str = "group"
@@ -69,16 +135,44 @@ class MVPOConfig(StepConfig):
     milestone_names: tuple[str, ...] | None = None
     c_succ: float = 1.0
     gamma_m: float | None = None
-    lambda_L: float = 0.5
-    lambda_F: float = 0.0
-    gamma_phi: float = 1.0
+    lambda_L: float | None = None
+    lambda_F: float | None = None
+    gamma_phi: float | None = None
     beta: float = 0.9
     kappa_min: float = 0.0
     kappa_schedule: str = "progress"
     kappa_constant: float = 1.0
     repair_singletons: bool = False
+    form: str = "v1"
+    value: str | None = None
+    loop_stat: str | None = None
+    potential_norm: str | None = None
+    d_scale: str | None = None
+    amp_score: str | None = None
 
     def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise ValueError(f"MVPOConfig.form must be one of {sorted(FORMS)}, got {self.form!r}")
+        for name, preset in FORMS[self.form].items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, preset)
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"MVPOConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}"
+                )
+        for name in ("eta", "w_min", "c_succ", "lambda_L", "lambda_F", "kappa_min",
+                     "kappa_constant", "gamma_phi", "gamma_m", "beta"):  # fmt: skip
+            v = getattr(self, name)
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"MVPOConfig.{name} must be a finite number, got {v!r}")
+        for name in ("w_min", "kappa_min", "kappa_constant"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(
+                    f"MVPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}"
+                )
+        if self.lambda_L < 0.0:
+            raise ValueError(f"MVPOConfig.lambda_L must be >= 0, got {self.lambda_L!r}")
         super().__post_init__()
         if self.scope not in ("group", "batch"):
             raise ValueError(f"scope must be 'group' or 'batch', got {self.scope!r}")
@@ -104,21 +198,24 @@ class MVPOConfig(StepConfig):
 
 @dataclass
 class PotentialTerms:
-    """Per-row potential quantities of one batch (docs/estimators.md §3.3-§3.4)."""
+    """Per-row potential quantities of one batch (docs/estimators.md §3.3-§3.4, §3.8)."""
 
     m: np.ndarray  # milestone reward
-    v: np.ndarray  # viability value p + g
+    v: np.ndarray  # per-visit value: p + g (value="progress") or U (value="shaping")
     region: np.ndarray  # region id per row (a Union-Find root: ids are sparse)
-    phi_region: np.ndarray  # phi per region
-    loop_region: np.ndarray  # L per region
-    phi: np.ndarray  # phi(rho_{i,t}) per row
-    d: np.ndarray  # potential difference D_{i,t}
+    phi_region: np.ndarray  # phi per region (before the batch normalisation)
+    loop_region: np.ndarray  # L per region (value="progress"; 0 with value="shaping")
+    phi: np.ndarray  # phi(rho_{i,t}) per row (before the batch normalisation)
+    d: np.ndarray  # potential difference D_{i,t} (after the batch normalisation)
+    loop: np.ndarray | None = None  # per-row loop indicator (loop_stat), bool
+    u: np.ndarray | None = None  # per-step shaping reward (value="shaping")
+    phi_scale: float = 1.0  # batch normalisation divisor of phi and D (1 with "none")
 
 
 def potential_terms(
     batch: StepBatch, cfg: MVPOConfig, amp: AMPWeights, hit_name: np.ndarray | None = None
 ) -> PotentialTerms:
-    """``m``, ``v``, regions, ``phi`` and ``D`` for a canonically ordered batch (§3.1-§3.4).
+    """``m``, ``v``, regions, ``phi`` and ``D`` for a canonically ordered batch (§3.1-§3.4, §3.8).
 
     ``hit_name``: :func:`hit_names` of the batch, when already computed.
     """
@@ -129,28 +226,95 @@ def potential_terms(
     m = np.bincount(rows, weights=amp.weights[hit_name], minlength=n)
     gamma_m = cfg.gamma if cfg.gamma_m is None else cfg.gamma_m
     lay = batch.layout
+    scope = batch.group_index if cfg.scope == "group" else np.zeros(n, dtype=np.int64)
+    sig_code = batch.codes("signature")[0]
+    region = regions_of_sorted(sig_code, lay.traj_index, scope, relabel=False)
+    label = _traj_in_group(batch) if cfg.scope == "group" else lay.traj_index
+    loop = (
+        loop_rows(cfg.loop_stat, region, sig_code, lay.traj_index)
+        if cfg.loop_stat != "dwell" or cfg.value == "shaping"
+        else None
+    )
+    last = batch.is_last
+    term_row = batch.terminated & last
+    if cfg.value == "shaping":
+        return _shaping_terms(batch, cfg, m, gamma_m, region, loop, term_row)
     p, g = viability_values(
         m, batch.traj, batch.t, batch.is_last, batch.returns,
         c_succ=cfg.c_succ, gamma_m=gamma_m, layout=lay,
     )  # fmt: skip
     v = p + g
-    scope = batch.group_index if cfg.scope == "group" else np.zeros(n, dtype=np.int64)
-    region = regions_of_sorted(batch.codes("signature")[0], lay.traj_index, scope, relabel=False)
     fut = future_any(batch.milestone_count > 0, lay) if cfg.lambda_F else None
-    label = _traj_in_group(batch) if cfg.scope == "group" else lay.traj_index
-    phi_r, loop_r = region_potential(
-        region, label, v, lambda_l=cfg.lambda_L, lambda_f=cfg.lambda_F, future_milestone=fut
-    )
+    if loop is None:  # form v1: L(rho) = (visits - distinct trajectories) / distinct
+        phi_r, loop_r = region_potential(
+            region, label, v, lambda_l=cfg.lambda_L, lambda_f=cfg.lambda_F, future_milestone=fut
+        )
+    else:  # revisits: L(rho) = returns to a signature after leaving it / distinct trajectories
+        phi_r, _ = region_potential(
+            region, label, v, lambda_l=0.0, lambda_f=cfg.lambda_F, future_milestone=fut
+        )
+        n_tr = _distinct_per_region(region, label, len(phi_r))
+        loop_r = np.bincount(region, weights=loop.astype(np.float64), minlength=len(phi_r))
+        loop_r = loop_r / np.maximum(n_tr, 1.0)
+        phi_r = phi_r - cfg.lambda_L * loop_r
     phi = phi_r[region]
     # value after each step: the next row (canonical order), or the end-of-episode value
     nxt = np.empty(n, dtype=np.float64)
     nxt[:-1] = phi[1:]
-    last = batch.is_last
     terminal = p + m + cfg.c_succ * batch.returns  # p_{i,T} + c_succ * R_i
-    term_row = batch.terminated & last
     nxt[last] = np.where(term_row[last], terminal[last], phi[last])
     d = cfg.gamma_phi * nxt - phi
-    return PotentialTerms(m, v, region, phi_r, loop_r, phi, d)
+    d, scale = _normalise(d, phi, cfg)
+    return PotentialTerms(m, v, region, phi_r, loop_r, phi, d, loop, None, scale)
+
+
+def _shaping_terms(
+    batch: StepBatch,
+    cfg: MVPOConfig,
+    m: np.ndarray,
+    gamma_m: float,
+    region: np.ndarray,
+    loop: np.ndarray,
+    term_row: np.ndarray,
+) -> PotentialTerms:
+    """``value="shaping"`` (docs/estimators.md §3.8): per-step reward ``u``, its return-to-go
+    ``U``, ``phi(rho) = mean_{visits} U`` and ``D = u + gamma_phi * phi(next) - phi``."""
+    n = len(batch)
+    last = batch.is_last
+    enters_loop = np.zeros(n, dtype=np.float64)  # the transition at t leads into a loop row
+    enters_loop[:-1] = loop[1:]
+    enters_loop[last] = 0.0
+    progress = (batch.milestone_count > 0).astype(np.float64)
+    u = m + cfg.c_succ * batch.returns * last + cfg.lambda_F * progress - cfg.lambda_L * enters_loop
+    big_u = reverse_scan(u, batch.layout, gamma_m)
+    n_r = int(region.max()) + 1
+    visits = np.bincount(region, minlength=n_r).astype(np.float64)
+    phi_r = np.bincount(region, weights=big_u, minlength=n_r) / np.maximum(visits, 1.0)
+    phi = phi_r[region]
+    nxt = np.empty(n, dtype=np.float64)
+    nxt[:-1] = phi[1:]
+    # after the last step: an absorbing terminal state is worth 0; a truncated episode's next
+    # state is unknown, its last region stands in for it (a bootstrap)
+    nxt[last] = np.where(term_row[last], 0.0, phi[last])
+    d = u + cfg.gamma_phi * nxt - phi
+    d, scale = _normalise(d, phi, cfg)
+    return PotentialTerms(m, big_u, region, phi_r, np.zeros(n_r), phi, d, loop, u, scale)
+
+
+def _normalise(d: np.ndarray, phi: np.ndarray, cfg: MVPOConfig) -> tuple[np.ndarray, float]:
+    """Batch normalisation of the potentials (docs/estimators.md §3.8), applied to ``D``.
+
+    ``"none"``: ``D`` as is. ``"scale"``: ``D / s`` with ``s`` the population std of ``phi`` over
+    the batch's rows (1 when ``s <= eps``). ``"zscore"``: ``D`` computed from the z-scored
+    potentials ``(phi - mu) / s``, which is ``(D + (1 - gamma_phi) * mu) / s``.
+    """
+    if cfg.potential_norm == "none" or len(phi) == 0:
+        return d, 1.0
+    s = float(phi.std())
+    s = s if s > cfg.eps else 1.0
+    if cfg.potential_norm == "zscore":
+        return (d + (1.0 - cfg.gamma_phi) * float(phi.mean())) / s, s
+    return d / s, s
 
 
 def hit_names(batch: StepBatch, amp: AMPWeights) -> np.ndarray:
@@ -188,6 +352,52 @@ def scale_by_std(d: np.ndarray, routed: np.ndarray, eps: float) -> tuple[np.ndar
     return d / (scale + eps), scale
 
 
+def repair_term(
+    pot: PotentialTerms, routed: np.ndarray, cfg: MVPOConfig
+) -> tuple[np.ndarray, float]:
+    """``A^Phi`` per row and its divisor (docs/estimators.md §3.4, §3.8).
+
+    ``d_scale="routed_std"`` (form v1): :func:`scale_by_std` over the routed rows;
+    ``"none"``: ``A^Phi = D`` (already in batch-normalised potential units), divisor 1.
+    """
+    if cfg.d_scale == "routed_std":
+        return scale_by_std(pot.d, routed, cfg.eps)
+    return pot.d, 1.0
+
+
+def non_circular_statistic(
+    batch: StepBatch, pot: PotentialTerms, cfg: MVPOConfig
+) -> tuple[float, int]:
+    """Does the potential predict progress without being told the outcome? (§3.7)
+
+    The trajectories of every rollout group are split in two halves by their position in the
+    group (even, odd). Each row gets its region's potential estimated from the *other* half's
+    visits only (same formula as ``phi``). Over the rows of *failed* trajectories that have
+    such an estimate: the Spearman correlation between it and the number of milestones the
+    row's own trajectory fires from that step on. Neither side contains the row's own outcome
+    or its own future, and the estimate does not move with the row's own value (a
+    leave-one-out mean would, and correlate negatively by construction). Positive: regions
+    from which the other half went on to progress are regions from which failed rollouts
+    progressed too. Returns ``(rho, rows used)``; NaN with < 3 rows or no spread.
+    """
+    fold = _traj_in_group(batch) % 2
+    est = split_half_mean(pot.region, fold, pot.v)
+    if cfg.value == "progress":
+        if cfg.lambda_F:
+            fut = future_any(batch.milestone_count > 0, batch.layout).astype(np.float64)
+            est = est + cfg.lambda_F * split_half_mean(pot.region, fold, fut)
+        if cfg.lambda_L:
+            dwell = loop_rows("dwell", pot.region, pot.region, batch.layout.traj_index)
+            loop = dwell if pot.loop is None else pot.loop
+            # L of the other half: its loop rows / its distinct trajectories (first visits)
+            est = est - cfg.lambda_L * split_half_mean(
+                pot.region, fold, loop.astype(np.float64), (~dwell).astype(np.float64)
+            )
+    future = reverse_scan(batch.milestone_count.astype(np.float64), batch.layout, 1.0)
+    sel = ~batch.success & np.isfinite(est)
+    return spearman(est[sel], future[sel]), int(sel.sum())
+
+
 # ------------------------------------------------------------------ estimator
 
 
@@ -207,6 +417,9 @@ class MVPO(BaseEstimator):
         super().__init__(config, **overrides)
         self.ema_success = 0.0
         self.iteration = 0
+        self.success_start: float | None = None  # first batch's success rate ("relative")
+        self.last_repair = np.zeros(0, dtype=np.float64)
+        self.last_routed = np.zeros(0, dtype=bool)
         names = list(self.config.milestone_names or ())
         self.amp = AMPWeights(
             eta=self.config.eta,
@@ -217,8 +430,33 @@ class MVPO(BaseEstimator):
 
     @property
     def kappa(self) -> float:
-        """Current kappa from the EMA of success (§3.5)."""
-        return KAPPA_SCHEDULES[self.config.kappa_schedule](self.ema_success, self.config)
+        """Current kappa from the EMA of success (§3.5).
+
+        ``"relative"`` reads the EMA's gain since the first batch,
+        ``(e - e_start) / (1 - e_start)``, with ``e_start`` the first batch's success rate.
+        """
+        e = self.ema_success
+        if self.config.kappa_schedule == "relative":
+            start = self.success_start if self.success_start is not None else 0.0
+            e = (e - start) / max(1.0 - start, self.config.eps)
+        return KAPPA_SCHEDULES[self.config.kappa_schedule](e, self.config)
+
+    def __call__(self, batch: StepBatch) -> tuple[np.ndarray, dict[str, Any]]:
+        """Advantages and diagnostics; also sets :attr:`last_repair` and :attr:`last_routed`.
+
+        ``last_repair``: the repair term ``kappa * A^Phi`` on the routed rows, 0 elsewhere, in
+        the caller's row order (its share of the advantage is ``omega * last_repair``);
+        ``last_routed``: which rows were repaired (docs/estimators.md §3.6).
+        """
+        adv, diag = super().__call__(batch)
+        n = len(batch)
+        repair = np.zeros(n, dtype=np.float64)
+        routed = np.zeros(n, dtype=bool)
+        if n:
+            repair[batch.order] = self._repair_sorted
+            routed[batch.order] = self._routed_sorted
+        self.last_repair, self.last_routed = repair, routed
+        return adv, diag
 
     def compute(self, batch: StepBatch) -> tuple[np.ndarray, dict[str, Any]]:
         """MVPO advantage per row (§3.6) and the §3.7 diagnostics."""
@@ -229,15 +467,21 @@ class MVPO(BaseEstimator):
         pot = potential_terms(batch, cfg, self.amp, hit_name)
 
         routed = parts.zero_credit | ((parts.size < 2) if cfg.repair_singletons else False)
-        a_phi, d_scale = scale_by_std(pot.d, routed, cfg.eps)
+        a_phi, d_scale = repair_term(pot, routed, cfg)
         success_rate = float(batch.traj_success.mean())
+        if self.success_start is None and cfg.kappa_schedule == "relative":
+            self.success_start = success_rate
         self.ema_success = cfg.beta * self.ema_success + (1.0 - cfg.beta) * success_rate
         kappa = self.kappa
-        a_s = np.where(routed, kappa * a_phi, parts.a_s)
+        repair = np.where(routed, kappa * a_phi, 0.0)
+        a_s = np.where(routed, repair, parts.a_s)
         adv = combine(parts, a_s, cfg.omega)
+        self._repair_sorted, self._routed_sorted = repair, routed
 
         rows, _ = batch.milestone_hits
-        s = self.amp.update(batch.traj_index[rows], hit_name, batch.t[rows], batch.traj_success)
+        s = self.amp.update(
+            batch.traj_index[rows], hit_name, batch.t[rows], batch.traj_success, cfg.amp_score
+        )
         self.iteration += 1
         diag = step_diagnostics(parts)
         diag.update(self._diagnostics(batch, pot, routed, kappa, d_scale, success_rate))
@@ -261,6 +505,7 @@ class MVPO(BaseEstimator):
         ti, n_traj = batch.traj_index, batch.n_traj
         traj_phi = np.bincount(ti, weights=pot.phi, minlength=n_traj) / batch.traj_length
         succ = batch.traj_success
+        rho, n_rows = non_circular_statistic(batch, pot, self.config)
         return {
             "grouping_ratio": float((visits[pot.region] >= 2).mean()),
             "repaired_ratio": float(routed.mean()),
@@ -273,22 +518,31 @@ class MVPO(BaseEstimator):
             "num_regions": int(np.count_nonzero(visits)),
             "loop_mean": float(pot.loop_region[visits > 0].mean()),
             "d_scale": d_scale,
+            "phi_scale": pot.phi_scale,
+            "phi_split_spearman_failed": rho,
+            "phi_split_rows": n_rows,
             "iteration": self.iteration,
         }
 
     def state_dict(self) -> dict[str, Any]:
-        """JSON-serialisable state: EMA success, AMP weights, iteration."""
-        return {
+        """JSON-serialisable state: EMA success, AMP weights, iteration (and, with the
+        ``"relative"`` kappa schedule, the first batch's success rate)."""
+        out: dict[str, Any] = {
             "ema_success": float(self.ema_success),
             "iteration": int(self.iteration),
             "amp": self.amp.state_dict(),
         }
+        if self.config.kappa_schedule == "relative":
+            out["success_start"] = self.success_start
+        return out
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` exactly."""
-        unknown = set(d) - {"ema_success", "iteration", "amp"}
+        unknown = set(d) - {"ema_success", "iteration", "amp", "success_start"}
         if unknown:
             raise ValueError(f"mvpo: unknown state keys {sorted(unknown)}")
+        start = d.get("success_start")
+        self.success_start = None if start is None else float(start)
         self.ema_success = float(d.get("ema_success", 0.0))
         self.iteration = int(d.get("iteration", 0))
         self.amp = AMPWeights(eta=self.config.eta, w_min=self.config.w_min)

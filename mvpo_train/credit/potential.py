@@ -9,7 +9,9 @@ Contents
 - :class:`AMPWeights`, the adaptive milestone progress weights carried across iterations (§3.2);
 - :func:`milestone_reward` (``m_{i,t}``, §3.3);
 - :func:`viability_values` (``p_{i,t}`` and ``g_{i,t}``, §3.3);
-- :func:`region_potential` (``phi(rho)`` and the loop statistic ``L(rho)``, §3.3).
+- :func:`region_potential` (``phi(rho)`` and the loop statistic ``L(rho)``, §3.3);
+- :func:`seen_before`, :func:`loop_rows` (the per-row loop indicators, §3.3 and §3.8);
+- :func:`split_half_mean`, :func:`spearman` (the non-circular potential statistic, §3.7).
 """
 
 from __future__ import annotations
@@ -23,12 +25,23 @@ import numpy as np
 from mvpo_train.credit.segments import TrajLayout, flatten_milestones, padded, traj_layout
 
 __all__ = [
+    "AMP_SCORES",
+    "LOOP_STATS",
     "AMPWeights",
     "floor_normalise",
+    "loop_rows",
     "milestone_reward",
     "region_potential",
+    "seen_before",
+    "spearman",
+    "split_half_mean",
     "viability_values",
 ]
+
+AMP_SCORES = ("success", "progress")
+"""AMP evidence ``s_k`` (docs/estimators.md §3.2, §3.8): ``"success"`` (form v1) or ``"progress"``."""
+LOOP_STATS = ("dwell", "revisit")
+"""Loop indicators (docs/estimators.md §3.3, §3.8): ``"dwell"`` (form v1) or ``"revisit"``."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,14 +110,19 @@ class AMPWeights:
         hit_name: np.ndarray,
         hit_t: np.ndarray,
         traj_success: np.ndarray,
+        mode: str = "success",
     ) -> np.ndarray:
         """Per-milestone evidence ``s_k`` (docs/estimators.md §3.2); NaN for milestones not hit.
 
         ``hit_*`` describe one milestone hit each (trajectory index, name index, step);
-        ``traj_success`` is one bool per trajectory. With any success in the batch,
-        ``s_k = P(success | k hit) - P(success)``; otherwise
-        ``s_k = P(a different milestone fires later | k hit)``.
+        ``traj_success`` is one bool per trajectory. ``mode="success"`` (form v1): with any
+        success in the batch, ``s_k = P(success | k hit) - P(success)``; otherwise
+        ``s_k = P(a different milestone fires later | k hit)``. ``mode="progress"`` (§3.8):
+        ``s_k = P(progress follows | k hit)``, where progress follows when a different milestone
+        fires at a strictly later step or the trajectory succeeds.
         """
+        if mode not in AMP_SCORES:
+            raise ValueError(f"AMPWeights.scores: mode must be one of {AMP_SCORES}, got {mode!r}")
         n_k, n_traj = len(self.names), len(traj_success)
         s = np.full(n_k, np.nan)
         if len(hit_traj) == 0 or n_traj == 0:
@@ -120,7 +138,11 @@ class AMPWeights:
         n_hit = np.bincount(fk, minlength=n_k).astype(np.float64)
         hit = n_hit > 0
         success = np.asarray(traj_success, dtype=bool)
-        if success.any():
+        if mode == "progress":
+            later = _other_fires_later(hit_traj, hit_name, hit_t, ft, fk, ftime, n_traj)
+            follows = (later | success[ft]).astype(np.float64)
+            s[hit] = np.bincount(fk, weights=follows, minlength=n_k)[hit] / n_hit[hit]
+        elif success.any():
             n_succ_hit = np.bincount(fk, weights=success[ft].astype(np.float64), minlength=n_k)
             s[hit] = n_succ_hit[hit] / n_hit[hit] - success.mean()
         else:
@@ -135,9 +157,12 @@ class AMPWeights:
         hit_name: np.ndarray,
         hit_t: np.ndarray,
         traj_success: np.ndarray,
+        mode: str = "success",
     ) -> np.ndarray:
-        """Apply one AMP step after a batch (docs/estimators.md §3.2); return ``s`` (NaN = no hit)."""
-        s = self.scores(hit_traj, hit_name, hit_t, traj_success)
+        """Apply one AMP step after a batch (docs/estimators.md §3.2); return ``s`` (NaN = no hit).
+
+        ``mode``: the evidence of :meth:`scores`."""
+        s = self.scores(hit_traj, hit_name, hit_t, traj_success, mode)
         hit = ~np.isnan(s)
         pos = np.where(hit, np.maximum(np.nan_to_num(s), 0.0), 0.0)
         if pos.sum() > 0:
@@ -303,3 +328,99 @@ def region_potential(
         f = np.bincount(region, weights=np.asarray(future_milestone, np.float64), minlength=n_r)
         phi = phi + lambda_f * f / safe
     return phi, loop
+
+
+# --------------------------------------------------------------------------------------------
+# Loop indicators and the non-circular statistic (docs/estimators.md §3.3, §3.7, §3.8)
+# --------------------------------------------------------------------------------------------
+
+
+def seen_before(code: np.ndarray, traj: np.ndarray) -> np.ndarray:
+    """Per row: the same trajectory showed the same ``code`` at an earlier row.
+
+    Rows sorted by (trajectory, step); ``code`` and ``traj`` non-negative integers.
+    """
+    n = len(code)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    key = np.asarray(traj, np.int64) * (int(code.max()) + 1) + np.asarray(code, np.int64)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = ks[1:] != ks[:-1]
+    out = np.empty(n, dtype=bool)
+    out[order] = ~first
+    return out
+
+
+def loop_rows(mode: str, region: np.ndarray, sig_code: np.ndarray, traj: np.ndarray) -> np.ndarray:
+    """Per-row loop indicator (docs/estimators.md §3.3, §3.8); rows sorted by (trajectory, step).
+
+    * ``"dwell"`` (form v1): the trajectory was in this *region* at an earlier step. Summed over
+      a region it is ``visits - distinct trajectories``, the numerator of v1's ``L(rho)``; it
+      counts staying in a region as much as coming back to it.
+    * ``"revisit"``: the trajectory comes back to this *signature* after having left it
+      (seen at an earlier step, and the previous step's signature differs): the event the
+      loop rule of §3.1 merges. Staying (take, open, heat, put at one place) is not a loop.
+    """
+    if mode not in LOOP_STATS:
+        raise ValueError(f"loop_rows: mode must be one of {LOOP_STATS}, got {mode!r}")
+    traj = np.asarray(traj, np.int64)
+    if mode == "dwell":
+        return seen_before(np.asarray(region, np.int64), traj)
+    sig = np.asarray(sig_code, np.int64)
+    stay = np.zeros(len(sig), dtype=bool)
+    stay[1:] = (sig[1:] == sig[:-1]) & (traj[1:] == traj[:-1])
+    return seen_before(sig, traj) & ~stay
+
+
+def split_half_mean(
+    region: np.ndarray, fold: np.ndarray, x: np.ndarray, count: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row: ``sum x / sum count`` over the rows of its region that lie in the *other* fold
+    (``fold`` is 0 or 1 per row; docs/estimators.md §3.7); NaN where that fold has none.
+
+    ``count`` defaults to 1 per row (a plain mean of the other half's visits); pass another
+    per-row quantity for a ratio of sums (loop rows over distinct trajectories).
+    """
+    region = np.asarray(region, np.int64)
+    n = len(region)
+    if n == 0:
+        return np.zeros(0)
+    n_r = int(region.max()) + 1
+    fold = np.asarray(fold, np.int64)
+    key = fold * n_r + region
+    c = np.ones(n) if count is None else np.asarray(count, np.float64)
+    sx = np.bincount(key, weights=np.asarray(x, np.float64), minlength=2 * n_r)
+    sc = np.bincount(key, weights=c, minlength=2 * n_r)
+    other = (1 - fold) * n_r + region
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sc[other] > 0, sx[other] / sc[other], np.nan)
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    new = np.ones(len(x), dtype=bool)
+    new[1:] = xs[1:] != xs[:-1]
+    block = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], len(x)]
+    avg = (starts + ends + 1) / 2.0  # mean of the 1-based positions starts+1 .. ends
+    ranks = np.empty(len(x))
+    ranks[order] = avg[block]
+    return ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman rank correlation (average ranks for ties); NaN with < 3 pairs or a constant side."""
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    if len(x) < 3:
+        return float("nan")
+    rx, ry = _average_ranks(x), _average_ranks(y)
+    rx -= rx.mean()
+    ry -= ry.mean()
+    den = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
+    return float((rx * ry).sum() / den) if den > 0 else float("nan")
