@@ -32,7 +32,7 @@ import numpy as np
 
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import Event, MilestoneLearner
-from mvpo_train.config import ConfigError
+from mvpo_train.errors import ConfigError
 
 
 @dataclass

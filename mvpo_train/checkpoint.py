@@ -184,7 +184,9 @@ def _sha256(path: Path, fsync: bool = False) -> str:
     return h.hexdigest()
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in folder ``path`` durable (best effort: some file
+    systems cannot open or sync a folder)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -281,7 +283,7 @@ def save_checkpoint(
         if os.path.lexists(final):  # e.g. written after LATEST's target, before a kill
             _remove(final)  # a symbolic link is removed, never followed
         os.replace(tmp, final)
-        _fsync_dir(root)
+        fsync_dir(root)
         _write_text_atomic(root / LATEST, name + "\n")
     except BaseException as err:
         _remove(tmp)

@@ -163,7 +163,11 @@ def _check_output_file(flag: str, path: str) -> None:
 def _check_input_path(flag: str, path: str) -> None:
     """An input that exists must be a regular file or a folder (reading a FIFO would block)."""
     p = Path(path)
-    if p.exists() and not p.is_file() and not p.is_dir():
+    try:
+        odd = p.exists() and not p.is_file() and not p.is_dir()
+    except OSError as err:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"{flag}: {_short_path(p)}: {err.strerror or err}") from None
+    if odd:
         raise ConfigError(f"{flag}: {path} is not a regular file or folder")
 
 
@@ -218,7 +222,8 @@ def _train(argv: list[str]) -> int:
 
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=True), end="")
         return 0
-    from mvpo_train.trainer import make_venv, train
+    from mvpo_train.factories import make_venv
+    from mvpo_train.trainer import train
 
     check_device(cfg.device)
     if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
@@ -330,7 +335,8 @@ def _eval(argv: list[str]) -> int:
     values.update(tensorboard=False, progress=False, resume=False, overwrite=False)
     cfg = TrainConfig(**with_preset_env_kwargs(args.preset, values))
 
-    from mvpo_train.trainer import _quiet_transformers, check_runtime, evaluate, load_policy
+    from mvpo_train.evaluation import evaluate
+    from mvpo_train.factories import check_runtime, load_policy, quiet_transformers
 
     check_runtime(cfg)
     check_device(cfg.device)
@@ -340,7 +346,7 @@ def _eval(argv: list[str]) -> int:
         from mvpo_train.checkpoint import verify_checkpoint
 
         verify_checkpoint(model)  # a checkpoint folder given as --model: checked too
-    _quiet_transformers()
+    quiet_transformers()
     import torch
 
     torch.set_num_threads(cfg.threads)
@@ -532,20 +538,13 @@ def _build_model(argv: list[str]) -> int:
         raise ConfigError(
             f"--env-id: unknown env id {args.env_id!r}; registered: {', '.join(ours)}"
         )
-    from mvpo_train.trainer import _quiet_transformers
+    from mvpo_train.factories import quiet_transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     spec = TinyModelSpec(**{k: getattr(args, k) for k in fields})
     try:
-        out = build_tiny_model(
-            args.out,
-            spec,
-            env_id=args.env_id,
-            splits=args.splits,
-            preset=args.preset,
-            data_dir=args.data_dir,
-            max_games=args.max_games,
-        )
+        where = ("env_id", "splits", "preset", "data_dir", "max_games")  # the corpus's source
+        out = build_tiny_model(args.out, spec, **{k: getattr(args, k) for k in where})
     except (ValueError, FileNotFoundError) as err:  # the env refused a split, preset or data
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ConfigError(f"--splits / --preset / --data-dir: {args.env_id}: {first}") from None
@@ -558,5 +557,33 @@ def _build_model(argv: list[str]) -> int:
     return 0
 
 
+# ================================================================== torchrun's ranks
+
+
+def rank_main(argv: list[str] | None = None) -> int:
+    """``python -m mvpo_train.cli <mvpo-train flags>``: what ``torchrun`` (and so
+    ``mvpo-train --nproc N``) runs in every rank; without torchrun, :func:`train_main`.
+
+    A rank dies with its torchrun, which dies with the ``--nproc`` launcher
+    (:func:`mvpo_train.distributed.launch`), and ends through
+    :func:`~mvpo_train.distributed.exit_rank` once its files are closed.
+    """
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return train_main(argv)
+    from mvpo_train.distributed import LAUNCHER_ENV, exit_rank
+    from mvpo_train.run_lock import die_with_parent
+
+    launcher = os.environ.get(LAUNCHER_ENV, "")
+    die_with_parent(grandparent=int(launcher) if launcher.isdigit() else None)
+    code = train_main(argv)
+    # Every file the run writes is closed and atomic by now (metrics, checkpoints, records) and
+    # the process group is destroyed. Leaving through the interpreter's teardown can still
+    # abort a rank ("terminate called without an active exception": a C++ thread of the
+    # gloo/store stack destroyed while joinable), which torchrun reports as a failed run.
+    exit_rank(code)
+    return code  # pragma: no cover (exit_rank does not return)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(train_main())
+    sys.exit(rank_main(sys.argv[1:]))

@@ -8,7 +8,7 @@ docs/abstractions.md ("Fit and use")::
 
 The rollouts come from a seeded random policy over ``info["admissible_actions"]`` (episode
 ``i`` resets with ``seed + i``; a template's query slot is filled with the task text,
-:func:`mvpo_envs.play.fill_template`) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
+:func:`mvpo_envs.action_templates.fill_template`) or, with ``--policy RUN_DIR``, from the latest checkpoint of a
 ``mvpo-train`` run (its config decides env keywords, prompt and action mode). Milestones
 (``--milestones auto``, the default) are learned when the episodes' returns differ and are the
 env's rules otherwise (a random policy seldom succeeds); the command says which. Nothing here knows a specific environment: it reads the
@@ -29,7 +29,8 @@ import numpy as np
 import mvpo_envs  # noqa: F401  (registers the mvpo/* ids)
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import MilestoneLearner
-from mvpo_envs.play import fill_template
+from mvpo_envs.action_templates import fill_template
+from mvpo_envs.declaration import default_env_id
 from mvpo_train.config import json_arg
 
 Episode = list[dict[str, Any]]
@@ -44,7 +45,7 @@ def random_rollouts(
 ) -> tuple[list[Episode], list[float]]:
     """``episodes`` seeded random-policy episodes: their states (reset first) and returns.
 
-    An admissible template is sent as random play fills it (:func:`mvpo_envs.play.fill_template`:
+    An admissible template is sent as random play fills it (:func:`mvpo_envs.action_templates.fill_template`:
     a query slot gets the task text, so WebShop's random episodes reach result pages and
     SearchQA's search the question; docs/abstractions.md, "Fit and use")."""
     if episodes < 1:
@@ -92,9 +93,14 @@ def policy_rollouts(
 
     from mvpo_train.checkpoint import complete_checkpoints, load_model_weights
     from mvpo_train.config import TrainConfig, load_config
+    from mvpo_train.factories import (
+        load_policy,
+        make_generation_backend,
+        make_venv,
+        rollout_config,
+    )
     from mvpo_train.prompts import get_template
     from mvpo_train.rollout import RolloutCollector
-    from mvpo_train.trainer import _make_backend, load_policy, make_venv, rollout_config
 
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
@@ -117,7 +123,7 @@ def policy_rollouts(
             policy,
             get_template(cfg.env_id, cfg.prompt_style),
             rollout_config(cfg),
-            _make_backend(cfg, policy),
+            make_generation_backend(cfg, policy),
             torch.Generator().manual_seed(seed),
         )
         batch = collector.collect(tasks)
@@ -213,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="mvpo-fit-abstraction",
         description="Fit a learned abstraction (docs/abstractions.md) on seeded rollouts.",
     )
-    p.add_argument("env_id", help="gymnasium id, e.g. mvpo/ALFWorld-v0")
+    p.add_argument("env_id", help=f"gymnasium id, e.g. {default_env_id()}")
     p.add_argument("--episodes", type=int, required=True)
     p.add_argument(
         "--policy", default="random", help="'random' or a mvpo-train run folder (its checkpoint)"

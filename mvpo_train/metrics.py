@@ -174,7 +174,9 @@ class MetricsLogger:
         except OSError as err:
             tmp.unlink(missing_ok=True)
             raise _storage_error(err, self.path, f"{self.path.name} is unchanged") from None
-        _fsync_dir(self.path.parent)
+        from mvpo_train.checkpoint import fsync_dir  # imports torch: only when rewriting
+
+        fsync_dir(self.path.parent)
 
     def log(self, row: dict[str, Any], step: int) -> None:
         row = flatten(row)
@@ -211,19 +213,6 @@ class MetricsLogger:
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def check_metrics_rows(run_dir: str | Path, rows: int, checkpoint: str | None = None) -> None:

@@ -1,7 +1,8 @@
 """Data-parallel training: 2 gloo processes == 1 process on the same global batch.
 
 Each run is a minimal training iteration built from the trainer's pieces (policy, grouped
-vector env, rollout collector, estimator, PPO loss) and :mod:`mvpo_train.distributed`:
+vector env, rollout collector, estimator, the one PPO update of :mod:`mvpo_train.update`, the
+:class:`~mvpo_train.train_state.TrainState` checkpoint) and :mod:`mvpo_train.distributed`:
 group-sharded rollouts (each rank plays its block of groups with its own vector env and its
 rank generator), gather of the step batch, estimator on the global batch, synchronised update,
 rank-0 checkpoint. The 1-process run plays the same shards with the same generators one after
@@ -47,12 +48,14 @@ def _iteration(ctx, micro: str, out: Path, parallelism: str = "ddp") -> None:
     shards the model with FSDP2 (rollouts and updates on gathered weights)."""
     from contextlib import nullcontext
 
-    from mvpo_train.checkpoint import capture_rng
     from mvpo_train.config import build_estimator
+    from mvpo_train.evaluation import batch_metrics
+    from mvpo_train.factories import load_policy, make_venv, rollout_config
     from mvpo_train.loss import LossConfig
     from mvpo_train.prompts import get_template
     from mvpo_train.rollout import RolloutCollector
-    from mvpo_train.trainer import batch_metrics, load_policy, make_venv, rollout_config
+    from mvpo_train.train_state import TrainState
+    from mvpo_train.update import ppo_update
 
     torch.set_num_threads(1)
     cfg = _cfg(micro)
@@ -86,16 +89,16 @@ def _iteration(ctx, micro: str, out: Path, parallelism: str = "ddp") -> None:
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
     old_logp = list(batch.extras["old_logp"])
     loss_cfg = LossConfig(clip_low=cfg.clip_ratio, clip_high=cfg.clip_ratio)
-    stats = D.ppo_update_dp(
+    stats = ppo_update(
         policy, optimizer, batch, adv, old_logp, None, cfg, loss_cfg,
         torch.Generator().manual_seed(cfg.seed + 1), local_rows, ctx,
     )  # fmt: skip
     D.check_same_weights(policy.model, ctx)
-    ckpt = D.save_checkpoint_main(
-        ctx, out / "run", 1, policy.model, optimizer,
-        capture_rng({"tasks": np.random.default_rng(0)}),
-        {"estimator": estimator.state_dict(), "env_steps": len(batch), "metrics_rows": 1},
+    state = TrainState(
+        policy, optimizer, estimator, {"tasks": np.random.default_rng(0)},
+        iteration=1, env_steps=len(batch), metrics_rows=1,
     )  # fmt: skip
+    ckpt = state.save(out / "run", ctx=ctx)
     weights = D.full_state_dict(policy.model)  # a collective under FSDP
     if fsdp:  # the checkpoint loads back into a fresh sharded model on every rank
         from mvpo_train.checkpoint import load_checkpoint
@@ -176,7 +179,7 @@ def test_two_ranks_give_the_weights_and_metrics_of_one_process(runs, micro):
 
 def test_only_rank_zero_writes_and_the_checkpoint_resumes_on_one_rank(runs, micro):
     from mvpo_train.checkpoint import load_checkpoint, load_model_weights
-    from mvpo_train.trainer import load_policy
+    from mvpo_train.factories import load_policy
 
     ckpts = sorted((runs[2] / "run" / "checkpoints").glob("iter-*"))
     assert [c.name for c in ckpts] == ["iter-000001"]
@@ -206,46 +209,23 @@ def test_groups_are_never_split_and_bad_layouts_are_errors():
     )
 
 
-def test_one_rank_update_equals_the_trainers_own(micro):
-    """ppo_update_dp on one rank is the trainer's ppo_update (guards against drift)."""
-    from mvpo_train.loss import LossConfig
-    from mvpo_train.trainer import load_policy, ppo_update
+def test_every_rank_draws_the_global_task_list_then_takes_its_shard(micro):
+    """One task draw for one process and for every rank: distinct tasks of the split (or of the
+    ``tasks`` pool, with repeats only when it is smaller than ``num_groups``), the same list
+    from the same generator; rank ``r`` plays block ``r`` of it."""
+    from mvpo_train.factories import sample_tasks
 
     cfg = _cfg(str(micro))
-    results = []
-    for fn in ("dp", "trainer"):
-        torch.manual_seed(0)
-        policy = load_policy(cfg)
-        batch, old = D._synthetic_batch(policy, groups=2, group_size=2, steps=3)
-        adv = np.random.default_rng(1).standard_normal(len(batch))
-        opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
-        gen = torch.Generator().manual_seed(5)
-        args = (policy, opt, batch, adv, old, None, cfg, LossConfig(), gen)
-        if fn == "dp":
-            stats = D.ppo_update_dp(*args, np.arange(len(batch)), D.DistContext())
-        else:
-            stats = ppo_update(*args)
-        results.append((stats, policy.model.state_dict()))
-    (s1, w1), (s2, w2) = results
-    assert s1 == pytest.approx(s2)
-    for k in w1:
-        torch.testing.assert_close(w1[k], w2[k], rtol=0, atol=1e-7)
-
-
-def test_global_tasks_are_the_trainers_draw(micro):
-    """Every rank draws the one-process trainer's task list (then takes its shard)."""
-    from mvpo_train.trainer import make_venv, sample_tasks
-
-    for tasks in ([], [3, 5, 8]):
-        cfg = _cfg(str(micro)).__class__(**{**_cfg(str(micro)).to_dict(), "tasks": tasks})
-        venv = make_venv(cfg, cfg.split, cfg.num_groups, cfg.group_size)
-        try:
-            for seed in range(3):
-                expected = sample_tasks(cfg, venv, np.random.default_rng(seed))
-                got = D.sample_global_tasks(cfg, venv.num_tasks, np.random.default_rng(seed))
-                assert got == expected
-        finally:
-            venv.close()
+    for tasks, num_groups, distinct in (([], 4, True), ([3, 5, 8], 2, True), ([3, 5], 4, False)):
+        c = cfg.__class__(**{**cfg.to_dict(), "tasks": tasks, "num_groups": num_groups})
+        draws = [sample_tasks(c, 20, np.random.default_rng(seed)) for seed in (0, 0, 1)]
+        assert draws[0] == draws[1] and len(draws[0]) == num_groups
+        assert set(draws[0]) <= set(tasks or range(20))
+        assert (len(set(draws[0])) == num_groups) == distinct
+        shards = [D.shard_tasks(draws[0], D.DistContext(rank=r, world_size=2)) for r in (0, 1)]
+        assert shards[0] + shards[1] == draws[0]
+        if not tasks:  # another seed, another draw of the split's 20 tasks
+            assert draws[2] != draws[0]
 
 
 def test_torchrun_command():
@@ -253,7 +233,7 @@ def test_torchrun_command():
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--nproc-per-node=2"]
     assert "--master-addr=127.0.0.1" in cmd and cmd[-4:] == [
         "-m",
-        "mvpo_train.distributed",
+        "mvpo_train.cli",
         "--iterations",
         "1",
     ]
@@ -332,7 +312,7 @@ def test_fsdp_checkpoint_is_one_full_copy_loadable_without_fsdp_and_on_ranks(fsd
     """Rank 0 writes full state dicts; they load into a plain model and optimizer, and back
     into a freshly sharded model on 2 ranks (same weights and optimizer state)."""
     from mvpo_train.checkpoint import load_checkpoint, load_model_weights
-    from mvpo_train.trainer import load_policy
+    from mvpo_train.factories import load_policy
 
     ckpts = sorted((fsdp_run / "run" / "checkpoints").glob("iter-*"))
     assert [c.name for c in ckpts] == ["iter-000001"]
@@ -358,7 +338,7 @@ def test_fsdp_checkpoint_is_one_full_copy_loadable_without_fsdp_and_on_ranks(fsd
 
 
 def test_fsdp_on_one_process_is_a_no_op_and_layers_are_required(micro):
-    from mvpo_train.trainer import load_policy
+    from mvpo_train.factories import load_policy
 
     policy = load_policy(_cfg(str(micro)))
     D.shard_policy(policy, D.DistContext())
@@ -410,7 +390,7 @@ def _forwards_worker(rank: int, world: int, port: int, micro: str, out: str) -> 
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world)
     )
-    from mvpo_train.trainer import load_policy
+    from mvpo_train.factories import load_policy
 
     torch.set_num_threads(1)
     ctx = D.init_distributed("gloo", timeout_s=300)

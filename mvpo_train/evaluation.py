@@ -1,0 +1,122 @@
+"""Metrics of a batch and evaluation on a split (docs/training.md, "Metrics" and
+"Evaluation"): :func:`batch_metrics` is the per-iteration row's success / return / length part,
+:func:`evaluate` plays every task of an eval split under its own random stream."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from mvpo_train.backends import make_backend
+from mvpo_train.batch import StepBatch
+from mvpo_train.config import ConfigError, TrainConfig
+from mvpo_train.factories import make_venv, rollout_config
+from mvpo_train.policy import Policy
+from mvpo_train.prompts import get_template
+from mvpo_train.rollout import RolloutCollector
+
+__all__ = ["batch_metrics", "evaluate"]
+
+
+def batch_metrics(batch: StepBatch, adv: np.ndarray | None = None) -> dict[str, Any]:
+    """Success, returns, lengths, format/invalid ratios and per-task-type success."""
+    ex = batch.extras
+    ti = batch.traj_index
+    env_ret = np.bincount(
+        ti, weights=np.asarray(ex["env_reward"], dtype=np.float64), minlength=batch.n_traj
+    )
+    out: dict[str, Any] = {
+        "episodes": int(batch.n_traj),
+        "steps": int(len(batch)),
+        "success": float(batch.traj_success.mean()),
+        "return_mean": float(env_ret.mean()),
+        "shaped_return_mean": float(batch.traj_return.mean()),
+        "episode_length": float(batch.traj_length.mean()),
+        "invalid_action_ratio": float(np.mean(ex["invalid_action"])),
+        "format_error_ratio": float(1.0 - np.mean(ex["format_ok"])),
+    }
+    types = np.asarray(ex["task_type"], dtype=object)[batch.traj_rows]
+    for tt in sorted(set(types.tolist())):
+        out[f"success/{tt}"] = float(batch.traj_success[types == tt].mean())
+    if adv is not None:
+        out["adv/mean"] = float(np.mean(adv))
+        out["adv/std"] = float(np.std(adv))
+    return out
+
+
+def evaluate(
+    policy: Policy,
+    cfg: TrainConfig,
+    *,
+    split: str | None = None,
+    episodes: int | None = None,
+    greedy: bool | None = None,
+    max_tasks: int | None = None,
+    tasks: list[int] | None = None,
+    backend: Any = None,
+    seed: int = 0,
+    cache: dict[str, Any] | None = None,
+    report_time: bool = False,
+) -> dict[str, Any]:
+    """Success rate (overall and per task type) on every task of an eval split (or on the
+    task indices ``tasks``, or the first ``max_tasks``), ``episodes`` episodes each.
+
+    Runs under ``torch.random.fork_rng`` with its own generator, so evaluating during
+    training does not change the training run's random stream.
+    """
+    split = split or cfg.eval_split
+    episodes = episodes or cfg.eval_episodes
+    greedy = cfg.eval_greedy if greedy is None else greedy
+    max_tasks = cfg.eval_max_tasks if max_tasks is None else max_tasks
+    chunk = 8
+    cache = {} if cache is None else cache
+    key = f"venv:{split}:{episodes}"
+    if key not in cache:
+        cache[key] = make_venv(cfg, split, chunk, episodes)
+    venv = cache[key]
+    n_all = venv.num_tasks if not max_tasks else min(max_tasks, venv.num_tasks)
+    task_list = [int(t) for t in tasks] if tasks else list(range(n_all))
+    if any(not 0 <= t < venv.num_tasks for t in task_list):
+        raise ConfigError(
+            f"tasks: {[t for t in task_list if not 0 <= t < venv.num_tasks]} out of range; "
+            f"split {split!r} of {cfg.env_id} has {venv.num_tasks} tasks (0..{venv.num_tasks - 1})"
+        )
+    n_tasks = len(task_list)
+    if backend is None and cfg.action_mode == "generate":
+        backend = make_backend("hf", policy, top_p=cfg.top_p)
+    gen = torch.Generator().manual_seed(seed)
+    collector = RolloutCollector(
+        venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg), backend, gen
+    )
+    succ: list[bool] = []
+    types: list[str] = []
+    lengths: list[float] = []
+    start = time.perf_counter()
+    was_training = policy.model.training
+    policy.model.eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for first in range(0, n_tasks, chunk):
+            part = [task_list[min(first + k, n_tasks - 1)] for k in range(chunk)]
+            batch = collector.collect(part, greedy=greedy)
+            tt = np.asarray(batch.extras["task_type"], dtype=object)[batch.traj_rows]
+            keep = batch.traj_group < (n_tasks - first)  # drop padding groups
+            succ += batch.traj_success[keep].tolist()
+            types += tt[keep].tolist()
+            lengths += batch.traj_length[keep].tolist()
+    if was_training:
+        policy.model.train()
+    out: dict[str, Any] = {
+        "success": float(np.mean(succ)) if succ else 0.0,
+        "episodes": len(succ),
+        "episode_length": float(np.mean(lengths)) if lengths else 0.0,
+    }
+    if report_time:
+        out["time/seconds"] = time.perf_counter() - start
+    arr_s, arr_t = np.asarray(succ), np.asarray(types, dtype=object)
+    for tt in sorted(set(types)):
+        out[f"success/{tt}"] = float(arr_s[arr_t == tt].mean())
+    return out

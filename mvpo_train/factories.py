@@ -1,0 +1,239 @@
+"""What :func:`mvpo_train.trainer.train` builds from a :class:`~mvpo_train.config.TrainConfig`
+before its loop (docs/training.md; docs/architecture.md, "Who owns what"): the policy and its
+frozen reference, the generation backend, the grouped vector env, the rollout and loss
+settings, the task sampler, the learned-abstraction refit and the progress bar; and the checks
+that run before anything heavy loads (env id registered, model folder present)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.vector import GroupedVectorEnv
+from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
+from mvpo_train.backends import make_backend
+from mvpo_train.config import ConfigError, TrainConfig
+from mvpo_train.loss import LossConfig
+from mvpo_train.policy import Policy
+from mvpo_train.rollout import RolloutConfig, check_score_candidates
+from mvpo_train.tiny_model import resolve_model_path
+
+__all__ = [
+    "check_runtime",
+    "frozen_copy",
+    "load_policy",
+    "loss_config",
+    "make_generation_backend",
+    "make_refit",
+    "make_venv",
+    "progress_bar",
+    "quiet_transformers",
+    "rollout_config",
+    "sample_tasks",
+    "seed_everything",
+]
+
+
+def check_runtime(cfg: TrainConfig) -> None:
+    """The env id is registered and the model exists (before anything heavy loads)."""
+    import gymnasium as gym
+
+    if cfg.env_id not in gym.registry:
+        ours = sorted(k for k in gym.registry if k.startswith("mvpo/"))
+        raise ConfigError(
+            f"env_id: unknown env id {cfg.env_id!r}; registered: {', '.join(ours)} "
+            "(or any other registered Gymnasium id)"
+        )
+    if cfg.policy == "lm":  # the encoder policy checks its head folder when it loads
+        _model_path(cfg.model)
+
+
+def _model_path(name: str) -> str:
+    """``resolve_model_path`` with one-line errors: a local path must be a model folder."""
+    try:
+        path = resolve_model_path(name)
+    except FileNotFoundError as err:
+        raise ConfigError(f"model: {err}") from None
+    looks_local = path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path
+    local = Path(path).expanduser()
+    if local.exists() or looks_local:
+        if not local.is_dir():
+            raise ConfigError(f"model: {path} is not a model folder (it does not exist)")
+        if not (local / "config.json").is_file():
+            raise ConfigError(f"model: {path} is not a model folder (no config.json in it)")
+    elif not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", path):
+        raise ConfigError(f"model: {path!r} is neither a model folder nor a hub id (org/name)")
+    return path
+
+
+def quiet_transformers() -> None:
+    """No per-call progress bars from transformers (loading / saving weights)."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except Exception:  # pragma: no cover
+        pass
+
+
+def seed_everything(seed: int) -> None:
+    """Python's, NumPy's and torch's global generators seeded with ``seed``."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
+    """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder)."""
+    if cfg.policy == "encoder":  # docs/policies.md
+        from mvpo_train.encoder_policy import load_encoder_policy
+
+        return load_encoder_policy(cfg, model)  # type: ignore[return-value]
+    path = _model_path(model or cfg.model)
+    try:
+        policy = Policy.from_pretrained(
+            path,
+            device=cfg.device,
+            dtype=cfg.dtype,
+            temperature=cfg.temperature,
+            max_tokens_per_forward=cfg.max_tokens_per_forward,
+            score_impl=cfg.score_impl,
+            attn_implementation=(
+                None if cfg.attn_implementation == "auto" else cfg.attn_implementation
+            ),
+        )
+    except OSError as err:  # transformers: not a model folder, not in the offline cache
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"model: cannot load {path!r}: {first}") from None
+    if getattr(policy.model, "generation_config", None) is not None:
+        policy.model.generation_config.do_sample = True
+    return policy
+
+
+def frozen_copy(policy: Policy) -> Policy:
+    """The frozen reference of ``policy`` (KL penalty): a copy without gradients."""
+    if hasattr(policy, "frozen_copy"):  # the encoder policy
+        return policy.frozen_copy()
+    model = copy.deepcopy(policy.model).eval().requires_grad_(False)
+    return Policy(
+        model,
+        policy.tokenizer,
+        temperature=policy.temperature,
+        max_tokens_per_forward=policy.max_tokens_per_forward,
+        score_impl=policy.score_impl,
+    )
+
+
+def make_generation_backend(cfg: TrainConfig, policy: Policy) -> Any:
+    """The generation backend of ``cfg`` (HF or vLLM), ``None`` in score mode."""
+    if cfg.action_mode != "generate":
+        return None
+    kwargs: dict[str, Any] = {"top_p": cfg.top_p, "seed": cfg.seed}
+    if cfg.backend == "vllm":
+        kwargs["gpu_memory_utilization"] = cfg.vllm_gpu_memory_utilization
+    return make_backend(cfg.backend, policy, **kwargs)
+
+
+def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
+    """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
+    :class:`ConfigError` carrying the env's message, and so is, in score mode, a first page
+    that lists an admissible template such as ``search[<query>]`` or SearchQA's
+    ``<search> query </search>`` (:func:`~mvpo_train.rollout.check_score_candidates`)."""
+    kwargs = dict(cfg.env_kwargs)
+    if cfg.abstraction and cfg.abstraction != "learned":
+        kwargs.setdefault("abstraction", cfg.abstraction)
+    kwargs.setdefault("split", split)
+    if split != cfg.split:
+        kwargs["split"] = split
+    if cfg.max_steps:
+        kwargs["max_episode_steps"] = cfg.max_steps
+    try:
+        # another env's abstraction fails only at reset, and score mode needs the first page's
+        # admissible actions: probe once (its own env: the venv's episodes are untouched)
+        if "abstraction" in kwargs or cfg.action_mode == "score":
+            import gymnasium as gym
+
+            probe = gym.make(cfg.env_id, **kwargs)
+            try:
+                _, probe_info = probe.reset(seed=0)
+            finally:
+                probe.close()
+            if cfg.action_mode == "score":  # the encoder policy cannot generate: no hint
+                check_score_candidates(
+                    probe_info.get("admissible_actions") or [],
+                    cfg.env_id,
+                    generate_hint=cfg.policy == "lm",
+                )
+        return GroupedVectorEnv(
+            cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
+        )
+    except ConfigError:
+        raise
+    except (TypeError, ValueError, FileNotFoundError) as err:  # the env's own message
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(
+            f"split / env_kwargs: {cfg.env_id} refused split={kwargs['split']!r}, "
+            f"env_kwargs={cfg.env_kwargs}: {first}"
+        ) from err
+
+
+def rollout_config(cfg: TrainConfig) -> RolloutConfig:
+    """The rollout settings of ``cfg`` (:mod:`mvpo_train.rollout`): every field of
+    :class:`RolloutConfig` takes the config field of the same name."""
+    return RolloutConfig(
+        **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RolloutConfig)}
+    )
+
+
+def sample_tasks(cfg: TrainConfig, num_tasks: int, rng: np.random.Generator) -> list[int]:
+    """``cfg.num_groups`` task indices (one per group of the *global* batch): drawn from the
+    ``cfg.tasks`` pool if given, else from the split's ``num_tasks`` tasks, distinct when there
+    are enough. Every rank draws the same list from the same ``rng`` and takes its shard."""
+    pool = [int(x) for x in cfg.tasks] if cfg.tasks else list(range(num_tasks))
+    replace = cfg.num_groups > len(pool)
+    return [pool[int(i)] for i in rng.choice(len(pool), size=cfg.num_groups, replace=replace)]
+
+
+def loss_config(cfg: TrainConfig) -> LossConfig:
+    """The clipped-PPO settings of ``cfg`` (:mod:`mvpo_train.loss`)."""
+    return LossConfig(
+        clip_low=cfg.clip_ratio,
+        clip_high=cfg.clip_ratio_high or cfg.clip_ratio,
+        ratio_level=cfg.ratio_level,
+        loss_agg=cfg.loss_agg,
+        kl_coef=cfg.kl_coef,
+        entropy_coef=cfg.entropy_coef,
+    )
+
+
+def make_refit(cfg: TrainConfig) -> AbstractionRefit | None:
+    """The learned abstraction fitted from this run's rollouts (docs/abstractions.md), or
+    ``None`` unless ``abstraction="learned"``."""
+    if cfg.abstraction != "learned":
+        return None
+    kwargs = {
+        "refit_every": cfg.abstraction_refit_every,
+        "seed": cfg.seed,
+        **cfg.abstraction_kwargs,
+    }
+    return AbstractionRefit(RefitConfig(**kwargs))
+
+
+def progress_bar(cfg: TrainConfig, start: int) -> Any:
+    """The run's tqdm bar from iteration ``start`` (``None`` with ``progress=False``)."""
+    if not cfg.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=cfg.iterations, initial=start, desc=f"mvpo-train [{cfg.estimator}]", unit="it"
+    )
