@@ -17,7 +17,6 @@ gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from mvpo_abstraction.learned import EmbeddingClusterAbstraction
 from mvpo_abstraction.learned_milestones import MilestoneLearner
 from mvpo_envs.action_templates import fill_template
 from mvpo_envs.declaration import default_env_id
-from mvpo_train.config import json_arg
+from mvpo_train.config import OneLineParser, json_arg
 
 Episode = list[dict[str, Any]]
 
@@ -215,7 +214,7 @@ def fit_abstraction(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="mvpo-fit-abstraction",
         description="Fit a learned abstraction (docs/abstractions.md) on seeded rollouts.",
     )
@@ -240,8 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--env-kwargs", type=json_arg(dict), default={}, help="extra gym.make keywords as JSON"
     )
     p.add_argument("--model-path", default=None, help="sentence-transformers folder")
-    args = p.parse_args(argv)
     try:
+        args = p.parse_args(argv)  # a bad flag is a ConfigError (a ValueError): one line
         env_kwargs = args.env_kwargs
         abstraction = fit_abstraction(
             args.env_id,
