@@ -18,13 +18,21 @@ state is marked in ``progress`` but never reported in ``milestones`` (no action 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-State = Mapping[str, Any]
-MilestoneFn = Callable[[State | None, State, str | None], bool]
-SignatureFn = Callable[[State, int], str]
+from mvpo_abstraction.plugins import MilestoneFn, SignatureFn, State, get_milestone
+
+__all__ = [
+    "Abstraction",
+    "AbstractionTracker",
+    "FunctionAbstraction",
+    "MilestoneFn",
+    "SignatureFn",
+    "State",
+    "depth_bin",
+]
 
 
 def depth_bin(t: int, width: int = 3) -> str:
@@ -70,8 +78,6 @@ class Abstraction:
 
         ``fn`` may be a callable or the name of a registered milestone extractor.
         """
-        from mvpo_abstraction.registry import get_milestone
-
         extractor = get_milestone(fn) if isinstance(fn, str) else fn
         if not callable(extractor):
             raise TypeError(f"milestone {name!r}: extractor must be callable, got {type(fn)!r}")

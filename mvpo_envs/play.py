@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -27,37 +26,11 @@ from typing import Any, NoReturn
 import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.action_templates import TAG_TEMPLATE, TASK_SLOTS, TEMPLATE, fill_template
 
-#: an admissible action whose brackets hold a placeholder to fill in: ``search[<query>]``
-TEMPLATE = re.compile(r"^(?P<head>[^\[]+)\[<(?P<slot>[a-z_ ]+)>\]$")
-#: SearchQA's admissible templates, ``<search> query </search>`` / ``<answer> text </answer>``
-TAG_TEMPLATE = re.compile(r"^<(?P<tag>[a-z_]+)> (?P<slot>[a-z_]+) </(?P=tag)>$")
+__all__ = ["TAG_TEMPLATE", "TASK_SLOTS", "TEMPLATE", "fill_template", "main", "play"]
+
 HELP_LINE = "type an action, its number, 'reset' or 'quit'"
-#: the template slots random play fills with the task text (:func:`fill_template`)
-TASK_SLOTS = frozenset({"query"})
-
-
-def fill_template(action: str, info: dict[str, Any]) -> str:
-    """What random play sends for the admissible ``action`` (docs/abstractions.md, "Fit and use"):
-    a template whose slot is a query is filled with the task text ``info["task"]``, whitespace
-    collapsed; anything else goes as it is.
-
-    WebShop's ``search[<query>]`` becomes ``search[<the instruction>]``, the query WebShop's own
-    random player sends (``mvpo_envs.webshop.expert.random_episode``) and the one
-    ``search_query="instruction"`` lists (docs/webshop.md, "Score mode"); SearchQA's ``<search>
-    query </search>`` becomes ``<search> <the question> </search>``. SearchQA's ``<answer> text
-    </answer>`` has no natural filler and stays (docs/searchqa.md, "Training"); so does a
-    template when the task text is empty."""
-    task = " ".join(str(info.get("task", "")).split())
-    if not task:
-        return action
-    m = TEMPLATE.match(action)
-    if m is not None and m["slot"] in TASK_SLOTS:
-        return f"{m['head']}[{task}]"
-    tag = TAG_TEMPLATE.match(action)
-    if tag is not None and tag["slot"] in TASK_SLOTS:
-        return f"<{tag['tag']}> {task} </{tag['tag']}>"
-    return action
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,27 +1,37 @@
-"""Gymnasium registrations of the mvpo environments (docs/environments.md)."""
+"""Gymnasium registrations of the mvpo environments (docs/environments.md).
+
+The ids come from the env declarations (:mod:`mvpo_envs.declaration`): each env package
+declares its id, entry point and horizon once in its ``spec.py``; nothing here lists them.
+"""
 
 from __future__ import annotations
 
-import gymnasium as gym
+from collections.abc import Iterator, Mapping
 
-#: env id -> (entry point, max_episode_steps): the benchmarks' horizons. SearchQA: Search-R1's
-#: ``max_turns=4`` search turns plus its final answer-only turn (docs/searchqa.md)
-ENV_SPECS = {
-    "mvpo/ALFWorld-v0": ("mvpo_envs.alfworld.env:AlfworldEnv", 50),
-    "mvpo/WebShop-v0": ("mvpo_envs.webshop.env:WebShopEnv", 15),
-    "mvpo/SearchQA-v0": ("mvpo_envs.searchqa.env:SearchQAEnv", 5),
-    # the control task with a known answer (docs/control_task.md)
-    "mvpo/MilestoneChain-v0": ("mvpo_envs.milestone_chain.env:MilestoneChainEnv", 50),
-}
+from mvpo_envs.declaration import declarations, register_gym
+
+__all__ = ["ENV_SPECS", "register_envs"]
+
+
+class _EnvSpecs(Mapping[str, tuple[str, int]]):
+    """env id -> ``(entry point, max_episode_steps)``, read from the declarations."""
+
+    def __getitem__(self, env_id: str) -> tuple[str, int]:
+        d = declarations()[env_id]
+        return d.entry_point, d.max_episode_steps
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(declarations())
+
+    def __len__(self) -> int:
+        return len(declarations())
+
+
+#: env id -> (entry point, max_episode_steps): the benchmarks' horizons
+ENV_SPECS: Mapping[str, tuple[str, int]] = _EnvSpecs()
 
 
 def register_envs() -> None:
-    """Register every mvpo env id once (idempotent)."""
-    for env_id, (entry_point, max_steps) in ENV_SPECS.items():
-        if env_id not in gym.registry:
-            gym.register(
-                id=env_id,
-                entry_point=entry_point,
-                max_episode_steps=max_steps,
-                disable_env_checker=False,
-            )
+    """Register every declared env id once (idempotent)."""
+    for declaration in declarations().values():
+        register_gym(declaration)

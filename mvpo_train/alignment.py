@@ -102,8 +102,8 @@ def repair_alignment(
     if labels is None:
         if LABEL_KEY not in batch.extras:
             raise KeyError(
-                f"repair_alignment: the batch has no extras[{LABEL_KEY!r}] (play ALFWorld with "
-                "progress_oracle=True, or pass labels=)"
+                f"repair_alignment: the batch has no extras[{LABEL_KEY!r}] (play an env whose "
+                "infos carry it, e.g. with progress_oracle=True, or pass labels=)"
             )
         labels = batch.extras[LABEL_KEY]
     y = np.asarray(labels, dtype=np.float64)

@@ -5,12 +5,17 @@ into ``argparse`` flags (``--num-groups 4``, ``--no-progress``, ``--estimator-kw
 '{"lambda_L": 0.3}'``). Values are layered: dataclass defaults < ``--preset`` < ``--config
 x.yaml`` < explicit flags. Presets:
 
-* ``cpu-tiny`` (default): the tiny bundled Qwen2 model, ``score`` action mode, the bundled
-  ALFWorld ``mini`` split, sized so that success visibly rises within about 9 minutes on 2 CPU
+* ``cpu-tiny`` (default): the tiny bundled Qwen2 model, ``score`` action mode, and the env
+  declaration's ``train_defaults`` for it (the default env: four tasks of its bundled ``mini``
+  rooms), sized so that success visibly rises within about 9 minutes on 2 CPU
   cores (docs/training.md has the measured curve);
 * ``gpu-qwen2.5-1.5b``: the seeds' setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
   mode with ``<think>``/``<action>``, 16 groups x 8 rollouts, lr 1e-6, KL 0.01 (low_var_kl),
-  clip 0.2, gamma 0.95, 50 steps per ALFWorld episode, 150 iterations, vLLM rollouts).
+  clip 0.2, gamma 0.95, 50 steps per episode, 150 iterations, vLLM rollouts).
+
+Env-specific defaults are never written here: each env's declaration
+(``mvpo_envs/<env>/spec.py``, ``train_defaults``) gives its ``tasks`` / ``env_kwargs`` per preset,
+applied for the fields a run does not set (:func:`with_preset_env_kwargs`).
 
 Validation lives in ONE place, the field declarations (docs/training.md, "Reliability"):
 the type annotation (``int``, ``float``, ``Literal[...]`` for enum-like fields) and the
@@ -33,6 +38,7 @@ read with :mod:`mvpo_envs.data_files` (bounded nesting, duplicate YAML keys refu
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import functools
@@ -44,6 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mvpo_envs.declaration import default_env_id, get_declaration
+from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
+
 __all__ = [
     "PRESETS",
     "ConfigError",
@@ -53,16 +62,12 @@ __all__ = [
     "changed_fields",
     "choices_of",
     "config_from_args",
+    "env_train_defaults",
     "with_preset_env_kwargs",
     "load_config",
     "preset",
     "resume_safe_fields",
 ]
-
-
-class ConfigError(ValueError):
-    """A user error in the configuration or in a file a command was given: the message is one
-    line naming the field or file and what is allowed (the CLIs print it and exit with 2)."""
 
 
 #: largest seed: ``numpy.random.seed`` (and vLLM, which calls it) takes ``0 <= seed < 2**32``
@@ -159,16 +164,18 @@ class TrainConfig:
     tensorboard: bool = _f(True, "also log to TensorBoard when it is installed", safe=True)
     # -- environment -------------------------------------------------------------------------
     env_id: str = _f(
-        "mvpo/ALFWorld-v0", "Gymnasium env id (mvpo/ALFWorld-v0, mvpo/WebShop-v0, ...)"
+        default_env_id(),
+        "Gymnasium env id: a declared mvpo env (mvpo_envs.declaration) or any registered id",
     )
     split: str = _f("train", "training split passed to gym.make(split=...)")
     env_kwargs: dict = _f({}, 'extra gym.make keywords as JSON, e.g. \'{"data_dir": "/data"}\'')
     num_groups: int = _f(4, "task groups per batch (B)", gt=0)
     group_size: int = _f(8, "rollouts per task (G)", gt=0)
     max_steps: int = _f(20, "episode step limit (0 = the env's registered limit)", ge=0)
-    tasks: list = _f(
-        [1, 8, 13, 19],
-        "train only on these task indices of the split (empty = sample all its tasks)",
+    tasks: list | None = _f(
+        None,
+        "train only on these task indices of the split (empty = sample all its tasks; "
+        "default: the env declaration's tasks for the preset, else empty)",
     )
     abstraction: str = _f(
         "",
@@ -258,6 +265,8 @@ class TrainConfig:
     eval_greedy: bool = _f(True, "greedy (argmax) actions in evaluation", safe=True)
 
     def __post_init__(self) -> None:
+        if self.tasks is None:  # the field defaults are the default preset's
+            self.tasks = list(env_train_defaults(DEFAULT_PRESET, self.env_id).get("tasks", []))
         hints = _hints()
         for f in dataclasses.fields(self):
             value = _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
@@ -538,21 +547,26 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-#: preset name -> env id -> ``env_kwargs`` used when none are given: ``cpu-tiny`` trains the
-#: tiny model on the small ``mini`` ALFWorld rooms (the ALFWorld-scale default is too hard for
-#: it, docs/training.md); other envs have no such keyword.
-PRESET_ENV_KWARGS: dict[str, dict[str, dict[str, Any]]] = {
-    "cpu-tiny": {"mvpo/ALFWorld-v0": {"preset": "mini"}},
-}
+#: the preset of the dataclass defaults (and of ``mvpo-train`` without ``--preset``)
+DEFAULT_PRESET = "cpu-tiny"
+
+
+def env_train_defaults(name: str, env_id: str) -> dict[str, Any]:
+    """The fields (``tasks``, ``env_kwargs``) the declaration of ``env_id`` sets for the
+    preset ``name`` (``{}`` for an undeclared id): e.g. the tiny CPU preset's four tasks of the
+    small rooms of the default env (mvpo_envs.declaration, ``train_defaults``)."""
+    declaration = get_declaration(env_id)
+    if declaration is None:
+        return {}
+    return copy.deepcopy(dict(declaration.train_defaults.get(name, {})))
 
 
 def with_preset_env_kwargs(name: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` plus the preset's ``env_kwargs`` for its env id, unless some were given."""
-    if "env_kwargs" in values:
-        return values
+    """``values`` plus the env declaration's defaults for preset ``name`` and the run's env id
+    (:func:`env_train_defaults`), for each field the values do not set."""
     env_id = values.get("env_id", TrainConfig.__dataclass_fields__["env_id"].default)
-    defaults = PRESET_ENV_KWARGS.get(name, {}).get(env_id)
-    return {**values, "env_kwargs": dict(defaults)} if defaults else values
+    defaults = env_train_defaults(name, env_id)
+    return {**values, **{k: v for k, v in defaults.items() if k not in values}}
 
 
 def preset(name: str, **overrides: Any) -> TrainConfig:

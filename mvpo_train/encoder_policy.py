@@ -13,8 +13,9 @@ the ``score`` action mode with:
 
 The prompt a rollout stores (``prompt_ids``) is the encoder's own word-piece ids of three
 segments separated by ``[SEP]``: the task, the current observation, the previous action (each
-cut to ``max_segment_tokens``), parsed from the ``compact`` prompt (``Task: ...`` line, then
-``observation`` / ``> action`` lines); ``cand_ids`` are the word-piece ids of each action.
+cut to ``max_segment_tokens``), read from the pieces of the prompt
+(:class:`~mvpo_train.prompts.Prompt`: ``task``, ``observation``, ``previous_action``), never
+parsed back out of its text; ``cand_ids`` are the word-piece ids of each action.
 Segments are embedded in groups of equal length without padding, so a segment's embedding
 does not depend on the other texts of its batch (this keeps ``--resume`` bit-exact).
 
@@ -40,9 +41,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from mvpo_envs.declaration import default_env_id
 from mvpo_train.config import json_arg
 from mvpo_train.policy import ScoreResult
-from mvpo_train.prompts import PromptBuilder, PromptTemplate, get_template
+from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
     "EncoderPolicy",
@@ -265,12 +267,19 @@ class EncoderPolicy:
         )
 
     # ------------------------------------------------------------------ text -> ids
-    def prompt_ids(self, text: str, template: PromptTemplate, mode: str = "score") -> list[int]:
-        """``task [SEP] observation [SEP] previous action`` word-piece ids."""
+    def prompt_ids(
+        self, prompt: Prompt | str, template: PromptTemplate, mode: str = "score"
+    ) -> list[int]:
+        """``task [SEP] observation [SEP] previous action`` word-piece ids, from the pieces of
+        a :class:`~mvpo_train.prompts.Prompt`. A bare text (a hand-written ``compact`` prompt)
+        is split by :func:`split_compact_prompt`."""
         if mode != "score":
             raise ValueError("the encoder policy has only the 'score' action mode")
         sep, n = self.embedder.sep_id, self.max_segment_tokens
-        parts = split_compact_prompt(text, template)
+        if isinstance(prompt, Prompt):
+            parts = (prompt.task, prompt.observation, prompt.previous_action)
+        else:
+            parts = split_compact_prompt(prompt, template)
         out: list[int] = []
         for k, part in enumerate(parts):
             if k:
@@ -428,7 +437,7 @@ def collect_demonstrations(
     """(prompt ids, candidate ids, expert choice) of every step of the expert plans of the
     split's tasks, rendered by the same prompt builder as a rollout. A plan step that is not
     admissible ends that task's demonstration (it is reported, never guessed); an admissible
-    template such as WebShop's ``search[<query>]`` is a ConfigError that names the fix."""
+    template such as ``search[<query>]`` is a ConfigError that names the fix."""
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
@@ -453,7 +462,7 @@ def collect_demonstrations(
                     print(f"task {index}: expert action {action!r} not admissible; demo cut",
                           file=sys.stderr)  # fmt: skip
                     break
-                text = builder.render(0, adm)
+                text = builder.prompt(0, adm)
                 out.append(
                     (
                         policy.prompt_ids(text, template),
@@ -520,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mvpo_train.encoder_policy", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--out", required=True, help="output head folder (use as --model DIR)")
-    p.add_argument("--env-id", default="mvpo/ALFWorld-v0")
+    p.add_argument("--env-id", default=default_env_id(), help="gymnasium id (default: %(default)s)")
     p.add_argument("--split", default="train", help="split whose expert plans are cloned")
     p.add_argument("--env-kwargs", type=json_arg(dict), default={}, help="gym.make keywords (JSON)")
     p.add_argument("--steps", type=int, default=200, help="behaviour-cloning steps (early stop)")
@@ -547,7 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         demos = collect_demonstrations(
             policy, args.env_id, args.split, args.env_kwargs, args.history_length
         )
-    except ConfigError as err:  # e.g. WebShop's search[<query>] template: one line, the fix
+    except ConfigError as err:  # e.g. a search[<query>] template: one line, the fix
         print(f"warm start: {err}", file=sys.stderr)
         return 2
     if not demos:

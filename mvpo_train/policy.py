@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from mvpo_train.prompts import PromptTemplate
+from mvpo_train.prompts import Prompt, PromptTemplate
 
 __all__ = ["Policy", "ScoreResult", "resolve_device", "resolve_dtype"]
 
@@ -162,8 +162,10 @@ class Policy:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
-    def prompt_ids(self, text: str, template: PromptTemplate, mode: str) -> list[int]:
-        """Token ids of a prompt; in ``score`` mode the template's ``score_prefix`` ends it."""
+    def prompt_ids(self, prompt: Prompt | str, template: PromptTemplate, mode: str) -> list[int]:
+        """Token ids of a prompt (a :class:`~mvpo_train.prompts.Prompt`, whose text the model
+        reads, or the text itself); in ``score`` mode the template's ``score_prefix`` ends it."""
+        text = prompt.text if isinstance(prompt, Prompt) else prompt
         if self.chat(template):
             text = self.tokenizer.apply_chat_template(
                 [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False

@@ -1,5 +1,9 @@
 """Prompt templates, chosen by environment id, and the per-env history that fills them.
 
+Each env declares its own templates (``prompts`` of its :class:`~mvpo_envs.declaration.
+EnvDeclaration`); this module holds only the env-neutral ones (``generic`` seed and the
+``compact`` transcript) and looks the rest up by env id.
+
 docs/architecture.md ("The trainer knows nothing of any one environment: it reads only the info
 contract and a prompt template chosen by env id"). A template turns the info contract
 (``task``, ``admissible_actions``) plus the recent (observation, action) history into the text
@@ -26,7 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mvpo_envs.declaration import THINK_ACTION, Prompt, PromptTemplate, get_declaration
+
 __all__ = [
+    "Prompt",
     "PromptBuilder",
     "PromptTemplate",
     "available_templates",
@@ -35,173 +42,21 @@ __all__ = [
     "register_template",
 ]
 
-_THINK_ACTION = (
-    "Now it's your turn to take an action.\n"
-    "You should first reason step-by-step about the current situation. This reasoning process "
-    "MUST be enclosed within <think> </think> tags.\n"
-    "Once you've finished your reasoning, you should choose an admissible action for the current "
-    "step and present it within <action> </action> tags."
-)
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    """The text of one prompt style (format fields in braces).
-
-    ``first`` is used when there is no history yet, ``step`` otherwise. Fields available:
-    ``task, observation, admissible, step (steps taken), step_no (step+1), n_history,
-    history``. ``history_item`` formats one past ``(observation, action)`` pair
-    (``index, observation, action``); items are joined with ``history_join``.
-    ``use_chat`` says whether a tokenizer's chat template should wrap the prompt (``auto``
-    policies follow it). ``projection`` names the parser of generated text
-    (:mod:`mvpo_train.projection`).
-    """
-
-    name: str
-    first: str
-    step: str
-    history_item: str
-    history_join: str = " "
-    score_prefix: str = "<action>"
-    score_suffix: str = "</action>"
-    use_chat: bool = True
-    projection: str = "action_tag"
-    admissible_join: str = ", "
-    admissible_quote: str = "'"
-    max_observation_chars: int = 4000
-
-    def render(
-        self,
-        task: str,
-        observation: str,
-        admissible: Sequence[str],
-        history: Sequence[tuple[str, str]],
-        step: int,
-    ) -> str:
-        """The prompt text for the current observation given ``history`` (oldest first)."""
-        q = self.admissible_quote
-        values = {
-            "task": task.strip(),
-            "observation": _clip(observation.strip(), self.max_observation_chars),
-            "admissible": self.admissible_join.join(f"{q}{a}{q}" for a in admissible),
-            "step": step,
-            "step_no": step + 1,
-            "n_history": len(history),
-            "history": self.history_join.join(
-                self.history_item.format(
-                    index=step - len(history) + k + 1,
-                    observation=_clip(o.strip(), self.max_observation_chars),
-                    action=a,
-                )
-                for k, (o, a) in enumerate(history)
-            ),
-        }
-        body = self.first if not history else self.step
-        return body.format(**values)
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
-# ------------------------------------------------------------------ built-in templates
-
-ALFWORLD_SEED = PromptTemplate(
-    name="seed",
-    first=(
-        "You are an expert agent operating in the ALFRED Embodied Environment.\n"
-        "Your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
-    ),
-    step=(
-        "You are an expert agent operating in the ALFRED Embodied Environment. "
-        "Your task is to: {task}\n"
-        "Prior to this step, you have already taken {step} step(s). Below are the most recent "
-        "{n_history} observations and the corresponding actions you took: {history}\n"
-        "You are now at step {step_no} and your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
-    ),
-    history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
-)
-
-WEBSHOP_SEED = PromptTemplate(
-    name="seed",
-    first=(
-        "You are an expert autonomous agent operating in the WebShop e-commerce environment.\n"
-        "Your task is to: {task}.\n"
-        "Your current observation is: {observation}.\n"
-        "Your admissible actions of the current situation are: [\n{admissible}\n].\n\n"
-        + _THINK_ACTION
-    ),
-    step=(
-        "You are an expert autonomous agent operating in the WebShop e-commerce environment.\n"
-        "Your task is to: {task}.\n"
-        "Prior to this step, you have already taken {step} step(s). Below are the most recent "
-        "{n_history} observations and the corresponding actions you took: {history}\n"
-        "You are now at step {step_no} and your current observation is: {observation}.\n"
-        "Your admissible actions of the current situation are: [\n{admissible}\n].\n\n"
-        + _THINK_ACTION
-    ),
-    history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
-    admissible_join=",\n",
-)
-
-_SEARCH_R1_INSTRUCTION = (
-    "Answer the given question. You must conduct reasoning inside <think> and </think> "
-    "first every time you get new information. After reasoning, if you find you lack some "
-    "knowledge, you can call a search engine by <search> query </search> and it will return "
-    "the top searched results between <information> and </information>. You can search as "
-    "many times as you want. If you find no further external knowledge needed, you can "
-    "directly provide the answer inside <answer> and </answer>, without detailed "
-    "illustrations. For example, <answer> Beijing </answer>.\nQuestion: {task}\n"
-)
-
-SEARCHQA_SEED = PromptTemplate(
-    name="seed",
-    first=_SEARCH_R1_INSTRUCTION,
-    step=_SEARCH_R1_INSTRUCTION + "Your previous turns: {history}\nLatest result: {observation}\n",
-    history_item="{action} {observation}",
-    history_join="\n",
-    score_prefix="",
-    score_suffix="",
-    projection="search_answer",
-)
+# ------------------------------------------------------------------ env-neutral templates
 
 GENERIC_SEED = PromptTemplate(
     name="seed",
     first=(
         "You are an expert agent acting in a text environment. Your task is to: {task}\n"
         "Your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
+        "Your admissible actions of the current situation are: [{admissible}].\n\n" + THINK_ACTION
     ),
     step=(
         "You are an expert agent acting in a text environment. Your task is to: {task}\n"
         "Prior to this step, you have already taken {step} step(s). Below are the most recent "
         "{n_history} observations and the corresponding actions you took: {history}\n"
         "You are now at step {step_no} and your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
-    ),
-    history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
-)
-
-_CHAIN_INTRO = (
-    "You are an expert agent playing a text game: you walk through a keep and use its "
-    "fixtures in the order the task gives. Your task is to: {task}\n"
-)
-
-#: mvpo/MilestoneChain-v0, the control task (docs/control_task.md)
-MILESTONECHAIN_SEED = PromptTemplate(
-    name="seed",
-    first=(
-        _CHAIN_INTRO + "Your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
-    ),
-    step=(
-        _CHAIN_INTRO + "Prior to this step, you have already taken {step} step(s). Below are "
-        "the most recent {n_history} observations and the corresponding actions you took: "
-        "{history}\n"
-        "You are now at step {step_no} and your current observation is: {observation}\n"
-        "Your admissible actions of the current situation are: [{admissible}].\n\n" + _THINK_ACTION
+        "Your admissible actions of the current situation are: [{admissible}].\n\n" + THINK_ACTION
     ),
     history_item="[Observation {index}: '{observation}', Action {index}: '{action}']",
 )
@@ -218,38 +73,30 @@ COMPACT = PromptTemplate(
     max_observation_chars=600,
 )
 
+#: (family or env id, style) -> template: the generic ones and the user's (register_template)
 _TEMPLATES: dict[tuple[str, str], PromptTemplate] = {
-    ("alfworld", "seed"): ALFWORLD_SEED,
-    ("webshop", "seed"): WEBSHOP_SEED,
-    ("searchqa", "seed"): SEARCHQA_SEED,
     ("generic", "seed"): GENERIC_SEED,
-    ("milestonechain", "seed"): MILESTONECHAIN_SEED,
-    ("alfworld", "compact"): COMPACT,
-    ("webshop", "compact"): COMPACT,
     ("generic", "compact"): COMPACT,
-    ("milestonechain", "compact"): COMPACT,
-    ("searchqa", "compact"): PromptTemplate(
-        name="compact",
-        first="Question: {task}\n",
-        step="Question: {task}\n{history}",
-        history_item="{action}\n{observation}\n",
-        history_join="",
-        score_prefix="",
-        score_suffix="\n",
-        use_chat=False,
-        projection="search_answer",
-    ),
 }
 
 
+def _family_key(env_id: str) -> str:
+    """``mvpo/ALFWorld-v0`` -> ``alfworld``: the name part of an id, lower case, no ``-_``."""
+    name = env_id.rpartition("/")[2].lower()
+    base, sep, version = name.rpartition("-v")
+    if sep and version.isdigit():
+        name = base
+    return name.replace("-", "").replace("_", "")
+
+
 def env_family(env_id: str) -> str:
-    """``mvpo/ALFWorld-v0`` -> ``alfworld``; other ids: a registered family or ``generic``."""
-    key = env_id.lower()
-    for fam in {f for f, _ in _TEMPLATES}:
-        if fam != "generic" and fam in key.replace("-", "").replace("_", ""):
-            return fam
+    """The family of ``env_id`` (its name part, ``mvpo/ALFWorld-v0`` -> ``alfworld``) when the
+    id is declared or a template is registered for that family; else ``generic``."""
     if env_id in {f for f, _ in _TEMPLATES}:
         return env_id
+    family = _family_key(env_id)
+    if get_declaration(env_id) is not None or family in {f for f, _ in _TEMPLATES}:
+        return family
     return "generic"
 
 
@@ -259,15 +106,25 @@ def register_template(family_or_env_id: str, style: str, template: PromptTemplat
 
 
 def get_template(env_id: str, style: str = "seed") -> PromptTemplate:
-    """The template for ``env_id`` in ``style`` (exact id first, then its family, then generic)."""
-    for key in ((env_id, style), (env_family(env_id), style), ("generic", style)):
+    """The template for ``env_id`` in ``style``: one registered for the exact id, then one
+    registered for its family, then the env declaration's, then the generic one."""
+    for key in ((env_id, style), (env_family(env_id), style)):
         if key in _TEMPLATES:
             return _TEMPLATES[key]
+    declaration = get_declaration(env_id)
+    if declaration is not None and style in declaration.prompts:
+        return declaration.prompts[style]
+    if ("generic", style) in _TEMPLATES:
+        return _TEMPLATES[("generic", style)]
     raise KeyError(f"no prompt template of style {style!r}; styles: {available_templates()}")
 
 
 def available_templates() -> list[tuple[str, str]]:
-    return sorted(_TEMPLATES)
+    """(family or env id, style) of every registered and declared template."""
+    from mvpo_envs.declaration import declarations
+
+    declared = {(d.id, style) for d in declarations().values() for style in d.prompts}
+    return sorted(set(_TEMPLATES) | declared)
 
 
 # ------------------------------------------------------------------ history
@@ -305,6 +162,11 @@ class PromptBuilder:
         self._obs[i] = next_observation
         self._steps[i] += 1
 
-    def render(self, i: int, admissible: Sequence[str]) -> str:
+    def prompt(self, i: int, admissible: Sequence[str]) -> Prompt:
+        """Env slot ``i``'s prompt: the text and its pieces (:class:`Prompt`)."""
         hist = self._hist[i][-self.history_length :] if self.history_length > 0 else []
-        return self.template.render(self._task[i], self._obs[i], admissible, hist, self._steps[i])
+        return self.template.prompt(self._task[i], self._obs[i], admissible, hist, self._steps[i])
+
+    def render(self, i: int, admissible: Sequence[str]) -> str:
+        """Env slot ``i``'s prompt text."""
+        return self.prompt(i, admissible).text

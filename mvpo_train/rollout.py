@@ -21,10 +21,11 @@ result is ignored. One row per env step, with
   (docs/alignment.md).
 
 The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
-In score mode an admissible *template* (WebShop's ``search[<query>]``, SearchQA's
-``<search> query </search>``: a placeholder nobody fills) is refused with one line naming the
-fix (:func:`check_score_candidates`; docs/webshop.md "Score mode", docs/searchqa.md
-"Training"): sent as it is, it would fail every episode silently.
+In score mode an admissible *template* (``name[<slot>]`` or ``<tag> slot </tag>``: a
+placeholder nobody fills) is refused with one line naming the fix, the env declaration's
+``score_template_hint`` when it has one (:func:`check_score_candidates`; docs/webshop.md "Score
+mode", docs/searchqa.md "Training"): sent as it is, it would fail every episode silently.
+The policy gets each prompt as a :class:`~mvpo_train.prompts.Prompt`, its text and its pieces.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from mvpo_envs.play import TAG_TEMPLATE, TEMPLATE
+from mvpo_envs.action_templates import TAG_TEMPLATE, TEMPLATE
+from mvpo_envs.declaration import get_declaration
 from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
 from mvpo_train.alignment import LABEL_KEY
 from mvpo_train.batch import StepBatch, canonical_action
@@ -55,11 +57,12 @@ def check_score_candidates(
     template with a placeholder: a policy that picks among the admissible actions would send
     it as it is, and success stays 0.
 
-    * ``name[<slot>]``, such as WebShop's ``search[<query>]`` (a search for ``<query>`` finds
-      nothing): the fix is an env keyword that fills it (docs/webshop.md, "Score mode");
-    * ``<tag> slot </tag>``, SearchQA's ``<search> query </search>`` / ``<answer> text
-      </answer>`` (a search for "query", the answer "text"): the answer is free text, which no
-      list of candidates holds, so the fix is ``--action-mode generate`` (docs/searchqa.md,
+    * ``name[<slot>]``, such as ``search[<query>]`` (a search for ``<query>`` finds nothing):
+      the fix is an env keyword that fills it, named by the env declaration's
+      ``score_template_hint`` (docs/webshop.md, "Score mode");
+    * ``<tag> slot </tag>``, such as ``<search> query </search>`` / ``<answer> text </answer>``
+      (a search for "query", the answer "text"): the answer is free text, which no list of
+      candidates holds, so the fix is ``--action-mode generate`` (docs/searchqa.md,
       "Training").
 
     ``generate_hint``: name ``--action-mode generate`` (the trainer with the LM policy);
@@ -71,12 +74,9 @@ def check_score_candidates(
         m = TEMPLATE.match(str(action))
         if m is not None:
             generate = ", or use --action-mode generate" if generate_hint else ""
-            fix = (
-                'add "search_query": "instruction" to --env-kwargs (the search page then lists '
-                f"search[<the task instruction>]){generate}"
-                if "webshop" in env_id.lower()
-                else f"use an env keyword that fills the template{generate}"
-            )
+            declaration = get_declaration(env_id)
+            hint = declaration.score_template_hint if declaration is not None else ""
+            fix = f"{hint or 'use an env keyword that fills the template'}{generate}"
             raise ConfigError(
                 f"env_kwargs: score mode picks among info['admissible_actions'], and {env_id} "
                 f"lists the template {action!r}, which would be sent as it is (nothing fills "
@@ -168,7 +168,7 @@ class RolloutCollector:
         won = np.zeros(n, dtype=bool)
         while active.any():
             idx = np.flatnonzero(active).tolist()
-            texts = [prompts.render(i, info[i].get("admissible_actions", [])) for i in idx]
+            texts = [prompts.prompt(i, info[i].get("admissible_actions", [])) for i in idx]
             prompt_ids = [self.policy.prompt_ids(x, self.template, cfg.action_mode) for x in texts]
             if cfg.action_mode == "score":
                 step = self._score_step(idx, info, prompt_ids, greedy)

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from mvpo_envs.declaration import default_env_id
 from mvpo_train.prompts import available_templates, get_template
 
 __all__ = [
@@ -64,7 +65,7 @@ def default_model_path() -> Path:
 #: the path string presets use; resolved by :func:`resolve_model_path`
 DEFAULT_TINY_MODEL = "tiny-qwen2"
 #: the env whose tasks feed the default corpus (the ``cpu-tiny`` preset's env)
-DEFAULT_CORPUS_ENV = "mvpo/ALFWorld-v0"
+DEFAULT_CORPUS_ENV = default_env_id()  # the declared default env (mvpo_envs.declaration)
 
 
 def resolve_model_path(name: str) -> str:

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from mvpo_abstraction.extras import require_extra
 from mvpo_envs.alfworld.data import read_json_object
 
 REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
@@ -99,6 +100,7 @@ def _check_textworld_logic(logic: Any, domain: str, source: str) -> None:
     own parse of the rules, command templates and feedback rules is checked, and no name may
     be one of the globals TextWorld's ``eval`` would find. Every action of the domain needs
     its text and every ``#rule#`` named must exist (TextWorld would fail mid-game)."""
+    require_extra("textworld", "pddl", "checking a TextWorld grammar")
     import textworld.envs.pddl.textgen as textgen
 
     from mvpo_envs.alfworld.fast.expressions import compile_expression
@@ -177,6 +179,8 @@ def restored_argv():
 @functools.cache
 def _reference() -> SimpleNamespace:
     """Import TextWorld, ALFWorld and the planner, and build the cached reference classes."""
+    for extra_module in ("textworld", "alfworld"):  # one line naming the extra if missing
+        require_extra(extra_module, "pddl", "the pddl engine (engine='pddl')")
     import textworld
     import textworld.envs.pddl.logic as pddl_logic
     import textworld.envs.pddl.textgen as pddl_textgen

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mvpo_abstraction.base import Abstraction
+from mvpo_abstraction.extras import require_extra
 from mvpo_envs.alfworld.data import (
     DEFAULT_PRESET,
     TASK_TYPES,
@@ -200,6 +201,7 @@ class AlfworldEnv(TextEnv):
 
     def vocabulary(self) -> list[str]:
         """ALFRED's object and receptacle names, lower-case, sorted."""
+        require_extra("alfworld", "pddl", "AlfworldEnv.vocabulary() (ALFRED's names)")
         from alfworld.gen import constants
 
         names = ("OBJECTS", "RECEPTACLES", "MOVABLE_RECEPTACLES")

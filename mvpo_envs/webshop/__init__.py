@@ -6,8 +6,7 @@ Modules: :mod:`~mvpo_envs.webshop.env` (the Gymnasium env), :mod:`~mvpo_envs.web
 (BM25 backends), :mod:`~mvpo_envs.webshop.data` (WebShop file loaders, goals, splits),
 :mod:`~mvpo_envs.webshop.generate` (the bundled catalog), :mod:`~mvpo_envs.webshop.expert`
 (scripted expert and random players). See docs/webshop.md.
+
+The env is ``mvpo_envs.webshop.env.WebShopEnv``; this package's ``__init__`` imports nothing
+(its declaration, :mod:`.spec`, is read at ``import mvpo_envs``).
 """
-
-from mvpo_envs.webshop.env import SEARCH_TEMPLATE, WebShopEnv
-
-__all__ = ["SEARCH_TEMPLATE", "WebShopEnv"]

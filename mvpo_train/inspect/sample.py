@@ -4,7 +4,7 @@ training run").
 ``python -m mvpo_train.inspect.sample --env mvpo/ALFWorld-v0 --out runs/inspect-sample``
 plays B groups x G episodes (every episode of a group on the same task, actions drawn uniformly
 from ``info["admissible_actions"]`` with a seeded generator; a template's query slot is filled
-with the task text, :func:`mvpo_envs.play.fill_template`, so WebShop searches its instruction
+with the task text, :func:`mvpo_envs.action_templates.fill_template`, so WebShop searches its instruction
 and SearchQA its question), builds the
 :class:`~mvpo_train.batch.StepBatch` with the same row rules as the trainer's rollout (anchor and
 signature of the observation the action was taken in, milestones of the transition, success =
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_envs.declaration import default_env_id
 from mvpo_train.batch import StepBatch, canonical_action
 from mvpo_train.records import write_batch_record
 
@@ -40,7 +41,7 @@ def random_batch(
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
-    from mvpo_envs.play import fill_template
+    from mvpo_envs.action_templates import fill_template
 
     cache = envs if envs is not None else {}
     env = cache.get(env_id)
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from mvpo_train.credit import get_estimator
 
     ap = argparse.ArgumentParser(prog="python -m mvpo_train.inspect.sample", description=__doc__)
-    ap.add_argument("--env", default="mvpo/ALFWorld-v0", help="Gymnasium env id")
+    ap.add_argument("--env", default=default_env_id(), help="Gymnasium env id (%(default)s)")
     ap.add_argument("--out", required=True, help="run folder: records go to OUT/records/")
     ap.add_argument("--groups", type=int, default=4, help="rollout groups per batch (B)")
     ap.add_argument("--group-size", type=int, default=8, help="episodes per group (G)")

@@ -197,3 +197,21 @@ def test_a_literal_sep_in_an_observation_is_text_not_a_segment_separator():
     assert len(policy._segments(ids)) == 3
     assert embedder.ids("a [SEP] b", 16) != embedder.ids("a b", 16)  # kept as text
     assert embedder.sep_id not in embedder.ids("a [SEP] b", 16)
+
+
+def test_prompt_ids_read_the_prompt_pieces_not_its_text(embedder):
+    """A two-line task and an observation with a "> " line: parsing the text back would take
+    the wrong task and a wrong previous action; the pieces are what the builder was given."""
+    policy = EncoderPolicy(ScorerHead(embedder.dim, 8, embedder.fingerprint), embedder)
+    b = PromptBuilder(TEMPLATE, 1, 2)
+    b.reset(0, "You are in a room.", "put a mug\non the desk.")
+    b.record(0, "look", "A note says:\n> go away\nThe door is shut.")
+    prompt = b.prompt(0, ["look"])
+    assert prompt.text == b.render(0, ["look"])
+    assert prompt.task == "put a mug\non the desk." and prompt.previous_action == "look"
+    assert prompt.observation == "A note says:\n> go away\nThe door is shut."
+    n, sep = policy.max_segment_tokens, embedder.sep_id
+    pieces = ("put a mug\non the desk.", "A note says:\n> go away\nThe door is shut.", "look")
+    expected = [*embedder.ids(pieces[0], n), sep, *embedder.ids(pieces[1], n), sep]
+    assert policy.prompt_ids(prompt, TEMPLATE) == [*expected, *embedder.ids("look", n)]
+    assert split_compact_prompt(prompt.text, TEMPLATE)[2] == "go away"  # what parsing would get

