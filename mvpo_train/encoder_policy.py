@@ -67,6 +67,9 @@ class SegmentEmbedder:
     """Mean-pooled, unit-length all-MiniLM-L6-v2 embeddings of word-piece id sequences,
     cached (LRU) by the ids; the empty sequence embeds to zeros."""
 
+    #: rows of every embedding forward pass (texts of one token length, padded by repetition)
+    EMBED_ROWS = 8
+
     def __init__(self, model_path: str | None = None, cache_size: int = 200_000):
         from transformers import AutoModel, AutoTokenizer
 
@@ -147,14 +150,19 @@ class SegmentEmbedder:
         for s in missing:
             by_len.setdefault(len(s), []).append(s)
         fresh: dict[tuple[int, ...], torch.Tensor] = {}
+        rows = self.EMBED_ROWS
         for n in sorted(by_len):
             group = by_len[n]
-            for k in range(0, len(group), 64):
-                part = group[k : k + 64]
-                ids = torch.tensor([[self.cls_id, *s, self.sep_id] for s in part])
+            for k in range(0, len(group), rows):
+                part = group[k : k + rows]
+                # every forward has the same shape [rows, n + 2] (the last text repeated as
+                # padding): a matmul's last bits depend on the batch's row count, so a text's
+                # embedding must not depend on which other texts were missing with it
+                padded = part + [part[-1]] * (rows - len(part))
+                ids = torch.tensor([[self.cls_id, *s, self.sep_id] for s in padded])
                 hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
                 vec = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
-                fresh.update(zip(part, vec.float(), strict=True))
+                fresh.update(zip(part, vec[: len(part)].float(), strict=True))
         zero = torch.zeros(self.dim)
         out = [zero if not s else (fresh[s] if s in fresh else self._cache[s]) for s in seqs]
         for s, v in fresh.items():

@@ -215,3 +215,15 @@ def test_prompt_ids_read_the_prompt_pieces_not_its_text(embedder):
     expected = [*embedder.ids(pieces[0], n), sep, *embedder.ids(pieces[1], n), sep]
     assert policy.prompt_ids(prompt, TEMPLATE) == [*expected, *embedder.ids("look", n)]
     assert split_compact_prompt(prompt.text, TEMPLATE)[2] == "go away"  # what parsing would get
+
+
+def test_an_embedding_does_not_depend_on_the_texts_embedded_with_it(embedder):
+    """A resumed run recomputes what an uninterrupted one had cached, in other batches: the
+    bits of a text's embedding must not depend on the batch (fixed-shape forward passes)."""
+    seqs = [tuple(embedder.ids(f"you see a mug {i} and a cup {i}", 64)) for i in range(11)]
+    assert len({len(s) for s in seqs}) == 1  # one token length: one batch when missing together
+    together = embedder.embed(seqs)
+    for k in (0, 4, 10):
+        embedder._cache.clear()
+        alone = embedder.embed([seqs[k]])
+        assert torch.equal(alone[0], together[k])
