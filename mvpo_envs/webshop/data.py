@@ -372,6 +372,31 @@ def build_goals(
     return prices, goals
 
 
+def resolve_files(
+    data_dir: str | os.PathLike, products_file: str | os.PathLike | None = None
+) -> tuple[Path, dict[str, Path | None]]:
+    """The folder and the files :func:`load_data_dir` reads there (``None``: absent)."""
+    folder = Path(os.path.expandvars(os.fspath(data_dir))).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"WebShop data folder {folder} does not exist")
+    path = (
+        Path(products_file)
+        if products_file
+        else _pick(folder, ["items_shuffle*.json", "items_processed*.json"], prefer="_1000")
+    )
+    if path is None or not path.exists():
+        raise FileNotFoundError(
+            f"no WebShop products in {folder}: expected items_shuffle*.json (raw) or "
+            "items_processed*.json (processed)"
+        )
+    return folder, {
+        "products": path,
+        "attributes": _pick(folder, ["items_ins_v2*.json"], prefer="_1000"),
+        "human": _pick(folder, ["items_human_ins*.json"]),
+        "reviews": _pick(folder, ["reviews*.json"]),
+    }
+
+
 def load_data_dir(
     data_dir: str | os.PathLike,
     goal_source: str = "synthetic",
@@ -386,22 +411,10 @@ def load_data_dir(
     Attributes/instructions: ``items_ins_v2_1000.json`` or another ``items_ins_v2*.json``.
     Human instructions: ``items_human_ins*.json``; reviews: ``reviews*.json`` (optional).
     """
-    folder = Path(os.path.expandvars(os.fspath(data_dir))).expanduser()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"WebShop data folder {folder} does not exist")
-    path = (
-        Path(products_file)
-        if products_file
-        else _pick(folder, ["items_shuffle*.json", "items_processed*.json"], prefer="_1000")
-    )
-    if path is None or not path.exists():
-        raise FileNotFoundError(
-            f"no WebShop products in {folder}: expected items_shuffle*.json (raw) or "
-            "items_processed*.json (processed)"
-        )
-    attr_path = _pick(folder, ["items_ins_v2*.json"], prefer="_1000")
-    human_path = _pick(folder, ["items_human_ins*.json"])
-    review_path = _pick(folder, ["reviews*.json"])
+    folder, found = resolve_files(data_dir, products_file)
+    path = found["products"]
+    assert path is not None
+    attr_path, human_path, review_path = found["attributes"], found["human"], found["reviews"]
     sources = {
         "products": path,
         "attributes": attr_path or "attributes",

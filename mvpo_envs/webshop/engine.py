@@ -114,6 +114,15 @@ class WebShopEngine:
         self._search = lru_cache(maxsize=search_cache_size)(self._search_uncached)
 
     # -- search ------------------------------------------------------------------------------
+    def _asin_at(self, i: int) -> str:
+        """The asin of the ``i``-th product in catalog order."""
+        asins = getattr(self.products, "asins", None)  # a compact catalog's column
+        if asins is None:
+            if getattr(self, "_asin_list", None) is None:
+                self._asin_list = list(self.products)
+            asins = self._asin_list
+        return asins[i]
+
     def _search_uncached(self, keywords: str) -> tuple[str, ...]:
         hits = self.retriever.search(keywords, k=SEARCH_RETURN_N)
         return tuple(a for a in hits if a in self.products)
@@ -132,9 +141,12 @@ class WebShopEngine:
         """
         words = keywords.split(" ")
         head, rest = words[0], words[1:]
-        products = list(self.products.values())
+        products = self.products.values()  # a compact catalog decodes them one at a time
         if head == "<r>":
-            return [p["asin"] for p in rng.sample(products, k=min(SEARCH_RETURN_N, len(products)))]
+            # sample() draws only positions (randbelow(len)): the same draw as on a list
+            n = len(self.products)
+            picks = rng.sample(range(n), k=min(SEARCH_RETURN_N, n))
+            return [self._asin_at(i) for i in picks]
         if head == "<a>":
             attribute = " ".join(rest).strip()
             return [p["asin"] for p in products if attribute in (p.get("Attributes") or [])]

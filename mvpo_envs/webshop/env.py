@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from mvpo_abstraction.base import Abstraction
@@ -36,12 +37,14 @@ from mvpo_envs.webshop.data import (
     WebShopData,
     load_bundled,
     load_data_dir,
+    resolve_files,
 )
 from mvpo_envs.webshop.engine import Session, WebShopEngine
 from mvpo_envs.webshop.expert import expert_episode
 from mvpo_envs.webshop.nouns import NounExtractor, default_noun_extractor, extractor_name
 from mvpo_envs.webshop.reward import REWARD_RULES
-from mvpo_envs.webshop.search import make_retriever
+from mvpo_envs.webshop.search import BM25sRetriever, default_cache_dir, make_retriever
+from mvpo_envs.webshop.store import CompactData, TaskIds, fingerprint, open_or_build
 from mvpo_envs.webshop.text_view import initial_view, update_view
 
 SEARCH_TEMPLATE = "search[<query>]"
@@ -54,7 +57,11 @@ PROTOCOLS = ("original", "strict")
 #: of the task instruction (an opt-in for policies that choose among admissible actions)
 SEARCH_QUERIES = ("template", "instruction")
 
-_DATA_CACHE: dict[tuple, WebShopData] = {}
+_DATA_CACHE: dict[tuple, WebShopData | CompactData] = {}
+#: ``catalog=``: in memory, compact store (memory-mapped), or compact from a size on
+CATALOGS = ("auto", "memory", "compact")
+#: ``catalog="auto"`` opens a products file of this size or more as a compact store
+COMPACT_AUTO_BYTES = 64 * 2**20
 _ENGINE_CACHE: dict[tuple, WebShopEngine] = {}
 
 
@@ -76,14 +83,65 @@ def parse_action_original(action: str) -> tuple[str, str | None]:
     return m.group(1), m.group(2).lower()
 
 
+def use_compact(
+    catalog: str, data_dir: Any, products_file: Any, cache_dir: Any
+) -> tuple[bool, Path | None]:
+    """Whether a catalog opens as a compact store, and its folder (docs/webshop.md,
+    "Large catalogs"): ``"compact"`` always, ``"memory"`` never, ``"auto"`` when the products
+    file has at least :data:`COMPACT_AUTO_BYTES` and a disk cache is allowed."""
+    if catalog not in CATALOGS:
+        raise ValueError(f"catalog must be one of {CATALOGS}, got {catalog!r}")
+    if catalog == "memory" or not data_dir:
+        if catalog == "compact":
+            raise ValueError("catalog='compact' needs data_dir= (the bundled catalog is small)")
+        return False, None
+    if cache_dir is False or cache_dir is None:
+        if catalog == "compact":
+            raise ValueError("catalog='compact' needs a disk cache: cache_dir must not be False")
+        return False, None
+    _, found = resolve_files(data_dir, products_file)
+    products = found["products"]
+    assert products is not None
+    if catalog == "auto" and products.stat().st_size < COMPACT_AUTO_BYTES:
+        return False, None
+    base = default_cache_dir() if cache_dir is True else Path(cache_dir)
+    return True, base
+
+
 def load_data(
     data_dir: str | os.PathLike | None,
     goal_source: str,
     products_file: str | os.PathLike | None = None,
     num_products: int | None = None,
     price_seed: int = PRICE_SEED,
-) -> WebShopData:
-    """Products and goals, cached per process (every env of a sync vector env shares them)."""
+    catalog: str = "auto",
+    cache_dir: str | os.PathLike | bool | None = True,
+) -> WebShopData | CompactData:
+    """Products and goals, cached per process (every env of a sync vector env shares them).
+
+    A compact catalog (:mod:`mvpo_envs.webshop.store`) is keyed by its fingerprint, so every
+    env of the process and every process of the machine maps the same files.
+    """
+    compact, base = use_compact(catalog, data_dir, products_file, cache_dir)
+    if compact and base is not None:
+        folder, found = resolve_files(data_dir, products_file)  # type: ignore[arg-type]
+        fp = fingerprint(
+            [found[k] for k in ("products", "attributes", "human", "reviews")],
+            {"goal_source": goal_source, "num_products": num_products, "price_seed": price_seed},
+        )
+        key = ("compact", fp, str(base))
+        if key not in _DATA_CACHE:
+            _DATA_CACHE[key] = open_or_build(
+                base / f"catalog-{fp}",
+                lambda: load_data_dir(
+                    data_dir,  # type: ignore[arg-type]
+                    goal_source,
+                    products_file,
+                    num_products,
+                    price_seed,
+                ),
+            )
+        return _DATA_CACHE[key]
     key = (str(data_dir or ""), goal_source, str(products_file or ""), num_products, price_seed)
     if key not in _DATA_CACHE:
         if data_dir:
@@ -100,9 +158,15 @@ def make_engine(
 ) -> WebShopEngine:
     key = (id(data), backend, str(cache_dir), id(nouns))
     if key not in _ENGINE_CACHE:
-        retriever = make_retriever(data.products, backend, cache_dir=cache_dir)
+        compact = isinstance(data, CompactData)
+        if compact and backend == "bm25s" and data.bm25s_dir is not None:
+            retriever: Any = BM25sRetriever.from_saved(data.bm25s_dir, data.asins)
+        else:
+            retriever = make_retriever(data.products, backend, cache_dir=cache_dir)
         warm = getattr(nouns, "warm", None)
-        if warm is not None:  # goal names are tagged in one batch at the first reward
+        # goal names are tagged in one batch at the first reward; a compact catalog's millions
+        # of goals are tagged when played instead (same tags, cached per name)
+        if warm is not None and not compact:
             warm({str(g.get("name", "")) for g in data.goals})
         _ENGINE_CACHE[key] = WebShopEngine(data.by_asin, data.prices, retriever, nouns)
     return _ENGINE_CACHE[key]
@@ -187,6 +251,7 @@ class WebShopEnv(TextEnv):
         reward: str = "original",
         protocol: str = "original",
         search_query: str = "template",
+        catalog: str = "auto",
     ):
         if reward not in REWARD_RULES:
             raise ValueError(f"reward must be one of {REWARD_RULES}, got {reward!r}")
@@ -214,7 +279,9 @@ class WebShopEnv(TextEnv):
                 "num_products / products_file select WebShop's own files: give data_dir= (or "
                 "$WEBSHOP_DATA); the bundled catalog is used whole"
             )
-        self.data = load_data(data_dir, goal_source, products_file, num_products)
+        self.data = load_data(
+            data_dir, goal_source, products_file, num_products, catalog=catalog, cache_dir=cache_dir
+        )
         self.split = split
         self.goal_source = goal_source
         self.reward_rule = reward
@@ -228,8 +295,13 @@ class WebShopEnv(TextEnv):
                 f"num_test_goals={num_test_goals} goals form 'test', the rest 'train'); pass "
                 "split='test' or split='all', or a smaller num_test_goals"
             )
-        ids = [f"{goal_source}-{split}-{i:05d}-{g['asin']}" for i, g in enumerate(self.goals)]
-        super().__init__(ids, abstraction, render_mode)
+        if isinstance(self.data, CompactData):  # ids read on demand, not a list per env
+            lazy = TaskIds(f"{goal_source}-{split}", self.goals, self.data.goal_asins)
+            super().__init__(lazy[:1], abstraction, render_mode)
+            self.task_ids = lazy  # type: ignore[assignment]
+        else:
+            ids = [f"{goal_source}-{split}-{i:05d}-{g['asin']}" for i, g in enumerate(self.goals)]
+            super().__init__(ids, abstraction, render_mode)
         self.nouns = nouns or default_noun_extractor()
         self.engine = make_engine(self.data, search_backend, cache_dir, self.nouns)
         self.search_backend = search_backend
@@ -246,6 +318,7 @@ class WebShopEnv(TextEnv):
             "reward": reward,
             "protocol": protocol,
             "search_query": search_query,
+            "catalog": catalog,
         }
         self._expert_env: WebShopEnv | None = None
         self._session: Session | None = None
