@@ -147,7 +147,7 @@ def select_task_index(
                 f"{task_id!r}"
             )
         try:
-            return list(task_ids).index(task_id)
+            return task_ids.index(task_id)  # a Sequence: lazy id lists answer without a copy
         except ValueError:
             raise KeyError(
                 f"unknown task_id {task_id!r} ({num_tasks} tasks in this split)"

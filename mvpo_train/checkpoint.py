@@ -410,13 +410,11 @@ def verify_checkpoint(path: str | Path) -> None:
 
 
 def find_intact_checkpoint(run_dir: str | Path) -> tuple[Path | None, list[tuple[Path, str]]]:
-    """The newest checkpoint that passes :func:`verify_checkpoint` (``LATEST``'s target
-    first), and the ``(folder, reason)`` of each newer one that failed."""
+    """The newest checkpoint that passes :func:`verify_checkpoint`, and the ``(folder,
+    reason)`` of each newer one that failed. A complete folder newer than ``LATEST``'s target
+    (a kill between the folder's rename and the pointer's update) is the run's newest state:
+    its metrics row is already written, so it is preferred to the pointer."""
     candidates = [p for _, p in reversed(complete_checkpoints(run_dir))]
-    latest = latest_checkpoint(run_dir)
-    if latest is not None and latest in candidates:
-        candidates.remove(latest)
-        candidates.insert(0, latest)
     skipped: list[tuple[Path, str]] = []
     for cand in candidates:
         try:

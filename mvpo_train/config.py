@@ -638,10 +638,6 @@ def json_arg(kind: type):
             raise argparse.ArgumentTypeError(
                 f"expected JSON, got {_short(text)} ({reason})"
             ) from None
-        except ValueError:  # Python refuses to parse an integer of more than 4300 digits
-            raise argparse.ArgumentTypeError(
-                f"expected JSON, got {_short(text)} (an integer of more than 4300 digits)"
-            ) from None
         if kind is list and isinstance(value, int) and not isinstance(value, bool):
             return [value]  # "--tasks 7": a list of one
         if not isinstance(value, kind):
@@ -658,7 +654,9 @@ def _comma_list(text: str) -> list[Any]:
             int(x) if x.strip().lstrip("-").isdigit() else x for x in text.split(",") if x.strip()
         ]
     except ValueError:  # more than 4300 digits
-        raise argparse.ArgumentTypeError(f"integer too large in {_short(text)}") from None
+        raise argparse.ArgumentTypeError(
+            f"an integer of more than 4300 digits in {_short(text)}"
+        ) from None
     if not items:  # "," or " ": not a silent "no list given"
         raise argparse.ArgumentTypeError(f"expected a list such as 1,8,13, got {text!r}")
     return items

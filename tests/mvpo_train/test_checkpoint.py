@@ -3,6 +3,7 @@ writes; pickle-free loading; pruning by iteration number (docs/training.md, "Rel
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 from pathlib import Path
@@ -202,7 +203,6 @@ def test_checksums_name_the_corrupt_file_and_the_fallback_is_the_newest_intact(m
 def test_loading_never_unpickles(micro, tmp_path, monkeypatch):
     """Every torch.load is weights_only; a pickled object in a checkpoint is refused even when
     its checksum was forged to match."""
-    import hashlib
 
     model, opt = _model_and_opt(micro)
     gens = {"t": torch.Generator().manual_seed(4), "n": np.random.default_rng(5)}
@@ -257,3 +257,19 @@ def test_stale_temporaries_of_a_killed_writer_are_removed(micro, tmp_path):
     (root / "iter-000009.tmp-424242").mkdir()
     save_checkpoint(tmp_path, 1, model, opt, capture_rng({}), {})
     assert sorted(p.name for p in root.iterdir()) == [LATEST, "iter-000001"]
+
+
+def test_resume_prefers_a_complete_folder_newer_than_latest(micro, tmp_path):
+    """A kill between a checkpoint folder's rename and the ``LATEST`` update leaves a complete,
+    intact newer folder: its metrics row is written, so the resume starts from it."""
+    from transformers import AutoModelForCausalLM
+
+    from mvpo_train.checkpoint import find_intact_checkpoint
+
+    model = AutoModelForCausalLM.from_pretrained(micro)
+    opt = torch.optim.AdamW(model.parameters())
+    for it in (1, 2):
+        save_checkpoint(tmp_path, it, model, opt, capture_rng({}), {"x": it})
+    (tmp_path / "checkpoints" / LATEST).write_text("iter-000001\n")  # the update never came
+    found, skipped = find_intact_checkpoint(tmp_path)
+    assert found is not None and found.name == "iter-000002" and skipped == []
