@@ -137,7 +137,8 @@ def _scalar_extras(batch: StepBatch) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def _config_dict(estimator: Any) -> dict[str, Any] | None:
+def estimator_config_dict(estimator: Any) -> dict[str, Any] | None:
+    """The estimator's config dataclass as a dict (None when it has none)."""
     cfg = getattr(estimator, "config", None)
     if cfg is not None and dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
         return dataclasses.asdict(cfg)
@@ -221,7 +222,7 @@ def write_batch_record(
         if estimator is None
         else {
             "name": str(getattr(estimator, "name", "")),
-            "config": _config_dict(estimator),
+            "config": estimator_config_dict(estimator),
             "state": dict(estimator_state) if estimator_state is not None else None,
         },
         "diagnostics": _clean_diagnostics(diagnostics),

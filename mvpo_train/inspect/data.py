@@ -19,7 +19,7 @@ import numpy as np
 from mvpo_train.alignment import LABEL_KEY, gigpo_twin, repair_alignment
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import available_estimators, get_estimator
-from mvpo_train.records import BatchRecord, RecordError, truncate_text
+from mvpo_train.records import BatchRecord, RecordError, estimator_config_dict, truncate_text
 
 __all__ = [
     "ROUTING",
@@ -193,7 +193,7 @@ def _potential(record: BatchRecord) -> tuple[Any, ...]:
             count[g] = seen[key] + 1
         labels[r] = seen[key]
     potential_diag = {
-        "config": _config(est),
+        "config": estimator_config_dict(est),
         "amp_weights_used": amp.as_dict(),
     }
     return (
@@ -203,15 +203,6 @@ def _potential(record: BatchRecord) -> tuple[Any, ...]:
         _scatter(routing.astype(np.int64), batch),
         potential_diag,
     )
-
-
-def _config(est: Any) -> dict[str, Any] | None:
-    import dataclasses
-
-    cfg = getattr(est, "config", None)
-    if cfg is not None and dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
-        return dataclasses.asdict(cfg)
-    return None
 
 
 def build_inspect_data(
@@ -247,7 +238,7 @@ def build_inspect_data(
     configs: dict[str, dict[str, Any] | None] = {}
     for name in names:
         est = record.make_estimator(name)
-        configs[name] = _config(est)
+        configs[name] = estimator_config_dict(est)
         a, d = est(batch)
         labels = record.extras.get(LABEL_KEY)
         if labels is not None and getattr(est, "name", "") == "mvpo":
