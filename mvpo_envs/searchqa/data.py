@@ -27,7 +27,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -301,23 +301,35 @@ def load_corpus(path: str | os.PathLike) -> Corpus:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
-    docs = []
+    # an index over nothing failed deep inside bm25s ("max() arg is empty"): refused here
+    docs = _read_records(
+        path, "corpus file", passage_from_row, "passage", "the corpus holds no passages"
+    )
+    return Corpus(docs, file_sha256(path), path)
+
+
+def _read_records(
+    path: Path, what: str, from_row: Callable[[dict[str, Any], int], Any], kind: str, empty: str
+) -> list[Any]:
+    """Every row of a JSON Lines file through ``from_row(row, index)``; a bad row, a duplicate
+    ``id`` or an empty file is one :class:`DataFileError` naming the file and the line."""
+    records: list[Any] = []
     lines: dict[str, int] = {}
-    for lineno, row in read_rows(path, "corpus file"):
+    for lineno, row in read_rows(path, what):
         try:
-            doc = passage_from_row(row, len(docs))
+            record = from_row(row, len(records))
         except RowError as err:
             raise DataFileError(f"{path}, line {lineno}: {err}") from None
-        if doc.id in lines:
+        if record.id in lines:
             raise DataFileError(
-                f"{path}, line {lineno}: id: duplicate passage id {doc.id!r} (first at line "
-                f"{lines[doc.id]})"
+                f"{path}, line {lineno}: id: duplicate {kind} id {record.id!r} (first at line "
+                f"{lines[record.id]})"
             )
-        lines[doc.id] = lineno
-        docs.append(doc)
-    if not docs:  # an index over nothing failed deep inside bm25s ("max() arg is empty")
-        raise DataFileError(f"{path}: the corpus holds no passages")
-    return Corpus(docs, file_sha256(path), path)
+        lines[record.id] = lineno
+        records.append(record)
+    if not records:
+        raise DataFileError(f"{path}: {empty}")
+    return records
 
 
 _CORPORA: dict[tuple[str, int, int], Corpus] = {}
@@ -342,22 +354,9 @@ def load_qa(path: str | os.PathLike) -> list[QAItem]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"QA file not found: {path}")
-    items = []
-    lines: dict[str, int] = {}
-    for lineno, row in read_rows(path, "QA file"):
-        try:
-            item = question_from_row(row, len(items))
-        except RowError as err:
-            raise DataFileError(f"{path}, line {lineno}: {err}") from None
-        if item.id in lines:
-            raise DataFileError(
-                f"{path}, line {lineno}: id: duplicate question id {item.id!r} (first at line "
-                f"{lines[item.id]})"
-            )
-        lines[item.id] = lineno
-        items.append(item)
-    if not items:
-        raise DataFileError(f"{path}: the QA file holds no questions")
+    items = _read_records(
+        path, "QA file", question_from_row, "question", "the QA file holds no questions"
+    )
     return sorted(items, key=lambda item: item.id)
 
 

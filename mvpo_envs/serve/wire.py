@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_envs.base import INFO_KEYS
 from mvpo_envs.data_files import DataFileError, check_depth, decode_utf8
 
 #: the largest request body (HTTP) or message (WebSocket) accepted, in bytes
@@ -258,18 +259,7 @@ def schema(env_id: str) -> dict[str, Any]:
                 "info": {
                     "type": "object",
                     "description": f"the info contract of {env_id} (docs/environments.md)",
-                    "required": [
-                        "task",
-                        "task_id",
-                        "admissible_actions",
-                        "anchor",
-                        "signature",
-                        "milestones",
-                        "progress",
-                        "won",
-                        "invalid_action",
-                        "state",
-                    ],
+                    "required": list(INFO_KEYS),
                 },
                 "terminated": {"type": "boolean"},
                 "truncated": {"type": "boolean", "description": "time limit reached"},
