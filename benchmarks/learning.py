@@ -65,6 +65,9 @@ ARMS: dict[str, list[str]] = {
         "--abstraction-refit-every",
         "10",
     ],  # fmt: skip
+    # the two MVPO forms pinned, whatever the default (docs/estimators.md §3.8, §3.10)
+    "mvpo-v1": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "v1"}'],
+    "mvpo-seeds": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "seeds"}'],
     "ecpo": ["--estimator", "ecpo"],
     "progpo": ["--estimator", "progpo"],
     "beacon": ["--estimator", "beacon"],
@@ -72,7 +75,10 @@ ARMS: dict[str, list[str]] = {
 }
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
 #: the paired differences reported (when both arms ran)
-DEFAULT_PAIRS = (("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"))
+DEFAULT_PAIRS = (
+    ("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"),
+    ("mvpo-seeds", "mvpo-v1"), ("mvpo-seeds", "gigpo"), ("mvpo-v1", "gigpo"),
+)  # fmt: skip
 
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
 STUDY_FLAGS = [
