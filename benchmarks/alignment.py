@@ -275,8 +275,16 @@ def run_records(args: argparse.Namespace) -> dict[str, Any]:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this table (the variants it was asked for)."""
-    variants = " ".join(f"--variant {shlex.quote(v)}" for v in args.variant or [])
-    return f"python benchmarks/alignment.py {variants}".strip()
+    parts = [f"--p {p}" for p in args.p or []]
+    if list(args.seeds) != list(DEFAULT_SEEDS):
+        parts.append("--seeds " + " ".join(map(str, args.seeds)))
+    parts += [f"--variant {shlex.quote(v)}" for v in args.variant or []]
+    if Path(args.out).resolve() != Path(OUT).resolve():
+        out = Path(args.out).resolve()
+        parts.append(
+            f"--out {shlex.quote(str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out))}"
+        )
+    return " ".join(["python benchmarks/alignment.py", *parts])
 
 
 def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path) -> None:

@@ -82,12 +82,20 @@ DEFAULT_PAIRS = (
 
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
 STUDY_FLAGS = [
-    "--policy", "encoder", "--model", WARM, "--env-kwargs", "{}", "--tasks", "[]",
+    "--policy", "encoder", "--tasks", "[]",
     "--max-steps", "50", "--ppo-epochs", "2",
-    "--eval-split", "valid_unseen", "--eval-episodes", "4", "--no-eval-greedy",
+    "--eval-split", "valid_unseen", "--no-eval-greedy",
 ]  # fmt: skip
 #: final evaluation of each run: (split, episodes per task), sampled actions, seed 0
 FINAL_EVALS = (("valid_unseen", 8), ("valid_seen", 4))
+
+
+def final_evals(args: argparse.Namespace) -> tuple[tuple[str, int], ...]:
+    """The final held-out evaluations: ``--final-episodes`` per task of each split."""
+    eps = getattr(args, "final_episodes", None) or [e for _, e in FINAL_EVALS]
+    return tuple((split, int(e)) for (split, _), e in zip(FINAL_EVALS, eps, strict=True))
+
+
 SMOOTH = 5  # moving-average window of the training curve and of iterations-to-threshold
 
 
@@ -117,7 +125,8 @@ def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list
     if args.study:
         cmd += [*STUDY_FLAGS, "--num-groups", str(args.num_groups), "--group-size",
                 str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
-                "--embedding-cache", embedding_cache(args)]  # fmt: skip
+                "--eval-episodes", str(args.eval_episodes), "--env-kwargs", args.env_kwargs,
+                "--embedding-cache", embedding_cache(args), "--model", args.warm]  # fmt: skip
     # an interrupted run resumes from its checkpoint; a run folder without one starts over
     if (path / "checkpoints" / "LATEST").is_file():
         cmd.append("--resume")
@@ -145,7 +154,7 @@ def run_all(args: argparse.Namespace, base: Path) -> None:
             path = run_dir(base, arm, seed)
             if args.fresh and path.exists():
                 shutil.rmtree(path)
-            evals = FINAL_EVALS if args.eval else ()
+            evals = final_evals(args) if args.eval else ()
             cmds = []
             if n_metrics(path) < args.iterations:
                 cmds.append(train_cmd(path, arm, seed, args))
@@ -163,18 +172,19 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path) -> None:
     """The cached warm start, and the held-out success of the warm start itself (once: it is
     the same for every arm and seed), evaluated through the first seed's first run folder."""
     env = {**os.environ, **_RUN_ENV}
-    subprocess.run([sys.executable, "-m", "mvpo_train.encoder_policy", "--out", WARM],
-                   cwd=ROOT, env=env, check=True)  # fmt: skip
+    warm = [sys.executable, "-m", "mvpo_train.encoder_policy", "--out", args.warm,
+            *shlex.split(args.warm_args)]  # fmt: skip
+    subprocess.run(warm, cwd=ROOT, env=env, check=True)
     if not args.eval:
         return
     first = run_dir(base, args.arms[0], args.seeds[0])
     start = base / "warm-start"
     start.mkdir(parents=True, exist_ok=True)
-    for split, episodes in FINAL_EVALS:
+    for split, episodes in final_evals(args):
         out = start / f"eval-{split}.json"
         if out.is_file() or not (first / "config.yaml").is_file():
             continue
-        cmd = eval_cmd(first, split, episodes, model=str(ROOT / WARM))
+        cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm))
         cmd[cmd.index("--out") + 1] = str(out)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
 
@@ -316,6 +326,32 @@ def read_eval(path: Path, split: str) -> float | None:
     return float(json.loads(f.read_text())["success"]) if f.is_file() else None
 
 
+def read_eval_types(path: Path, split: str) -> dict[str, float]:
+    """Held-out success per task type (``success/<type>`` of the evaluation file)."""
+    f = eval_file(path, split)
+    if not f.is_file():
+        return {}
+    ev = json.loads(f.read_text())
+    return {k.split("/", 1)[1]: float(v) for k, v in ev.items() if k.startswith("success/")}
+
+
+def count_tasks(env_kwargs: str, split: str) -> int | None:
+    """Tasks of ``split`` of ``mvpo/ALFWorld-v0`` with the study's env kwargs (None if the
+    split cannot be built here)."""
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the envs)
+
+    try:
+        env = gym.make("mvpo/ALFWorld-v0", **{**json.loads(env_kwargs or "{}"), "split": split})
+    except Exception:  # a split this data does not have
+        return None
+    try:
+        return len(env.unwrapped.task_ids)
+    finally:
+        env.close()
+
+
 def per_seed_values(rows: list[dict], path: Path, threshold: float) -> dict[str, float | None]:
     succ = np.array([r["success"] for r in rows])
     za = np.array([r.get("adv/zero_adv_ratio", np.nan) for r in rows])
@@ -328,6 +364,7 @@ def per_seed_values(rows: list[dict], path: Path, threshold: float) -> dict[str,
         "zero_adv_early": float(np.nanmean(za[:SMOOTH])),
         "valid_unseen": read_eval(path, "valid_unseen"),
         "valid_seen": read_eval(path, "valid_seen"),
+        "valid_unseen_types": read_eval_types(path, "valid_unseen"),
         "last_inline_eval": held[-1] if held else None,
         "minutes": sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60,
     }
@@ -370,6 +407,12 @@ def summarize(runs, base: Path, threshold: float, iterations: int, pairs=DEFAULT
         reach = [vals[s]["reach"] or iterations + 1 for s in seeds]
         row["reach"] = bootstrap_ci(reach)
         row["reach_median"] = float(np.median(reach))
+        types = sorted({t for s in seeds for t in vals[s]["valid_unseen_types"]})
+        row["valid_unseen_types"] = {
+            t: bootstrap_ci([vals[s]["valid_unseen_types"][t] for s in seeds
+                             if t in vals[s]["valid_unseen_types"]])
+            for t in types
+        }  # fmt: skip
         table["arms"][arm] = row
     for a, b in pairs:
         if a not in table["arms"] or b not in table["arms"]:
@@ -443,10 +486,18 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "",
         "Settings: "
         + (
-            f"encoder policy warm-started on the train walkthroughs (`{WARM}`), "
-            f"`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks), 50-step "
-            f"episodes, {args.num_groups} tasks x {args.group_size} rollouts per iteration, "
-            f"{it} iterations, lr {args.lr}, 2 PPO epochs, seeds {list(args.seeds)}; "
+            f"encoder policy warm-started on the train walkthroughs (`{args.warm}`"
+            + (f", `{args.warm_args}`" if args.warm_args else "")
+            + "), "
+            + (
+                "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
+                if args.env_kwargs.strip() in ("", "{}")
+                else f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
+            )
+            + f", 50-step episodes, {args.num_groups} tasks x {args.group_size} rollouts per "
+            f"iteration, {it} iterations, lr {args.lr}, 2 PPO epochs"
+            + (f", then `{' '.join(args.extra)}`" if args.extra else "")
+            + f", seeds {list(args.seeds)}; "
             "arms differ only in " + ", ".join(f"`{a}`: `{' '.join(ARMS[a])}`" for a in args.arms)
             if args.study
             else f"`cpu-tiny` + `{' '.join(args.extra)}`, {it} iterations"
@@ -461,7 +512,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         f"{args.threshold:.0%}: first iteration whose {SMOOTH}-iteration moving average reaches it "
         f"(a run that never does counts as {it + 1}). Held-out: the final checkpoint, sampled, "
         "seed 0, every task of the split x "
-        + " / ".join(f"{e} episodes ({s})" for s, e in FINAL_EVALS)
+        + " / ".join(f"{e} episodes ({s})" for s, e in final_evals(args))
         + ".",
         "",
     ]
@@ -500,6 +551,19 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
                 f"| {name} | {len(p['seeds'])} | {_fmt(p['auc'])} | {_fmt(p['final'])} | "
                 f"{_fmt(p['reach'], 1)} | {_fmt(p['valid_unseen'])} |"
             )
+    types = sorted({t for r in table["arms"].values() for t in r.get("valid_unseen_types", {})})
+    if types:
+        lines += [
+            "",
+            "Held-out `valid_unseen` success per task type (the seeds' Table 1 columns; mean over "
+            "seeds [95% bootstrap CI]):",
+            "",
+            "| arm | " + " | ".join(types) + " |",
+            "|---|" + "---|" * len(types),
+        ]
+        for arm, r in table["arms"].items():
+            cells = [_fmt(r["valid_unseen_types"].get(t)) for t in types]
+            lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     missing = [
         a for a in args.arms if len(table["arms"].get(a, {}).get("seeds", [])) < len(args.seeds)
     ]
@@ -507,6 +571,25 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         lines += ["", f"Partial: fewer than {len(args.seeds)} finished seeds for {missing}; rerun "
                   "the command to continue the study."]  # fmt: skip
     out.write_text("\n".join(lines) + "\n")
+
+
+def study_settings(args: argparse.Namespace) -> dict:
+    """What ``learning.json`` records of the study's regime (issue-facing summary)."""
+    held = {s: count_tasks(args.env_kwargs, s) for s, _ in final_evals(args)} if args.study else {}
+    return {
+        "num_groups": args.num_groups,
+        "group_size": args.group_size,
+        "iterations": args.iterations,
+        "seeds": list(args.seeds),
+        "lr": args.lr,
+        "env_kwargs": json.loads(args.env_kwargs or "{}"),
+        "extra_flags": list(args.extra),
+        "train_games": count_tasks(args.env_kwargs, "train") if args.study else None,
+        "heldout_games": held,
+        "final_episodes": {s: e for s, e in final_evals(args)},
+        "eval_every": args.eval_every,
+        "eval_episodes": args.eval_episodes,
+    }
 
 
 def save_results(table: dict, out: Path, draw, write) -> None:
@@ -533,6 +616,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--eval-every", type=int, default=10, help="held-out evaluation during training")
+    p.add_argument("--eval-episodes", type=int, default=4,
+                   help="episodes per valid_unseen task of each evaluation during training")  # fmt: skip
+    p.add_argument("--final-episodes", type=int, nargs=2, metavar=("UNSEEN", "SEEN"),
+                   default=[e for _, e in FINAL_EVALS],
+                   help="episodes per task of the final valid_unseen / valid_seen evaluations")  # fmt: skip
+    p.add_argument("--warm", default=WARM, help="the warm start's folder (made if missing)")
+    p.add_argument("--warm-args", default="",
+                   help="flags of `python -m mvpo_train.encoder_policy` for the warm start")  # fmt: skip
+    p.add_argument("--env-kwargs", default="{}",
+                   help="mvpo/ALFWorld-v0 keywords of every run, as JSON (e.g. the full split)")  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.2, help="success threshold")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
     p.add_argument(
@@ -571,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
             warm_start_and_eval(args, base)  # the warm-start eval needs a run's config
     runs = load_runs(base, args.arms, args.seeds, args.iterations)
     table = summarize(runs, base, args.threshold, args.iterations)
+    table["settings"] = study_settings(args)
     save_results(
         table,
         Path(args.out),
