@@ -19,13 +19,12 @@ def _grid():
     return mod
 
 
-def _args(tg, tmp_path: Path, *extra: str) -> list[list[str]]:
+def _args(tg, tmp_path: Path, monkeypatch) -> list[list[str]]:
     """Run main() with the sweep's subprocess replaced by a recorder; the commands it ran."""
     calls: list[list[str]] = []
-    tg.subprocess.run = lambda cmd, **kw: calls.append(cmd)
+    monkeypatch.setattr(tg.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     tg.main(["--base", str(tmp_path), "--arms", "grpo", "mvpo", "--seeds", "0", "1",
-             "--lr", "1e-3", "3e-4", "--kl-coef", "0", "--out", str(tmp_path / "grid.md"),
-             *extra])  # fmt: skip
+             "--lr", "1e-3", "3e-4", "--kl-coef", "0", "--out", str(tmp_path / "grid.md")])  # fmt: skip
     return calls
 
 
@@ -37,9 +36,9 @@ def _write_point(tmp_path: Path, name: str, grpo: float | None, mvpo: float, see
     (tmp_path / name / "learning.json").write_text(json.dumps({"arms": arms}))
 
 
-def test_points_run_learning_without_heldout_evaluation(tmp_path):
+def test_points_run_learning_without_heldout_evaluation(tmp_path, monkeypatch):
     tg = _grid()
-    calls = _args(tg, tmp_path)
+    calls = _args(tg, tmp_path, monkeypatch)
     assert len(calls) == 2  # 2 lr x 1 epochs x 1 kl
     for cmd in calls:
         assert "--no-eval" in cmd and cmd[cmd.index("--eval-every") + 1] == "0"
@@ -52,22 +51,22 @@ def test_points_run_learning_without_heldout_evaluation(tmp_path):
     }
 
 
-def test_choice_per_arm_is_the_largest_area_and_needs_the_whole_grid(tmp_path):
+def test_choice_per_arm_is_the_largest_area_and_needs_the_whole_grid(tmp_path, monkeypatch):
     tg = _grid()
     _write_point(tmp_path, "lr0.001-ep2-kl0", grpo=0.10, mvpo=0.30)
     _write_point(tmp_path, "lr0.0003-ep2-kl0", grpo=0.20, mvpo=0.25)
-    _args(tg, tmp_path)
+    _args(tg, tmp_path, monkeypatch)
     table = json.loads((tmp_path / "grid.json").read_text())
     assert table["choice"] == {"grpo": "lr0.0003-ep2-kl0", "mvpo": "lr0.001-ep2-kl0"}
     md = (tmp_path / "grid.md").read_text()
     assert "0.300 / 0.300 **(chosen)**" in md and "Partial" not in md
 
 
-def test_an_unfinished_point_leaves_no_choice(tmp_path):
+def test_an_unfinished_point_leaves_no_choice(tmp_path, monkeypatch):
     tg = _grid()
     _write_point(tmp_path, "lr0.001-ep2-kl0", grpo=0.10, mvpo=0.30)
     _write_point(tmp_path, "lr0.0003-ep2-kl0", grpo=None, mvpo=0.25, seeds=(0,))  # grpo missing
-    _args(tg, tmp_path)
+    _args(tg, tmp_path, monkeypatch)
     table = json.loads((tmp_path / "grid.json").read_text())
     assert "grpo" not in table["choice"] and "mvpo" not in table["choice"]  # mvpo: 1 of 2 seeds
     assert "Partial" in (tmp_path / "grid.md").read_text()
