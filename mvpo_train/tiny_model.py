@@ -97,6 +97,12 @@ class TinyModelSpec:
     seed: int = 0
 
 
+#: the fields of :class:`TinyModelSpec` that are ``Qwen2Config`` fields of the same name
+QWEN2_FIELDS = (
+    "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "max_position_embeddings", "rope_theta", "initializer_range",
+)  # fmt: skip
+
 #: a much smaller model for unit tests (built in a second from the template corpus alone)
 MICRO_SPEC = TinyModelSpec(
     vocab_size=600,
@@ -298,14 +304,7 @@ def build_model(spec: TinyModelSpec, tokenizer: Any) -> Any:
 
     config = Qwen2Config(
         vocab_size=tokenizer.get_vocab_size(),
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        max_position_embeddings=spec.max_position_embeddings,
-        rope_theta=spec.rope_theta,
-        initializer_range=spec.initializer_range,
+        **{name: getattr(spec, name) for name in QWEN2_FIELDS},
         tie_word_embeddings=True,
         bos_token_id=None,
         eos_token_id=tokenizer.token_to_id("<|im_end|>"),

@@ -250,3 +250,38 @@ def test_one_declaration_registers_a_fifth_env_everywhere(fifth_env):
     assert preset("gpu-qwen2.5-1.5b", env_id=env_id).tasks == []
     with pytest.raises(ConfigError, match="pass fill=1 to fill the query"):
         check_score_candidates(["step", "search[<query>]"], env_id)
+
+
+def test_a_prompt_style_and_an_answer_format_added_from_user_code(fifth_env, monkeypatch):
+    """docs/architecture.md, "The five common changes" (add a prompt template): a style
+    registered for an env id and a new answer format reach the prompt builder and the parser
+    without a change to mvpo_train; the declared style stays."""
+    from mvpo_train import projection, prompts
+    from mvpo_train.projection import Projected, get_projection, register_projection
+    from mvpo_train.prompts import PromptBuilder, get_template, register_template
+
+    monkeypatch.setattr(prompts, "_TEMPLATES", dict(prompts._TEMPLATES))
+    monkeypatch.setattr(projection, "_PROJECTIONS", dict(projection._PROJECTIONS))
+
+    def count_answer(text, admissible, require_think=False):
+        word = text.strip().lower()
+        return Projected(word, True) if word in admissible else Projected("", False, "no word")
+
+    register_projection("count_answer", count_answer)
+    terse = PromptTemplate(
+        name="terse", first="{task}: {observation} [{admissible}]", step="{history} {observation}",
+        history_item="{action}", projection="count_answer",
+    )  # fmt: skip
+    register_template(fifth_env.id, "terse", terse)
+    assert get_template(fifth_env.id, "terse") is terse
+    assert get_template(fifth_env.id, "seed").first.startswith("Count!")
+    builder = PromptBuilder(get_template(fifth_env.id, "terse"), num_envs=1)
+    builder.reset(0, "You are at 0.", "count to three")
+    first = builder.prompt(0, ["step"])
+    assert first.text == "count to three: You are at 0. ['step']" and first.task == "count to three"
+    builder.record(0, "step", "You are at 1.")
+    later = builder.prompt(0, ["step"])
+    assert later.text == "step You are at 1." and later.previous_action == "step"
+    parse = get_projection(get_template(fifth_env.id, "terse").projection)
+    assert parse(" STEP ", ["step"]) == Projected("step", True)
+    assert not parse("jump", ["step"]).valid

@@ -7,6 +7,7 @@ extra to install in one line.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -93,3 +94,37 @@ def test_pyproject_core_dependencies_hold_no_extra_only_package():
         assert extra in test_extra.split("]")[0], extra
     assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
     assert "setuptools>=77" in meta["build-system"]["requires"]
+
+
+def _name(requirement: str) -> str:
+    """``textworld[pddl]>=1.6.1`` -> ``textworld[pddl]``."""
+    return re.split(r"[<>=!~; ]", requirement.strip(), maxsplit=1)[0].lower()
+
+
+def test_the_architecture_page_lists_the_extras_of_pyproject():
+    """docs/architecture.md, "Packaging and extras": one row per extra, and the packages it
+    names for ``pddl``, ``dense``, ``dev``, ``lora``, ``track`` and ``trl`` and the extras ``test`` pulls are
+    pyproject's; ``make test`` and ``make run`` install ``.[test]``."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Packaging and extras", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in [row for row in section.splitlines() if row.startswith("| `")]:
+        first, what, _ = line.strip("|").split("|")
+        for extra in re.findall(r"`([\w-]+)`", first):
+            rows[extra] = what.strip()
+    assert set(rows) == set(extras)
+    for extra in ("pddl", "dense", "dev", "lora", "track", "trl"):
+        named = [_name(p) for p in re.sub(r"\([^)]*\)", "", rows[extra]).split(",")]
+        assert sorted(named) == sorted(_name(d) for d in extras[extra]), extra
+    (pulled,) = re.findall(r"`mvpo\[([\w,]+)\]`", rows["test"])
+    (own,) = [d for d in extras["test"] if d.startswith("mvpo[")]
+    assert set(pulled.split(",")) == set(own[len("mvpo[") : -1].split(","))
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert 'pip install -q -e ".[test]"' in makefile
+    assert re.search(r"^run: install", makefile, re.M) and re.search(
+        r"^test: install", makefile, re.M
+    )

@@ -21,23 +21,16 @@ listed in sorted order, so an index means the same game on every machine.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mvpo_envs.data_files import DataFileError, load_json
+from mvpo_envs.alfworld.game_file import TASK_TYPES, check_traj, read_json_object
+from mvpo_envs.alfworld.provenance import generator_fingerprint
+from mvpo_envs.data_files import DataFileError
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
 #: ALFWorld's split names, and the names of its AlfredTWEnv modes mapped onto them
 REAL_SPLITS = {
     "train": "train",
@@ -106,18 +99,6 @@ ALFWORLD_SPLIT_ALIASES = {
     "eval_in_distribution": "valid_seen",
     "eval_out_of_distribution": "valid_unseen",
 }
-#: the generator's modules: a change in any of them gives a new cache folder
-_GENERATOR_MODULES = (
-    "generate.py",
-    "gen_alfworld.py",
-    "gen_engine.py",
-    "gen_problem.py",
-    "gen_room.py",
-    "gen_scene.py",
-    # the fast engine verifies every walkthrough (pass or redraw), so it shapes the games too
-    *(f"fast/{name}" for name in ("actions.py", "engine.py", "expressions.py", "facts.py",
-                                  "goal.py", "grammar.py", "names.py", "pddl.py")),
-)  # fmt: skip
 
 
 def bundled_split_dir(split: str, preset: str = "mini") -> Path:
@@ -144,17 +125,6 @@ def cache_dir() -> Path:
         return Path(os.environ["MVPO_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
     return Path(base).expanduser() / "mvpo"
-
-
-def generator_fingerprint() -> str:
-    """Short hash of the generator's source and the alfworld version: the cache key."""
-    from mvpo_envs.alfworld.generate import alfworld_version
-
-    digest = hashlib.sha256(alfworld_version().encode())
-    here = Path(__file__).resolve().parent
-    for name in _GENERATOR_MODULES:
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def default_workers() -> int:
@@ -292,34 +262,6 @@ def collect_games(
             f"no playable ALFWorld games (of types {list(task_types)}) under {split_dir}"
         )
     return games
-
-
-def read_json_object(path: Path, error: type[ValueError] = DataFileError) -> dict:
-    """A JSON object from ``path`` (read by :func:`mvpo_envs.data_files.load_json`: UTF-8,
-    bounded nesting); ``error`` naming the file, in one line, if it is not one."""
-    try:
-        data = load_json(path, "ALFWorld file")
-    except DataFileError as err:
-        raise error(str(err)) from None
-    if not isinstance(data, dict):
-        raise error(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def check_traj(traj: dict, path: Path) -> None:
-    """The fields of a ``traj_data.json`` the env reads: ``task_type`` a string and
-    ``pddl_params`` (when present) an object whose targets are strings and ``object_sliced`` a
-    boolean; else a :class:`DataFileError` naming the file and the field."""
-    if not isinstance(traj.get("task_type"), str):
-        raise DataFileError(f"{path}: 'task_type' is missing or not a string")
-    params = traj.get("pddl_params", {})
-    if not isinstance(params, dict):
-        raise DataFileError(f"{path}: 'pddl_params' is {type(params).__name__}, not an object")
-    for key in ("object_target", "parent_target", "toggle_target", "mrecep_target"):
-        if not isinstance(params.get(key, ""), str):
-            raise DataFileError(f"{path}: 'pddl_params.{key}' is not a string")
-    if not isinstance(params.get("object_sliced", False), bool):
-        raise DataFileError(f"{path}: 'pddl_params.object_sliced' is not a boolean")
 
 
 def _is_solvable(game_file: Path) -> bool:

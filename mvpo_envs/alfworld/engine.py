@@ -2,7 +2,8 @@
 
 :func:`make_engine` builds either; both return :class:`EngineStep`-shaped results and are
 compared step for step by ``tests/mvpo_envs/alfworld/test_fast_engine*.py``
-(docs/alfworld_engine.md). The ``fast`` engine lives in :mod:`mvpo_envs.alfworld.fast` and
+(docs/alfworld_engine.md). Both read game files with :mod:`mvpo_envs.alfworld.game_file`, the
+layer below them. The ``fast`` engine lives in :mod:`mvpo_envs.alfworld.fast` and
 never imports TextWorld or the GPL planner; this module imports them only when the ``pddl``
 engine (or :class:`CachedPddlEnv`) is first used.
 
@@ -36,49 +37,11 @@ import os
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from mvpo_abstraction.extras import require_extra
-from mvpo_envs.alfworld.data import read_json_object
-
-REQUIRED_GAME_KEYS = ("pddl_domain", "grammar", "pddl_problem")
-
-
-class GameFileError(ValueError):
-    """A game file is missing, unreadable or lacks what the engine needs."""
-
-
-def read_game_file(path: str | os.PathLike) -> dict[str, Any]:
-    """Read and check a ``game.tw-pddl`` file; errors name the file and the field (one line).
-
-    The file must be a JSON object (UTF-8, nesting bounded: :mod:`mvpo_envs.data_files`) with
-    non-empty strings ``pddl_domain``, ``grammar`` and ``pddl_problem``; ``solvable``, when
-    present, a boolean; ``walkthrough``, when present, a list of non-empty command strings,
-    not empty in a solvable game (docs/alfworld_engine.md, "Bad game files").
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise GameFileError(f"{path}: game file not found")
-    data = read_json_object(path, GameFileError)
-    missing = [k for k in REQUIRED_GAME_KEYS if not isinstance(data.get(k), str) or not data[k]]
-    if missing:
-        raise GameFileError(f"{path}: missing, empty or non-string key(s) {missing}")
-    if "(:goal" not in data["pddl_problem"] or "(:init" not in data["pddl_problem"]:
-        raise GameFileError(f"{path}: pddl_problem has no (:init ...) or (:goal ...) section")
-    solvable = data.get("solvable")
-    if solvable is not None and not isinstance(solvable, bool):
-        raise GameFileError(f"{path}: 'solvable' is {type(solvable).__name__}, not a boolean")
-    walkthrough = data.get("walkthrough")
-    if walkthrough is not None:
-        if not isinstance(walkthrough, list) or not all(
-            isinstance(c, str) and c.strip() for c in walkthrough
-        ):
-            raise GameFileError(f"{path}: 'walkthrough' is not a list of command strings")
-        if not walkthrough and solvable:
-            raise GameFileError(f"{path}: 'walkthrough' is empty in a solvable game")
-    return data
+from mvpo_envs.alfworld.game_file import GameFileError, read_game_file
 
 
 def check_game_data(data: dict[str, Any], source: str) -> None:

@@ -29,12 +29,12 @@ from mvpo_envs.alfworld.data import (
     TASK_TYPES,
     AlfworldGame,
     collect_games,
-    read_json_object,
     real_split_dir,
     select_split_dir,
     user_real_data_dir,
 )
 from mvpo_envs.alfworld.engine import DEFAULT_ENGINE, EngineStep, make_engine
+from mvpo_envs.alfworld.game_file import read_json_object
 from mvpo_envs.alfworld.oracle import OracleTracker
 from mvpo_envs.alfworld.state import state_from_facts
 from mvpo_envs.alfworld.text_view import TextView

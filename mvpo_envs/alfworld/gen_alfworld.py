@@ -39,6 +39,7 @@ from mvpo_envs.alfworld.gen_problem import (
     _agent_start,
     _place,
     construct_plan,
+    placement_goals,
     task_objects,
 )
 from mvpo_envs.alfworld.gen_room import Room, load_room
@@ -143,17 +144,7 @@ def room_goals(room: Room, task_type: str) -> list[Goal]:
             for o in task_objects(scene, task_type)
             if any(can_contain(t, o) for t in rtypes)
         ]
-    tool = TOOLS.get(task_type, ("", "", ""))[0]
-    if tool and tool not in rtypes:
-        return []
-    goals = []
-    for obj in task_objects(scene, task_type):
-        for parent in rtypes:
-            if parent == tool or not can_contain(parent, obj):
-                continue
-            if any(can_contain(t, obj) for t in rtypes if t != parent):
-                goals.append(Goal(task_type, obj, parent, ""))
-    return goals
+    return placement_goals(scene, task_type, rtypes)
 
 
 @functools.cache

@@ -22,9 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mvpo_envs.alfworld.engine import GameFileError, restored_argv
+from mvpo_envs.alfworld.engine import restored_argv
 from mvpo_envs.alfworld.fast.engine import FastEngine
 from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+from mvpo_envs.alfworld.game_file import GameFileError
 
 #: the engines a walkthrough can be verified on
 VERIFY_ENGINES = ("fast", "pddl")
@@ -47,6 +48,8 @@ class PlayReport:
 
 
 Commands = Sequence[str] | Callable[[dict[str, str]], list[str]]
+#: a game to verify: its game dict, or the path of its ``game.tw-pddl``
+GameSource = Mapping[str, Any] | str
 
 
 class Verifier(Protocol):
@@ -55,7 +58,7 @@ class Verifier(Protocol):
     planner: bool
 
     def play(
-        self, game: Mapping[str, Any] | str, commands: Commands, ask_planner: bool = False
+        self, game: GameSource, commands: Commands, ask_planner: bool = False
     ) -> PlayReport: ...
 
 
@@ -141,12 +144,7 @@ class Engine:
                 base._translations = _NoReplanTranslations(base._translations)
             self.env = AlfredInfos(AlfredDemangler(base, shuffle=False))
 
-    def play(
-        self,
-        game: Mapping[str, Any] | str,
-        commands: Commands,
-        ask_planner: bool = False,
-    ) -> PlayReport:
+    def play(self, game: GameSource, commands: Commands, ask_planner: bool = False) -> PlayReport:
         """Load ``game`` (a game dict or a ``game.tw-pddl`` path) and play ``commands``.
 
         ``commands`` may be a function of the engine's id -> display-name map (ids are the
@@ -195,12 +193,7 @@ class FastVerifier:
     def __init__(self) -> None:
         self.engine = FastEngine()
 
-    def play(
-        self,
-        game: Mapping[str, Any] | str,
-        commands: Commands,
-        ask_planner: bool = False,
-    ) -> PlayReport:
+    def play(self, game: GameSource, commands: Commands, ask_planner: bool = False) -> PlayReport:
         """As :meth:`Engine.play`; ``ask_planner`` is refused (no planner)."""
         if ask_planner:
             raise ValueError("the fast engine has no planner; verify on the 'pddl' engine")

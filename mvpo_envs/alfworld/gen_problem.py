@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import alfworld.gen.constants as constants
@@ -183,6 +184,14 @@ def candidate_goals(scene: Scene, task_type: str) -> list[Goal]:
             for o in task_objects(scene, task_type)
             if any(can_contain(t, o) for t in rtypes)
         ]
+    return placement_goals(scene, task_type, rtypes)
+
+
+def placement_goals(scene: Scene, task_type: str, rtypes: Sequence[str]) -> list[Goal]:
+    """The goals of a task that places an object (every type but ``look_at_obj_in_light``)
+    among the receptacle types ``rtypes``, in a fixed order: each target object and parent
+    the task allows where some other type can hold the object first (the scenes of the small
+    presets and the whole rooms of ``alfworld`` alike)."""
     tool = TOOLS.get(task_type, ("", "", ""))[0]
     if tool and tool not in rtypes:
         return []

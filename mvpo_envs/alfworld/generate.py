@@ -27,7 +27,6 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib.metadata
 import json
 import multiprocessing
 import os
@@ -45,7 +44,7 @@ import alfworld
 from alfworld.agents.utils.misc import add_task_to_grammar
 from tqdm import tqdm
 
-from mvpo_envs.alfworld.data import TASK_TYPES
+from mvpo_envs.alfworld.game_file import TASK_TYPES
 from mvpo_envs.alfworld.gen_alfworld import (
     ALFWORLD_SPLIT_SIZES,
     SPLIT_POOLS,
@@ -64,6 +63,7 @@ from mvpo_envs.alfworld.gen_engine import (
 )
 from mvpo_envs.alfworld.gen_problem import Knobs, Problem, sample_problem
 from mvpo_envs.alfworld.gen_scene import scene_numbers
+from mvpo_envs.alfworld.provenance import alfworld_version
 
 GENERATOR = "mvpo-alfworld-generate"
 GENERATOR_VERSION = "1.0.0"
@@ -159,14 +159,6 @@ def _write(path: Path, text: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
-
-
-@functools.cache
-def alfworld_version() -> str:
-    try:
-        return importlib.metadata.version("alfworld")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - editable installs
-        return "unknown"
 
 
 # --------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import string
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.cli_args import int_at_least as _count
 from mvpo_envs.webshop.catalog_vocab import (
     AUDIENCES,
     BRANDS,
@@ -198,21 +199,6 @@ def check(out: Path) -> tuple[int, int]:
             total += 1
             perfect += score == 1.0
     return total, perfect
-
-
-def _count(low: int):
-    """argparse type: an int >= ``low`` (a zero or negative count wrote an empty data set)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
-        return value
-
-    return parse
 
 
 def main(argv: list[str] | None = None) -> int:

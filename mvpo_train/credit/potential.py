@@ -151,18 +151,12 @@ class AMPWeights:
             s[hit] = n_later[hit] / n_hit[hit]
         return s
 
-    def update(
-        self,
-        hit_traj: np.ndarray,
-        hit_name: np.ndarray,
-        hit_t: np.ndarray,
-        traj_success: np.ndarray,
-        mode: str = "success",
-    ) -> np.ndarray:
+    def update(self, *hits: Any, **options: Any) -> np.ndarray:
         """Apply one AMP step after a batch (docs/estimators.md §3.2); return ``s`` (NaN = no hit).
 
-        ``mode``: the evidence of :meth:`scores`."""
-        s = self.scores(hit_traj, hit_name, hit_t, traj_success, mode)
+        Takes the arguments of :meth:`scores` (the hits, the trajectories' success, ``mode``):
+        the step moves the weights of the milestones hit towards that evidence."""
+        s = self.scores(*hits, **options)
         hit = ~np.isnan(s)
         pos = np.where(hit, np.maximum(np.nan_to_num(s), 0.0), 0.0)
         if pos.sum() > 0:

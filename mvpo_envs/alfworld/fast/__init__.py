@@ -5,8 +5,8 @@
 GPL planner.
 """
 
-from mvpo_envs.alfworld.engine import GameFileError
 from mvpo_envs.alfworld.fast.engine import FastEngine
 from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+from mvpo_envs.alfworld.game_file import GameFileError
 
 __all__ = ["FastEngine", "GameFileError", "UnsupportedGameError"]

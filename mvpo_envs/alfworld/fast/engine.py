@@ -16,7 +16,6 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from mvpo_envs.alfworld.engine import GameFileError, read_game_file
 from mvpo_envs.alfworld.fast.actions import (
     EXACT_NEGATIONS,
     FLUENTS,
@@ -36,6 +35,7 @@ from mvpo_envs.alfworld.fast.pddl import (
     parse_domain,
     parse_problem,
 )
+from mvpo_envs.alfworld.game_file import GameFileError, read_game_file
 
 NOTHING_HAPPENS = "Nothing happens."
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mvpo_envs.alfworld.engine import GameFileError
+from mvpo_envs.alfworld.game_file import GameFileError
 
 #: attributes of an entity an expression may read (TextWorld's ``EntityInfo`` fields that
 #: ALFWorld's grammars use, and ``type`` / ``definite``)

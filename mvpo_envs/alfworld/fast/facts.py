@@ -143,6 +143,15 @@ class FactStore:
             v = self._vars[name] = Var(name, self.types[name])
         return v
 
+    def _changed(self, pred: str) -> None:
+        """A fact of ``pred`` was added or removed: refuse it if ``pred`` was declared
+        constant, else count a new version and drop the frozen view of ``pred``."""
+        if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
+            raise ValueError(f"fact store: {pred!r} was declared constant")
+        self.versions[pred] += 1
+        self.stamp += 1
+        self._frozen.pop(pred, None)
+
     def add(self, key: tuple[str, ...]) -> None:
         if key in self._facts:
             return
@@ -155,11 +164,7 @@ class FactStore:
             )
         self._facts[key] = made[0]
         pred = key[0]
-        if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
-            raise ValueError(f"fact store: {pred!r} was declared constant")
-        self.versions[pred] += 1
-        self.stamp += 1
-        self._frozen.pop(pred, None)
+        self._changed(pred)
         self._by_pred[pred].add(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].add(args)
@@ -170,11 +175,7 @@ class FactStore:
             return
         args = key[1:]
         pred = key[0]
-        if self.mutable is not None and not (pred in self.mutable or pred.startswith("not_")):
-            raise ValueError(f"fact store: {pred!r} was declared constant")
-        self.versions[pred] += 1
-        self.stamp += 1
-        self._frozen.pop(pred, None)
+        self._changed(pred)
         self._by_pred[pred].discard(args)
         for i, a in enumerate(args):
             self._by_arg[(pred, i, a)].discard(args)

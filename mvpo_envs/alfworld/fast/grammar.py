@@ -20,10 +20,10 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from mvpo_envs.alfworld.engine import GameFileError
 from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
 from mvpo_envs.alfworld.fast.expressions import Expression, compile_expression
 from mvpo_envs.alfworld.fast.facts import FactStore, Literal, Placeholder, parse_query
+from mvpo_envs.alfworld.game_file import GameFileError
 from mvpo_envs.data_files import DataFileError, loads_json
 
 # -- the logic document -------------------------------------------------------------------------
@@ -305,11 +305,13 @@ class Grammar:
             parsed = self._parsed[text] = parse_symbols(text)
         return parsed
 
-    def predicates_read(self, text: str) -> frozenset[str]:
-        """Every predicate deriving ``text`` may read: rule conditions and queries of every
-        rule it can reach (whichever alternatives apply), list separators included."""
+    def _reachable(self, text: str) -> tuple[list[tuple[Literal, ...] | None], list[str]]:
+        """What deriving ``text`` can reach, whichever alternatives apply (list separators
+        included): the conditions (of every rule it can reach, and the queries of its
+        conditionals) and the code of its ``{expr}`` symbols."""
         seen: set[str] = set()
-        preds: set[str] = set()
+        conditions: list[tuple[Literal, ...] | None] = []
+        expressions: list[str] = []
         todo = list(self.symbols(text))
         while todo:
             s = todo.pop()
@@ -317,43 +319,32 @@ class Grammar:
                 if s.text not in seen:
                     seen.add(s.text)
                     for rule in self.rules.get(s.text, []):
-                        preds.update(p for p, _ in rule.condition or ())
+                        conditions.append(rule.condition)
                         todo.extend(rule.rhs)
+            elif s.kind == "e":
+                expressions.append(s.text)
             elif s.kind in ("c", "l"):
                 cond = s if s.kind == "c" else s.sub
                 assert cond is not None
                 if s.kind == "l":
                     todo.extend(Sym("n", n) for n in _LIST_RULES)
-                preds.update(p for p, _ in cond.given or ())
+                conditions.append(cond.given)
                 if cond.sub is not None:
                     todo.append(cond.sub)
-        return frozenset(preds)
+        return conditions, expressions
+
+    def predicates_read(self, text: str) -> frozenset[str]:
+        """Every predicate deriving ``text`` may read: rule conditions and queries of every
+        rule it can reach (whichever alternatives apply), list separators included."""
+        conditions, _ = self._reachable(text)
+        return frozenset(p for given in conditions for p, _ in given or ())
 
     def context_read(self, text: str) -> tuple[frozenset[Placeholder], frozenset[str]]:
         """What deriving ``text`` can read of its context: the placeholders of every query and
         rule condition it can reach, and every name its ``{expr}`` code can look up."""
-        seen: set[str] = set()
-        placeholders: set[Placeholder] = set()
-        names: set[str] = set()
-        todo = list(self.symbols(text))
-        while todo:
-            s = todo.pop()
-            if s.kind == "n":
-                if s.text not in seen:
-                    seen.add(s.text)
-                    for rule in self.rules.get(s.text, []):
-                        placeholders.update(ph for _, phs in rule.condition or () for ph in phs)
-                        todo.extend(rule.rhs)
-            elif s.kind == "e":
-                names.update(self.expression(s.text).names)
-            elif s.kind in ("c", "l"):
-                cond = s if s.kind == "c" else s.sub
-                assert cond is not None
-                if s.kind == "l":
-                    todo.extend(Sym("n", n) for n in _LIST_RULES)
-                placeholders.update(ph for _, phs in cond.given or () for ph in phs)
-                if cond.sub is not None:
-                    todo.append(cond.sub)
+        conditions, expressions = self._reachable(text)
+        placeholders = {ph for given in conditions for _, phs in given or () for ph in phs}
+        names = {n for code in expressions for n in self.expression(code).names}
         return frozenset(placeholders), frozenset(names)
 
     def static_predicates_only(self, text: str, fluents: set[str]) -> bool:

@@ -16,8 +16,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from mvpo_envs.alfworld.engine import GameFileError
 from mvpo_envs.alfworld.fast.errors import UnsupportedGameError
+from mvpo_envs.alfworld.game_file import GameFileError
 
 SExpr = str | list  # a name or a list of s-expressions
 _TOKEN = re.compile(r"[()]|[^\s()]+")
@@ -110,18 +110,24 @@ def _define(text: str, what: str, sections: tuple[str, ...]) -> list[SExpr]:
     return exprs[0]
 
 
-def parse_problem(text: str) -> Problem:
-    """Parse ALFWorld's ``pddl_problem``; numeric ``(= ...)`` init entries are ignored as
-    TextWorld ignores them (distances, ``total-cost``)."""
+def _problem_sections(text: str) -> tuple[dict[str, str], list[SExpr], SExpr]:
+    """A ``pddl_problem``'s objects (name -> type), ``:init`` entries and goal; a missing
+    ``:init`` or a missing or doubled ``:goal`` is a :class:`GameFileError`."""
     define = _define(text, "pddl_problem", PROBLEM_SECTIONS)
     objects = _section(define, ":objects")
     init = _section(define, ":init")
     goal = _section(define, ":goal")
     if init is None or goal is None or len(goal) != 2:
         raise GameFileError("pddl_problem lacks an (:init ...) or a single (:goal ...)")
-    types = dict(typed_list(objects[1:] if objects else []))
+    return dict(typed_list(objects[1:] if objects else [])), init[1:], goal[1]
+
+
+def parse_problem(text: str) -> Problem:
+    """Parse ALFWorld's ``pddl_problem``; numeric ``(= ...)`` init entries are ignored as
+    TextWorld ignores them (distances, ``total-cost``)."""
+    types, init, goal = _problem_sections(text)
     atoms: list[tuple[str, ...]] = []
-    for atom in init[1:]:
+    for atom in init:
         if not isinstance(atom, list) or not atom or not isinstance(atom[0], str):
             raise UnsupportedGameError(f"pddl_problem :init entry {atom!r:.60} is not an atom")
         if atom[0] == "=":
@@ -134,7 +140,7 @@ def parse_problem(text: str) -> Problem:
             if arg not in types:
                 raise UnsupportedGameError(f"pddl_problem :init uses undeclared object {arg!r}")
         atoms.append(tuple(str(a) for a in atom))
-    return Problem(types=types, init=atoms, goal=goal[1])
+    return Problem(types=types, init=atoms, goal=goal)
 
 
 @dataclass
@@ -212,6 +218,21 @@ def _check_action_variables(name: str, action: list[SExpr], params: set[str]) ->
         todo.extend((g, bound) for g in f)
 
 
+def _check_arity(section: str, pred: str, n_args: int, domain: Domain) -> None:
+    """Refuse an atom of the problem's ``section`` (``:init``, ``:goal``) whose predicate the
+    domain does not declare, or declares with another number of arguments."""
+    arity = domain.predicates.get(pred)
+    if arity is None:
+        raise GameFileError(
+            f"pddl_problem {section} uses predicate {pred!r}, which the domain does not declare"
+        )
+    if arity != n_args:
+        raise GameFileError(
+            f"pddl_problem {section} atom {pred!r} has {n_args} arguments, "
+            f"the domain declares {arity}"
+        )
+
+
 def check_init(atoms: list[SExpr], domain: Domain, types: dict[str, str]) -> None:
     """Refuse an ``:init`` atom of a predicate the domain does not declare, with another
     number of arguments or over an object the problem does not declare (Fast Downward's
@@ -223,16 +244,7 @@ def check_init(atoms: list[SExpr], domain: Domain, types: dict[str, str]) -> Non
             raise GameFileError(f"pddl_problem :init entry {atom!r:.60} is not an atom")
         if atom[0] == "=":
             continue
-        arity = domain.predicates.get(atom[0])
-        if arity is None:
-            raise GameFileError(
-                f"pddl_problem :init uses predicate {atom[0]!r}, which the domain does not declare"
-            )
-        if arity != len(atom) - 1:
-            raise GameFileError(
-                f"pddl_problem :init atom {atom[0]!r} has {len(atom) - 1} arguments, "
-                f"the domain declares {arity}"
-            )
+        _check_arity(":init", atom[0], len(atom) - 1, domain)
         for arg in atom[1:]:
             if not isinstance(arg, str) or arg not in types:
                 raise GameFileError(f"pddl_problem :init uses undeclared object {arg!r:.60}")
@@ -266,16 +278,7 @@ def check_goal(problem: Problem, domain: Domain) -> None:
             todo.append((f[2], bound | {v for v, _ in variables}))
         else:
             if head != "=":
-                arity = domain.predicates.get(head)
-                if arity is None:
-                    raise GameFileError(
-                        f"pddl_problem :goal uses predicate {head!r}, which the domain does not declare"
-                    )
-                if arity != len(f) - 1:
-                    raise GameFileError(
-                        f"pddl_problem :goal atom {head!r} has {len(f) - 1} arguments, "
-                        f"the domain declares {arity}"
-                    )
+                _check_arity(":goal", head, len(f) - 1, domain)
             for term in f[1:]:
                 if not isinstance(term, str):
                     raise GameFileError(f"pddl_problem :goal atom {head!r} has a nested term")
@@ -293,15 +296,9 @@ def check_task(domain_text: str, problem_text: str) -> None:
     :func:`parse_problem`'s sections, :func:`check_init`, :func:`check_goal`), without the
     fast engine's limits."""
     domain = parse_domain(domain_text)
-    define = _define(problem_text, "pddl_problem", PROBLEM_SECTIONS)
-    objects = _section(define, ":objects")
-    init = _section(define, ":init")
-    goal = _section(define, ":goal")
-    if init is None or goal is None or len(goal) != 2:
-        raise GameFileError("pddl_problem lacks an (:init ...) or a single (:goal ...)")
-    types = dict(typed_list(objects[1:] if objects else []))
-    check_init(init[1:], domain, types)
-    check_goal(Problem(types, [], goal[1]), domain)
+    types, init, goal = _problem_sections(problem_text)
+    check_init(init, domain, types)
+    check_goal(Problem(types, [], goal), domain)
 
 
 def domain_actions(text: str) -> dict[str, tuple[str, list[tuple[str, str]]]]:

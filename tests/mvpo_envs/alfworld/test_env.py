@@ -12,7 +12,8 @@ from gymnasium.utils.env_checker import check_env
 import mvpo_envs  # noqa: F401
 from mvpo_abstraction.alfworld import MILESTONES
 from mvpo_envs.alfworld.data import TASK_TYPES, bundled_split_dir, collect_games, project_data_dir
-from mvpo_envs.alfworld.engine import AlfworldEngine, GameFileError
+from mvpo_envs.alfworld.engine import AlfworldEngine
+from mvpo_envs.alfworld.game_file import GameFileError
 
 INFO_KEYS = {
     "task",
