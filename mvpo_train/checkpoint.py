@@ -4,7 +4,9 @@ docs/training.md ("Checkpoints and resume", "Reliability"). A checkpoint is a fo
 ``run_dir/checkpoints/iter-000012/`` holding
 
 * ``model.safetensors`` (+ ``config.json`` + the tokenizer files): the policy
-  (``save_pretrained``; the folder loads with ``AutoModelForCausalLM.from_pretrained``);
+  (``save_pretrained``; the folder loads with ``AutoModelForCausalLM.from_pretrained``); a LoRA
+  run (``lora_rank > 0``) holds its adapters only instead, ``adapter_model.safetensors`` +
+  ``adapter_config.json`` (:mod:`mvpo_train.lora`; ``PeftModel.from_pretrained`` reads them);
 * ``optimizer.pt``: the optimizer state (tensors and numbers only);
 * ``rng.json`` + ``rng.pt``: the RNG states: Python ``random``, NumPy's global state, torch's
   CPU (and CUDA) state, and the trainer's own generators (task sampler, action sampler,
@@ -47,6 +49,8 @@ import numpy as np
 import torch
 
 __all__ = [
+    "ADAPTER_CONFIG",
+    "ADAPTER_WEIGHTS",
     "LATEST",
     "SUMS",
     "CheckpointError",
@@ -56,10 +60,12 @@ __all__ = [
     "find_intact_checkpoint",
     "keep_aside",
     "latest_checkpoint",
+    "load_adapters",
     "load_checkpoint",
     "load_model_weights",
     "remove_stale_temporaries",
     "restore_rng",
+    "save_adapters",
     "save_checkpoint",
     "storage_full_reason",
     "verify_checkpoint",
@@ -316,7 +322,10 @@ def _write_folder(
     if os.path.lexists(tmp):
         _remove(tmp)
     tmp.mkdir()
-    model.save_pretrained(tmp, safe_serialization=True)
+    if _is_lora(model):  # the adapters only; state.json names the base (mvpo_train.lora)
+        save_adapters(model, tmp)
+    else:
+        model.save_pretrained(tmp, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
@@ -386,12 +395,21 @@ def verify_checkpoint(path: str | Path) -> None:
         if rel in listed or rel == SUMS:
             raise CheckpointError(f"{sums_file}: line {n} lists {rel!r} twice")
         listed[rel] = m.group(1)
-    has_model = "model.safetensors" in listed or "model.safetensors.index.json" in listed
+    has_model = any(
+        name in listed
+        for name in (
+            "model.safetensors",
+            "model.safetensors.index.json",
+            "adapter_model.safetensors",
+        )
+    )
     for required in ("optimizer.pt", "rng.pt", "rng.json", "state.json"):
         if required not in listed:
             raise CheckpointError(f"{sums_file}: does not list {required}")
     if not has_model:
         raise CheckpointError(f"{sums_file}: does not list model.safetensors")
+    if "adapter_model.safetensors" in listed and "adapter_config.json" not in listed:
+        raise CheckpointError(f"{sums_file}: does not list adapter_config.json")
     for dirpath, dirnames, filenames in os.walk(path):  # symbolic links are not followed
         here = Path(dirpath)
         for name in sorted(dirnames + filenames):
@@ -466,12 +484,82 @@ def load_checkpoint(path: str | Path, *, verify: bool = True) -> dict[str, Any]:
     return {"state": state, "rng": rng, "optimizer": optimizer, "model_dir": path}
 
 
+# ================================================================== LoRA adapters
+
+#: the files of a LoRA checkpoint's adapters (peft's names: ``PeftModel.from_pretrained`` reads
+#: the folder; docs/training.md, "LoRA")
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    if hasattr(obj, "value"):  # peft's enums (PeftType, TaskType)
+        return obj.value
+    raise TypeError(f"not JSON: {type(obj).__name__}")
+
+
+def save_adapters(model: Any, folder: str | Path) -> None:
+    """The adapters of ``model`` into ``folder``: ``adapter_model.safetensors`` (peft's key
+    names) and ``adapter_config.json`` (sorted, so the same adapters give the same bytes)."""
+    import peft
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    state = peft.get_peft_model_state_dict(model, save_embedding_layers=False)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in state.items()}
+    save_file(tensors, str(folder / ADAPTER_WEIGHTS), metadata={"format": "pt"})
+    config = model.peft_config["default"].to_dict()
+    config["inference_mode"] = True  # as peft's own save_pretrained writes it
+    base = getattr(model, "_mvpo_lora_base", {}).get("base_model")
+    if base:
+        config["base_model_name_or_path"] = base
+    text = json.dumps(config, indent=2, sort_keys=True, default=_json_default)
+    (folder / ADAPTER_CONFIG).write_text(text + "\n")
+
+
+def load_adapters(model: Any, folder: str | Path) -> None:
+    """Load ``folder``'s ``adapter_model.safetensors`` into the peft ``model`` (every adapter
+    tensor, finite, and nothing else; else a :class:`CheckpointError` naming the file)."""
+    import peft
+    from safetensors.torch import load_file
+
+    path = Path(folder) / ADAPTER_WEIGHTS
+    device = str(next(model.parameters()).device)
+    try:
+        state = load_file(str(path), device=device)
+    except Exception as err:  # safetensors raises its own error types
+        raise CheckpointError(f"{path}: unreadable ({type(err).__name__})") from None
+    bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"{path}: non-finite values in {bad[0]}")
+    expected = set(peft.get_peft_model_state_dict(model, save_embedding_layers=False))
+    if set(state) != expected:
+        missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+        raise CheckpointError(
+            f"{path}: adapters do not fit the model (missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]})"
+        )
+    result = peft.set_peft_model_state_dict(model, state)
+    if result.unexpected_keys:
+        raise CheckpointError(f"{path}: unexpected adapter tensors {result.unexpected_keys[:3]}")
+
+
+def _is_lora(model: Any) -> bool:
+    """A peft (LoRA) model: its checkpoint holds the adapters only."""
+    return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
+
+
 def load_model_weights(model: Any, path: str | Path) -> None:
     """Load ``model.safetensors`` of a checkpoint into ``model`` (strict; a bad file is a
-    :class:`CheckpointError` naming it)."""
+    :class:`CheckpointError` naming it); a LoRA model loads ``adapter_model.safetensors``."""
     from safetensors.torch import load_file
 
     path = Path(path)
+    if _is_lora(model):  # a LoRA run: the adapters (mvpo_train.lora)
+        load_adapters(model, path)
+        return
     device = str(next(model.parameters()).device)
     index = path / "model.safetensors.index.json"
     files = (

@@ -332,7 +332,7 @@ def _eval(argv: list[str]) -> int:
     for flag, name in (("env_id", "env_id"), ("max_steps", "max_steps"), ("device", "device")):
         if getattr(args, flag) is not None:
             values[name] = getattr(args, flag)
-    values.update(tensorboard=False, progress=False, resume=False, overwrite=False)
+    values.update(tensorboard=False, report_to=[], progress=False, resume=False, overwrite=False)
     cfg = TrainConfig(**with_preset_env_kwargs(args.preset, values))
 
     from mvpo_train.evaluation import evaluate

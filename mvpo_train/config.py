@@ -52,6 +52,7 @@ from typing import Any, Literal
 
 from mvpo_envs.declaration import default_env_id, get_declaration
 from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
+from mvpo_train.tracking import normalize_report_to
 
 __all__ = [
     "PRESETS",
@@ -161,7 +162,16 @@ class TrainConfig:
         "docs/scaling.md)", safe=True,
     )  # fmt: skip
     progress: bool = _f(True, "show a tqdm progress bar", safe=True)
-    tensorboard: bool = _f(True, "also log to TensorBoard when it is installed", safe=True)
+    tensorboard: bool = _f(
+        True, "deprecated (use report_to): false drops TensorBoard from the default", safe=True
+    )
+    report_to: list | None = _f(
+        None,
+        "trackers besides metrics.jsonl: tensorboard,wandb,trackio (a list or comma string), "
+        "none, or all (every one installed); unset = tensorboard when installed; nothing is "
+        "uploaded by default (docs/training.md, Tracking)",
+        safe=True,
+    )
     # -- environment -------------------------------------------------------------------------
     env_id: str = _f(
         default_env_id(),
@@ -230,6 +240,21 @@ class TrainConfig:
         0.3, "vllm: share of GPU memory for the engine", gt=0, le=1
     )
     max_tokens_per_forward: int = _f(16384, "padded tokens per forward pass (memory bound)", gt=0)
+    # -- LoRA (docs/training.md, "LoRA"; the lora extra: pip install 'mvpo[lora]') -------------
+    lora_rank: int = _f(
+        0, "rank of LoRA adapters trained through peft, base weights frozen (0 = no LoRA: "
+        "train every weight)", ge=0, le=65536,
+    )  # fmt: skip
+    lora_alpha: float = _f(16.0, "LoRA: the adapters are scaled by lora_alpha / lora_rank", gt=0)
+    lora_dropout: float = _f(0.0, "LoRA: dropout on the adapters' input, 0 <= p < 1", ge=0)
+    lora_target_modules: list = _f(
+        ["q_proj", "k_proj", "v_proj", "o_proj"],
+        "LoRA: modules that get adapters, by name (q_proj,v_proj) or all-linear",
+    )
+    lora_merge_to: str = _f(
+        "", "LoRA: when the run completes, write the merged model (from_pretrained loads it) "
+        "to this new folder ('' = do not merge)", safe=True,
+    )  # fmt: skip
     # -- advantage ---------------------------------------------------------------------------
     estimator: str = _f(
         "mvpo", "credit estimator: grpo gigpo mvpo ecpo progpo beacon rloo reinforce"
@@ -267,7 +292,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.tasks is None:  # the field defaults are the default preset's
             self.tasks = list(env_train_defaults(DEFAULT_PRESET, self.env_id).get("tasks", []))
+        self.report_to = normalize_report_to(self.report_to)  # "a,b" / none / all -> a list
         hints = _hints()
+        if isinstance(self.lora_target_modules, str):  # YAML/API: "all-linear" or "q_proj,v_proj"
+            self.lora_target_modules = [x.strip() for x in self.lora_target_modules.split(",")]
         for f in dataclasses.fields(self):
             value = _check_value(f.name, getattr(self, f.name), hints[f.name], f.metadata)
             setattr(self, f.name, value)
@@ -291,6 +319,7 @@ class TrainConfig:
                 f"in one batch; at most {MAX_ENVS}"
             )
         self._check_conflicts()
+        self._check_lora()
         build_estimator(self)  # unknown estimator or kwarg: fails here, before any model loads
         if self.abstraction == "learned":
             build_refit_config(self)
@@ -313,6 +342,11 @@ class TrainConfig:
                     f"env_kwargs: {key!r} is set by the trainer (from the field {name}); "
                     "remove it from env_kwargs"
                 )
+        if not self.tensorboard and "tensorboard" in (self.report_to or []):
+            raise ConfigError(
+                f"tensorboard / report_to: tensorboard is false but report_to = {self.report_to}; "
+                "set it with report_to only (tensorboard is deprecated)"
+            )
         if self.abstraction != "learned":
             for name in ("abstraction_kwargs", "abstraction_refit_every"):
                 if getattr(self, name):
@@ -320,6 +354,43 @@ class TrainConfig:
                         f"{name}: only used with --abstraction learned (abstraction is "
                         f"{self.abstraction!r}); remove it or set abstraction to learned"
                     )
+
+    def _check_lora(self) -> None:
+        """The ``lora_*`` fields: used only with ``lora_rank > 0``, an LM policy, DDP."""
+        names = self.lora_target_modules
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
+                raise ConfigError(
+                    f"lora_target_modules[{i}]: expected a module name such as q_proj, got "
+                    f"{_short(name)}"
+                )
+        if not names or ("all-linear" in names and len(names) > 1):
+            raise ConfigError(
+                f"lora_target_modules: expected module names (q_proj,v_proj) or all-linear alone, "
+                f"got {_short(names)}"
+            )
+        if not self.lora_dropout < 1:
+            raise ConfigError(f"lora_dropout: must be < 1, got {self.lora_dropout}")
+        if self.lora_rank == 0:
+            for f in dataclasses.fields(self):
+                if f.name.startswith("lora_") and f.name != "lora_rank":
+                    default = f.default_factory() if callable(f.default_factory) else f.default
+                    if getattr(self, f.name) != default:
+                        raise ConfigError(
+                            f"{f.name}: only used with LoRA (lora_rank is 0); set --lora-rank "
+                            "or remove it"
+                        )
+            return
+        if self.policy != "lm":
+            raise ConfigError(
+                f"lora_rank: LoRA adapts the LM policy; policy={self.policy!r} trains its own "
+                "small head (docs/policies.md); remove lora_rank or use policy=lm"
+            )
+        if self.parallelism == "fsdp":
+            raise ConfigError(
+                "lora_rank: LoRA runs with parallelism=ddp (only the adapters are all-reduced); "
+                "FSDP with LoRA is not supported"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -367,6 +438,8 @@ def _bounds_text(meta: typing.Mapping[str, Any]) -> str:
 def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any]) -> Any:
     """``value`` checked against the field's type and bounds (floats: ints and numeric
     strings such as YAML's ``1e-3`` are converted); raises :class:`ConfigError`."""
+    if value is None and type(None) in typing.get_args(tp):  # e.g. report_to unset
+        return None
     allowed = typing.get_args(tp) if typing.get_origin(tp) is Literal else None
     if allowed is not None:
         if isinstance(value, dict | list) or value not in allowed:  # unhashable: not a choice
@@ -497,13 +570,18 @@ def build_estimator(cfg: TrainConfig) -> Any:
 
 def changed_fields(saved: dict[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
     """Fields (not resume-safe) whose value differs between a saved config and ``cfg``:
-    ``name -> (saved value, new value)``; a field missing on one side counts as changed."""
+    ``name -> (saved value, new value)``; a field missing on one side counts as changed,
+    except a field that the saved config predates and ``cfg`` leaves at its default (every new
+    field's default keeps the behaviour from before it existed, e.g. ``lora_rank = 0``)."""
     now = cfg.to_dict()
     safe = resume_safe_fields()
     missing = object()
+    defaults = TrainConfig().to_dict()
     out: dict[str, tuple[Any, Any]] = {}
     for name in sorted((set(saved) | set(now)) - safe):
         a, b = saved.get(name, missing), now.get(name, missing)
+        if a is missing and name in defaults and b == defaults[name]:
+            continue  # a run from before the field existed, resumed with its default
         if a != b:
             out[name] = (None if a is missing else a, None if b is missing else b)
     return out

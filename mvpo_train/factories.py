@@ -54,6 +54,10 @@ def check_runtime(cfg: TrainConfig) -> None:
         )
     if cfg.policy == "lm":  # the encoder policy checks its head folder when it loads
         _model_path(cfg.model)
+    if cfg.lora_merge_to:  # a new folder: found now, not after the run
+        from mvpo_train.lora import check_merge_target
+
+        check_merge_target(cfg.lora_merge_to)
 
 
 def _model_path(name: str) -> str:
@@ -98,7 +102,8 @@ def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
         from mvpo_train.encoder_policy import load_encoder_policy
 
         return load_encoder_policy(cfg, model)  # type: ignore[return-value]
-    path = _model_path(model or cfg.model)
+    adapters = _adapter_checkpoint(cfg, model)  # a LoRA run's checkpoint: base + adapters
+    path = _model_path(cfg.model if adapters else model or cfg.model)
     try:
         policy = Policy.from_pretrained(
             path,
@@ -116,7 +121,28 @@ def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
         raise ConfigError(f"model: cannot load {path!r}: {first}") from None
     if getattr(policy.model, "generation_config", None) is not None:
         policy.model.generation_config.do_sample = True
+    if cfg.lora_rank:  # docs/training.md, "LoRA"
+        from mvpo_train.lora import apply_lora, load_adapter_checkpoint
+
+        policy = apply_lora(policy, cfg)
+        if adapters is not None:
+            load_adapter_checkpoint(policy.model, adapters)
     return policy
+
+
+def _adapter_checkpoint(cfg: TrainConfig, model: str | None) -> str | None:
+    """``model`` when it is a folder of LoRA adapters (a LoRA run's checkpoint), else None;
+    such a folder without ``lora_rank`` is one line."""
+    from mvpo_train.lora import is_adapter_folder
+
+    if model is None or not is_adapter_folder(model):
+        return None
+    if not cfg.lora_rank:
+        raise ConfigError(
+            f"model: {model} holds LoRA adapters only; evaluate it with --run-dir of its run, "
+            "or merge them into a full model first (--lora-merge-to; docs/training.md, 'LoRA')"
+        )
+    return model
 
 
 def frozen_copy(policy: Policy) -> Policy:

@@ -1,7 +1,7 @@
-"""Metrics: per-iteration JSONL (+ TensorBoard when installed), phase timers, plots.
+"""Metrics: per-iteration JSONL (+ the trackers of ``report_to``), phase timers, plots.
 
 docs/architecture.md ("Long work shows progress (tqdm) and writes metrics (JSONL, optional
-TensorBoard) and plots"). One JSON object per iteration in ``run_dir/metrics.jsonl``.
+TensorBoard) and plots"); the trackers (TensorBoard, W&B, Trackio) are :mod:`mvpo_train.tracking`. One JSON object per iteration in ``run_dir/metrics.jsonl``.
 Nested diagnostics are flattened with ``/`` (``adv/amp_weights/target_seen``). Timing fields
 all start with ``time/`` (the phases of the seeds' Table 3: ``time/rollout`` = generation,
 ``time/logp_ref`` = old + reference log-probs, ``time/advantage``, ``time/update`` = actor),
@@ -121,12 +121,28 @@ def _storage_error(err: OSError, path: Path, what: str) -> Exception:
 
 
 class MetricsLogger:
-    """Appends rows to ``metrics.jsonl`` and mirrors scalars to TensorBoard if available.
+    """Appends rows to ``metrics.jsonl`` and sends their scalars to the trackers
+    (:mod:`mvpo_train.tracking`, docs/training.md "Tracking").
 
     ``keep_rows`` (a resume): keep the first ``keep_rows`` rows, atomically (module docstring).
+    ``report_to``: tracker names (``strict``: a missing package is a ``ConfigError``); None keeps
+    the old rule, TensorBoard if ``tensorboard`` and installed. ``config`` is logged with the W&B
+    and Trackio runs; ``resume_step`` is the checkpoint's iteration (0 for a fresh run).
     """
 
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_rows: int | None = None):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        tensorboard: bool = True,
+        keep_rows: int | None = None,
+        *,
+        report_to: Sequence[str] | None = None,
+        strict: bool = False,
+        config: dict[str, Any] | None = None,
+        resume_step: int = 0,
+    ):
+        from mvpo_train.tracking import open_trackers, resolve_report_to
+
         self.path = Path(run_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for stale in self.path.parent.glob(f"{self.path.name}.tmp-*"):  # a killed rewrite
@@ -134,14 +150,11 @@ class MetricsLogger:
                 stale.unlink(missing_ok=True)
         if keep_rows is not None:
             self.truncate(keep_rows)
-        self._tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._tb = SummaryWriter(str(Path(run_dir) / "tensorboard"))
-            except Exception:  # tensorboard not installed
-                self._tb = None
+        if report_to is None:
+            report_to, strict = resolve_report_to(None, tensorboard)
+        self.trackers = open_trackers(
+            run_dir, report_to, strict=strict, config=config, resume_step=resume_step
+        )
 
     def truncate(self, keep_rows: int) -> None:
         """Keep only the first ``keep_rows`` rows (a resumed run rewrites the rest): a new file
@@ -198,11 +211,12 @@ class MetricsLogger:
             ) from None
         finally:
             os.close(fd)
-        if self._tb is not None:
-            for k, v in row.items():
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    self._tb.add_scalar(k, v, step)
-            self._tb.flush()
+        if self.trackers:
+            from mvpo_train.tracking import scalars
+
+            values = scalars(row)
+            for tracker in self.trackers:
+                tracker.log(step, values)
 
     @property
     def rows_written(self) -> int:
@@ -211,8 +225,9 @@ class MetricsLogger:
         return _row_count(_scan(self.path.read_text())[0])
 
     def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
+        trackers, self.trackers = self.trackers, []
+        for tracker in trackers:
+            tracker.close()
 
 
 def check_metrics_rows(run_dir: str | Path, rows: int, checkpoint: str | None = None) -> None:

@@ -109,9 +109,11 @@ class Policy:
         if pad is None:
             pad = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0
         self.pad_id = int(pad)
-        # base model + LM head: logits are computed only where a log-prob is needed
-        self._base = getattr(model, model.base_model_prefix, None) or model.model
-        self._head = model.get_output_embeddings()
+        # base model + LM head: logits are computed only where a log-prob is needed; a peft
+        # (LoRA) model's adapters sit inside its causal LM (mvpo_train.lora)
+        lm = model.get_base_model() if hasattr(model, "peft_config") else model
+        self._base = getattr(lm, lm.base_model_prefix, None) or lm.model
+        self._head = lm.get_output_embeddings()
         params = inspect.signature(self._base.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._cand_cache: dict[tuple[str, str], list[int]] = {}

@@ -30,7 +30,8 @@ __all__ = ["RUN_ARTIFACTS", "RunPlan", "check_run_dir_name", "plan_run", "say", 
 
 
 #: what makes a folder hold a run (other files, e.g. a user's log, do not count)
-RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard", "records")
+RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard", "wandb", "trackio",
+                 "records")  # fmt: skip
 
 
 def say(message: str) -> None:

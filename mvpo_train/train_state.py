@@ -9,7 +9,9 @@ mini-batch order), the iteration, the env steps and the number of metric lines w
 (:func:`mvpo_train.checkpoint.save_checkpoint`; rank 0 only, then a barrier) and
 :meth:`TrainState.restore` reads it back, so one process and ``torchrun``'s ranks resume the
 same way. Under FSDP the weights and optimizer state are saved and loaded as one full,
-unsharded copy, so a checkpoint resumes with or without FSDP and on any number of ranks.
+unsharded copy, so a checkpoint resumes with or without FSDP and on any number of ranks. A LoRA
+policy (:mod:`mvpo_train.lora`) saves its adapters only, and ``state.json`` records the base
+model (path and weights SHA-256); :meth:`TrainState.check_compatible` refuses another base.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ class TrainState:
         if self.refit is not None:
             out["abstraction_refit"] = self.refit.state_dict()
         out.update(env_steps=self.env_steps, metrics_rows=self.metrics_rows)
+        if _is_lora(self.policy.model):
+            from mvpo_train.lora import lora_state
+
+            out["lora"] = lora_state(self.policy.model)
         if config is not None:
             out["config"] = config
         return out
@@ -111,6 +117,7 @@ class TrainState:
         every RNG and the counters are then exactly as when it was saved."""
         saved = load_checkpoint(path) if saved is None else saved
         state = saved["state"]
+        self.check_compatible(saved, path)
         load_checkpoint_into(self.policy.model, self.optimizer, path, saved["optimizer"])
         self.estimator.load_state_dict(state["estimator"])
         if self.refit is not None and "abstraction_refit" in state:
@@ -119,6 +126,19 @@ class TrainState:
         self.iteration = int(state["iteration"])
         self.env_steps = int(state["env_steps"])
         self.metrics_rows = int(state["metrics_rows"])
+
+    def check_compatible(self, saved: dict[str, Any], path: str | Path) -> None:
+        """Checkpoint ``path`` (``saved``: its loaded contents) fits this state's policy: a LoRA
+        checkpoint needs a LoRA policy on the same base weights, a full one a plain policy; else
+        one :class:`~mvpo_train.config.ConfigError` line (before anything is loaded)."""
+        if _is_lora(self.policy.model) or "lora" in saved["state"]:
+            from mvpo_train.lora import check_base
+
+            check_base(self.policy.model, saved["state"], path)
+
+
+def _is_lora(model: Any) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "get_base_model")
 
 
 def load_checkpoint_into(

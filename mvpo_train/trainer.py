@@ -56,6 +56,7 @@ from mvpo_train.records import write_batch_record
 from mvpo_train.rollout import RolloutCollector
 from mvpo_train.run_folder import check_run_dir_name, plan_run, say, write_error
 from mvpo_train.run_lock import RunLock, hold_run_lock
+from mvpo_train.tracking import check_available, resolve_report_to
 from mvpo_train.train_state import TrainState
 from mvpo_train.update import no_grad_logprobs, ppo_update, row_logprobs
 
@@ -115,6 +116,9 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
             "(use a multiple of the number of processes)"
         )
     check_runtime(cfg)
+    trackers, strict = resolve_report_to(cfg.report_to, cfg.tensorboard)
+    if strict and ctx.is_main:  # a tracker whose package is missing: before the model loads
+        check_available(trackers)
     seed_everything(cfg.seed)
 
     # -- setup: policy, reference, optimizer, estimator, envs, RNGs ---------------------------
@@ -124,8 +128,11 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
         if (why := D.fsdp_unsupported(cfg)) is not None:
             raise ConfigError(f"parallelism: {why}")
         D.shard_policy(policy, ctx)
+    trainable = policy.model.parameters()
+    if cfg.lora_rank:  # only the adapters train (docs/training.md, "LoRA")
+        trainable = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(
-        policy.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps
+        trainable, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps
     )
     estimator = build_estimator(cfg)
     refit = make_refit(cfg)  # a learned abstraction fitted from this run's rollouts
@@ -142,6 +149,8 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
         "minibatch": torch.Generator().manual_seed(cfg.seed + 1),
     }
     state = TrainState(policy, optimizer, estimator, gens, refit)  # what a checkpoint holds
+    if plan.checkpoint is not None:  # e.g. LoRA adapters of another base: before any write
+        state.check_compatible(plan.saved, plan.checkpoint)
     backend = make_generation_backend(cfg, policy)
     collector = RolloutCollector(
         venv,
@@ -168,7 +177,14 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
     start = state.iteration
     D.check_same_weights(policy.model, ctx)
     logger = (
-        MetricsLogger(run_dir, tensorboard=cfg.tensorboard, keep_rows=state.metrics_rows)
+        MetricsLogger(
+            run_dir,
+            keep_rows=state.metrics_rows,
+            report_to=trackers,
+            strict=strict,
+            config=cfg.to_dict(),
+            resume_step=state.iteration,
+        )
         if ctx.is_main
         else None
     )
@@ -264,6 +280,10 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
     if logger is not None:
         logger.close()
     venv.close()
+    if cfg.lora_merge_to and ctx.is_main and state.iteration >= cfg.iterations:
+        from mvpo_train.lora import merge_adapters
+
+        say(f"merged model: {merge_adapters(run_dir, cfg.lora_merge_to)}")
     D.shutdown(ctx)
     if backend is not None:
         backend.close()

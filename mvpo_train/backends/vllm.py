@@ -10,6 +10,12 @@ vLLM is imported), and the weights are pushed with ``llm.collective_rpc(fn)`` wh
 calls ``model.load_weights(...)`` on the worker's model; older engines are reached through
 ``llm.llm_engine.model_executor.driver_worker``. The prefix cache is reset afterwards.
 Tensor parallelism is not supported (one GPU per engine).
+
+LoRA (``lora_rank > 0``, :mod:`mvpo_train.lora`): the engine loads the base model, and every
+sync pushes the base model's weights with the adapters merged
+(:func:`mvpo_train.lora.engine_weights`, under the base model's names), so the engine needs no
+LoRA support of its own (no ``enable_lora``, no ``LoRARequest``) and the push path is the same as
+for full fine-tuning.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from mvpo_train.lora import engine_weights
 from mvpo_train.policy import _eos_ids, cut_at_eos
 
 
@@ -116,8 +123,9 @@ class VLLMBackend:
         return [cut_at_eos(list(o.outputs[0].token_ids), self.eos) for o in outputs]
 
     def sync_weights(self, model: Any) -> None:
-        """Push ``model``'s weights into the engine, then drop the prefix cache."""
-        weights = [(name, t.detach()) for name, t in model.state_dict().items()]
+        """Push ``model``'s weights into the engine (a LoRA model's merged into the base
+        names), then drop the prefix cache."""
+        weights = engine_weights(model)
         errors = []
         attempts = (
             # vLLM >= 0.11: in-place reload that also handles weights the engine repacked after

@@ -141,6 +141,10 @@ def test_resume_safe_fields_and_changed_fields():
     diff = changed_fields(saved, TrainConfig(lr=0.01, seed=3))
     assert diff == {"lr": (0.003, 0.01), "seed": (0, 3)}
     assert changed_fields({**saved, "old_field": 1}, base) == {"old_field": (1, None)}
+    # a run saved before a field existed resumes when the field keeps its default, not otherwise
+    older = {k: v for k, v in saved.items() if k != "lora_rank"}
+    assert changed_fields(older, base) == {}
+    assert changed_fields(older, TrainConfig(lora_rank=8)) == {"lora_rank": (None, 8)}
 
 
 def test_print_config(capsys):

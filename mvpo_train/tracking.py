@@ -1,0 +1,346 @@
+"""Experiment tracking: where the metrics rows go besides ``metrics.jsonl`` (docs/training.md,
+"Tracking").
+
+``report_to`` names the trackers the way TRL and ``transformers.TrainingArguments`` do: a list
+(or a comma string) of ``tensorboard``, ``wandb``, ``trackio``; ``none`` for none of them, ``all``
+for every one whose package is installed. ``metrics.jsonl`` is written whatever it says. Nothing
+leaves the machine unless the user asks: TensorBoard writes event files in ``run_dir/tensorboard``,
+W&B runs offline (``run_dir/wandb``; ``wandb sync`` uploads them) unless ``WANDB_MODE`` says
+otherwise, and Trackio keeps its SQLite database in ``run_dir/trackio`` unless ``TRACKIO_DIR`` is
+set.
+
+Every backend has the same two calls, :meth:`Tracker.log` ``(step, metrics)`` and
+:meth:`Tracker.close`; only numeric scalars are sent (lists, ``None`` and booleans stay in
+``metrics.jsonl``). The step is the iteration. A resumed run never sends a step twice: TensorBoard
+hides the killed process's steps after the checkpoint (``purge_step``) and the resumed process
+writes them again; W&B and Trackio keep the steps they already hold (a resumed run recomputes the
+same rows bit for bit, so they are the rows it would send) and receive the later ones, in the same
+run (W&B: the run id kept in ``run_dir/wandb/mvpo-wandb.json``; Trackio: the run named after the
+run folder).
+
+A tracker named in ``report_to`` whose package is missing is one :class:`ConfigError` line naming
+the pip extra, before the model loads (:func:`check_available`); only the default (``report_to``
+unset: TensorBoard when installed) skips a missing TensorBoard silently, as it always did.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from mvpo_train.errors import ConfigError
+
+__all__ = [
+    "BACKENDS",
+    "TensorBoardTracker",
+    "Tracker",
+    "TrackioTracker",
+    "WandbTracker",
+    "check_available",
+    "normalize_report_to",
+    "open_trackers",
+    "resolve_report_to",
+    "scalars",
+]
+
+#: tracker name -> (module that must be importable, pip extra that installs it)
+BACKENDS: dict[str, tuple[str, str]] = {
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "wandb": ("wandb", "track"),
+    "trackio": ("trackio", "track"),
+}
+#: the project of the W&B and Trackio runs (W&B: ``WANDB_PROJECT`` overrides it)
+PROJECT = "mvpo"
+#: the file of ``run_dir/wandb`` that keeps the W&B run id and the last step sent
+WANDB_STATE = "mvpo-wandb.json"
+#: the file of ``run_dir/trackio`` that marks a run folder whose Trackio run exists
+TRACKIO_STATE = "mvpo-trackio.json"
+
+
+class Tracker(Protocol):
+    """One experiment tracker: :meth:`log` a row of scalars at a step, :meth:`close` at the end."""
+
+    name: str
+
+    def log(self, step: int, metrics: dict[str, float]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def normalize_report_to(value: Any) -> list[str] | None:
+    """``report_to`` as a list of tracker names (``None`` stays ``None``: the default).
+
+    A comma string is split; ``none`` is ``[]``; ``all`` is every tracker whose package is
+    installed. Unknown names, repeats, and ``none``/``all`` beside other names are a
+    :class:`ConfigError` line."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [x.strip() for x in value.split(",") if x.strip()]
+    if not isinstance(value, list | tuple) or not all(isinstance(x, str) for x in value):
+        raise ConfigError(
+            f"report_to: expected tracker names such as tensorboard,wandb; got {value!r:.60}"
+        )
+    names = [x.strip().lower() for x in value]
+    allowed = [*BACKENDS, "none", "all"]
+    for name in names:
+        if name not in allowed:
+            raise ConfigError(f"report_to: unknown tracker {name!r}; allowed: {', '.join(allowed)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"report_to: {names} names a tracker twice")
+    if len(names) > 1 and ({"none", "all"} & set(names)):
+        raise ConfigError(f"report_to: none and all stand alone, got {','.join(names)}")
+    if names == ["none"]:
+        return []
+    if names == ["all"]:
+        return [n for n in BACKENDS if _installed(n)]
+    return names
+
+
+def resolve_report_to(report_to: list[str] | None, tensorboard: bool) -> tuple[list[str], bool]:
+    """The trackers a run uses and whether a missing package is an error (``strict``).
+
+    ``report_to`` unset: TensorBoard if ``tensorboard`` (the deprecated flag, default true) and
+    not strict (skipped when not installed, as before ``report_to`` existed)."""
+    if report_to is None:
+        return (["tensorboard"] if tensorboard else []), False
+    return list(report_to), True
+
+
+def _installed(name: str) -> bool:
+    try:  # sys.modules[module] = None (a blocked import) raises ValueError
+        return importlib.util.find_spec(BACKENDS[name][0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_available(names: Iterable[str]) -> None:
+    """Raise one :class:`ConfigError` line for the first tracker whose package is missing."""
+    for name in names:
+        if not _installed(name):
+            module, extra = BACKENDS[name]
+            raise ConfigError(
+                f"report_to: {name} is not installed (pip install 'mvpo[{extra}]', or "
+                f"pip install {module}); or drop it from --report-to"
+            )
+
+
+def scalars(row: dict[str, Any]) -> dict[str, float]:
+    """The numeric scalars of a flattened metrics row (what the trackers receive)."""
+    return {k: v for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def open_trackers(
+    run_dir: str | Path,
+    names: Sequence[str],
+    *,
+    strict: bool = True,
+    config: dict[str, Any] | None = None,
+    resume_step: int = 0,
+) -> list[Tracker]:
+    """The trackers ``names`` for ``run_dir``; ``resume_step`` is the checkpoint's iteration
+    (0 for a fresh run). ``strict=False`` skips a tracker whose package is missing."""
+    if strict:
+        check_available(names)
+    run_dir = Path(run_dir)
+    out: list[Tracker] = []
+    try:
+        for name in names:
+            if not _installed(name):
+                continue
+            if name == "tensorboard":
+                try:
+                    out.append(TensorBoardTracker(run_dir, resume_step))
+                except ImportError:  # the default: TensorBoard only when it imports
+                    if strict:
+                        raise
+            elif name == "wandb":
+                out.append(WandbTracker(run_dir, config or {}))
+            elif name == "trackio":
+                out.append(TrackioTracker(run_dir, config or {}))
+    except BaseException:
+        for tracker in out:
+            tracker.close()
+        raise
+    return out
+
+
+class TensorBoardTracker:
+    """Scalars in ``run_dir/tensorboard`` (``torch.utils.tensorboard``); a resume purges the
+    steps after the checkpoint that a killed process wrote (TensorBoard's ``purge_step``)."""
+
+    name = "tensorboard"
+
+    def __init__(self, run_dir: Path, resume_step: int = 0):
+        from torch.utils.tensorboard import SummaryWriter
+
+        folder = run_dir / "tensorboard"
+        had_events = folder.is_dir() and any(folder.glob("events.out.tfevents.*"))
+        self._writer = SummaryWriter(
+            str(folder), purge_step=resume_step + 1 if had_events else None
+        )
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        for k, v in metrics.items():
+            self._writer.add_scalar(k, v, step)
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class WandbTracker:
+    """A W&B run in ``run_dir/wandb``: offline unless ``WANDB_MODE`` is set (``wandb sync
+    run_dir/wandb/offline-run-*`` uploads it), named after the run folder, project
+    ``WANDB_PROJECT`` or ``mvpo``, the config logged. The run id and the last step sent live in
+    ``run_dir/wandb/mvpo-wandb.json``: a resumed run continues that run and skips the steps it
+    already has."""
+
+    name = "wandb"
+
+    def __init__(self, run_dir: Path, config: dict[str, Any]):
+        import wandb
+
+        self._folder = run_dir / "wandb"
+        self._folder.mkdir(parents=True, exist_ok=True)
+        state = self._read_state()
+        run_id = state.get("id")  # None: a new run, its id chosen by wandb
+        self._last = int(state.get("step", 0))
+        mode = None if os.environ.get("WANDB_MODE") else "offline"  # WANDB_MODE: wandb reads it
+        if mode == "offline":  # the process-wide settings too: wandb 0.31's telemetry reads them
+            wandb.setup(settings=wandb.Settings(mode="offline"))
+        try:
+            self._run = wandb.init(
+                project=os.environ.get("WANDB_PROJECT") or PROJECT,
+                name=run_dir.resolve().name,
+                id=run_id,
+                resume="allow" if run_id else None,
+                dir=str(run_dir),
+                mode=mode,
+                config=config,
+                settings=wandb.Settings(console="off"),
+            )
+        except Exception as err:  # e.g. WANDB_MODE=online without an API key
+            message = " ".join(str(err).split())
+            raise ConfigError(f"report_to: wandb.init failed: {message}") from None
+        self._id = self._run.id
+        self._write_state()
+
+    def _read_state(self) -> dict[str, Any]:
+        path = self._folder / WANDB_STATE
+        try:
+            state = json.loads(path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            raise ConfigError(f"{path}: unreadable; delete it to start a new W&B run") from None
+        return state if isinstance(state, dict) else {}
+
+    def _write_state(self) -> None:
+        path = self._folder / WANDB_STATE
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps({"id": self._id, "step": self._last}) + "\n")
+        os.replace(tmp, path)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        if step <= self._last:  # the killed process sent it already (same row)
+            return
+        self._run.log(metrics, step=step)
+        self._last = step
+        self._write_state()
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+class TrackioTracker:
+    """A Trackio run (local mode): the SQLite database ``<TRACKIO_DIR>/mvpo.db``, with
+    ``TRACKIO_DIR`` defaulting to ``run_dir/trackio``; the run is named after the run folder and
+    holds the config. ``run_dir/trackio/mvpo-trackio.json`` marks a run folder whose Trackio run
+    exists: a resumed run continues the newest run of that name and skips the steps the
+    database already holds. Trackio reads ``TRACKIO_DIR`` once, at import: a process that
+    imported it for another folder cannot switch (one :class:`ConfigError` line)."""
+
+    name = "trackio"
+
+    def __init__(self, run_dir: Path, config: dict[str, Any]):
+        folder = Path(os.environ.get("TRACKIO_DIR") or run_dir / "trackio")
+        trackio = _import_trackio(folder)
+        if not os.environ.get("TRACKIO_DIR"):  # trackio's own hint omits the folder
+            print(
+                f"mvpo-train: trackio dashboard: TRACKIO_DIR={folder} trackio show --project "
+                f"{PROJECT}",
+                file=sys.stderr,
+                flush=True,
+            )
+        marker = run_dir / "trackio" / TRACKIO_STATE
+        self._run = trackio.init(
+            project=PROJECT,
+            name=run_dir.resolve().name,
+            config=config,
+            resume="allow" if marker.is_file() else "never",
+            auto_log_cpu=False,
+            auto_log_gpu=False,
+            embed=False,
+        )
+        self._last = _last_step(folder / f"{PROJECT}.db", self._run.id)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(f"{marker.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps({"id": self._run.id, "trackio_dir": str(folder)}) + "\n")
+        os.replace(tmp, marker)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        if self._last is not None and step <= self._last:  # already in the database
+            return
+        self._run.log(metrics, step=step)
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+def _import_trackio(folder: Path) -> Any:
+    """``import trackio`` with ``TRACKIO_DIR = folder`` (it reads the variable at import)."""
+    if "trackio" in sys.modules:
+        import trackio.utils
+
+        have = Path(trackio.utils.TRACKIO_DIR)
+        if have.resolve() != folder.resolve():
+            raise ConfigError(
+                f"report_to: trackio was imported in this process for {have}, not {folder}; "
+                "set TRACKIO_DIR before starting, or train in a new process"
+            )
+        import trackio
+
+        return trackio
+    folder.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get("TRACKIO_DIR")
+    os.environ["TRACKIO_DIR"] = str(folder)
+    try:
+        import trackio
+    finally:
+        if before is None:
+            os.environ.pop("TRACKIO_DIR", None)
+    return trackio
+
+
+def _query(db: Path, sql: str, args: tuple[Any, ...]) -> Any:
+    if not db.is_file():
+        return None
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            row = conn.execute(sql, args).fetchone()
+    except sqlite3.Error:
+        return None
+    return None if row is None else row[0]
+
+
+def _last_step(db: Path, run_id: str) -> int | None:
+    """The highest step of the run in Trackio's database (its documented ``metrics`` table)."""
+    step = _query(db, "SELECT MAX(step) FROM metrics WHERE run_id = ?", (run_id,))
+    return None if step is None else int(step)
