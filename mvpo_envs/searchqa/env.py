@@ -23,7 +23,6 @@ from mvpo_envs.searchqa.data import (
     Corpus,
     QAItem,
     bundled_corpus_path,
-    load_corpus_shared,
     load_qa,
     resolve_qa_path,
     subset,
@@ -40,6 +39,7 @@ from mvpo_envs.searchqa.protocol import (
     split_contents,
 )
 from mvpo_envs.searchqa.retrievers import LOCAL_BACKENDS, Hit, Retriever, shared_retriever
+from mvpo_envs.searchqa.store import CompactCorpus, open_corpus
 
 PROMPTS = ("search-r1", "question")
 #: Search-R1's ``max_turns`` in its training and evaluation scripts (search-able turns)
@@ -93,7 +93,9 @@ class SearchQAEnv(TextEnv):
     plus ``query_cache_size``), ``topk`` (3), ``abstraction`` (``"searchqa"``), ``render_mode``
     (``"human"``/``"ansi"``), ``prompt``, ``parse_mode``, ``max_items``, ``max_turns`` (4 or
     ``None``), ``max_obs_tokens`` (500 or ``None`` = no cut), ``tokenizer`` (``"tiny-qwen2"``,
-    the default policy's; pass your policy's model folder).
+    the default policy's; pass your policy's model folder), ``corpus_store`` (``"auto"``: a
+    corpus file of 64 MiB or more is opened as a memory-mapped compact store shared by every
+    env and process, docs/searchqa.md "Large corpora"; ``"memory"``, ``"compact"``).
 
     **Version history**: v0 revision 3 (this one): a step after the end repeats the end
     (was ``terminated=False``, counted as an invalid step); questions nobody can play or win
@@ -121,6 +123,7 @@ class SearchQAEnv(TextEnv):
         max_turns: int | None = SEARCH_R1_MAX_TURNS,
         max_obs_tokens: int | None = SEARCH_R1_MAX_OBS_TOKENS,
         tokenizer: Any = DEFAULT_TOKENIZER,
+        corpus_store: str = "auto",
     ):
         if prompt not in PROMPTS:
             raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
@@ -139,7 +142,7 @@ class SearchQAEnv(TextEnv):
         self.qa_path = resolve_qa_path(qa_path, split)
         self.items: list[QAItem] = subset(load_qa(self.qa_path), max_items)
         self.retriever = self._make_retriever(
-            retriever, dict(retriever_kwargs or {}), corpus_path, qa_path
+            retriever, dict(retriever_kwargs or {}), corpus_path, qa_path, corpus_store
         )
         super().__init__([item.id for item in self.items], abstraction, render_mode)
         self._item: QAItem | None = None
@@ -151,7 +154,11 @@ class SearchQAEnv(TextEnv):
 
     @staticmethod
     def _make_retriever(
-        retriever: str | Retriever, kwargs: dict[str, Any], corpus_path: Any, qa_path: Any
+        retriever: str | Retriever,
+        kwargs: dict[str, Any],
+        corpus_path: Any,
+        qa_path: Any,
+        corpus_store: str = "auto",
     ) -> Retriever:
         if isinstance(retriever, Retriever):
             return retriever
@@ -162,10 +169,10 @@ class SearchQAEnv(TextEnv):
             raise ValueError(
                 "qa_path= was given without corpus_path=: pass the corpus your questions need"
             )
-        corpus: Corpus | None = None
+        corpus: Corpus | CompactCorpus | None = None
         if corpus_path is not None or not prebuilt:
             path = corpus_path if corpus_path is not None else bundled_corpus_path()
-            corpus = load_corpus_shared(path)
+            corpus = open_corpus(path, corpus_store, kwargs.get("cache_dir"))
         return shared_retriever(retriever, corpus, **kwargs)
 
     # -- Gymnasium API: keep the raw action text ------------------------------------------------

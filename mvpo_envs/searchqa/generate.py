@@ -17,12 +17,14 @@ through the bridge entity's passage, comparisons by reading both entities' passa
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.cli_args import int_at_least as _count
 from mvpo_envs.searchqa.data import Doc, QAItem, bundled_dir, write_jsonl
 from mvpo_envs.searchqa.world import World, build_world, link_entities, write_passage
 
@@ -236,23 +238,47 @@ def generate(
 
 
 def write_bundle(
-    out_dir: str | Path, seed: int = 0, n_train: int = 800, n_test: int = 200
+    out_dir: str | Path,
+    seed: int = 0,
+    n_train: int = 800,
+    n_test: int = 200,
+    distractors: int = 0,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
-    """Write ``corpus.jsonl``, ``train.jsonl``, ``test.jsonl`` and ``meta.json`` to ``out_dir``."""
+    """Write ``corpus.jsonl``, ``train.jsonl``, ``test.jsonl`` and ``meta.json`` to ``out_dir``.
+
+    ``distractors`` extra passages (:mod:`mvpo_envs.searchqa.distractors`) follow the world's
+    in ``corpus.jsonl``, streamed to the file (docs/searchqa.md, "Large corpora"); the
+    questions and the world's passages do not change.
+    """
     out_dir = Path(out_dir)
     docs, train, test = generate(seed, n_train, n_test)
-    write_jsonl(out_dir / "corpus.jsonl", ({"id": d.id, "contents": d.contents} for d in docs))
+    corpus: Iterable[Doc] = docs
+    if distractors:
+        from mvpo_envs.searchqa.distractors import distractor_passages
+        from mvpo_envs.searchqa.world import LAKES, REGIONS
+
+        reserved = [d.title for d in docs] + list(REGIONS) + list(LAKES)
+        extra = distractor_passages(seed, distractors, len(docs), reserved)
+        if show_progress:
+            from tqdm import tqdm
+
+            extra = tqdm(extra, total=distractors, desc="distractors", mininterval=1.0)
+        corpus = itertools.chain(docs, extra)
+    write_jsonl(out_dir / "corpus.jsonl", ({"id": d.id, "contents": d.contents} for d in corpus))
     write_jsonl(out_dir / "train.jsonl", (q.to_json() for q in train))
     write_jsonl(out_dir / "test.jsonl", (q.to_json() for q in test))
     meta = {
         "generator": "mvpo_envs.searchqa.generate",
         "version": GENERATOR_VERSION,
         "seed": seed,
-        "passages": len(docs),
+        "passages": len(docs) + distractors,
         "train": len(train),
         "test": len(test),
         "types": {s: _count_types(qs) for s, qs in (("train", train), ("test", test))},
     }
+    if distractors:  # the bundled set's meta.json stays as it was
+        meta["distractors"] = distractors
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
@@ -264,21 +290,6 @@ def _count_types(items: list[QAItem]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def _count(low: int):
-    """argparse type: an int >= ``low`` (a zero or negative count wrote an empty data set)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
-        return value
-
-    return parse
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mvpo-searchqa-generate", description=__doc__.split("\n")[0])
     p.add_argument(
@@ -287,9 +298,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument("--train", type=_count(1), default=800, help="number of training questions")
     p.add_argument("--test", type=_count(1), default=200, help="number of test questions")
+    p.add_argument(
+        "--distractors",
+        type=_count(0),
+        default=0,
+        help="extra passages after the world's, e.g. 1000000 (docs/searchqa.md, Large corpora)",
+    )
     args = p.parse_args(argv)
     try:
-        meta = write_bundle(args.out, args.seed, args.train, args.test)
+        meta = write_bundle(
+            args.out, args.seed, args.train, args.test, args.distractors, args.distractors > 0
+        )
     except RuntimeError as err:  # more questions than the invented world holds
         p.error(str(err))
     print(json.dumps(meta))

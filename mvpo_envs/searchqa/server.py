@@ -43,7 +43,8 @@ server keeps serving):
   characters each (16,384, the env's action-space bound): else ``400``.
 
 Command line: ``mvpo-searchqa-server --retriever bm25 --port 8000`` (bundled corpus by default;
-``--corpus_path`` for yours). A bad flag, a missing file or a port in use prints one line
+``--corpus_path`` for yours; ``--corpus_store compact``, the default for a corpus file of 64
+MiB or more, maps it from a compact store, docs/searchqa.md "Large corpora"). A bad flag, a missing file or a port in use prints one line
 ``mvpo-searchqa-server: error: ...`` and exits with code 2 (``--debug`` shows the traceback).
 In-process: ``with RetrievalServer(r) as s:`` then use ``s.url``.
 """
@@ -555,6 +556,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--index_dir", default=None, help="pyserini: a prebuilt Lucene index")
     p.add_argument("--cache_dir", default=None, help="index cache folder")
     p.add_argument(
+        "--corpus_store",
+        default="auto",
+        choices=["auto", "memory", "compact"],
+        help="compact: memory-mapped corpus store (auto: for files of 64 MiB or more)",
+    )
+    p.add_argument(
         "--topk", type=_int_in(1, MAX_TOPK), default=3, help="topk when a request has none"
     )
     p.add_argument(
@@ -598,13 +605,14 @@ def main(argv: list[str] | None = None) -> int:
 def _build(args: argparse.Namespace) -> RetrievalServer:
     from pathlib import Path
 
-    from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
+    from mvpo_envs.searchqa.data import bundled_corpus_path
     from mvpo_envs.searchqa.retrievers import make_retriever
+    from mvpo_envs.searchqa.store import open_corpus
 
     corpus_path = Path(args.corpus_path) if args.corpus_path else bundled_corpus_path()
     if not corpus_path.is_file():
         raise FileNotFoundError(f"--corpus_path: no file {corpus_path}")
-    corpus = load_corpus(corpus_path)
+    corpus = open_corpus(corpus_path, args.corpus_store, args.cache_dir)
     kwargs: dict[str, Any] = {"cache_dir": args.cache_dir}
     if args.retriever == "dense" and args.model_path:
         kwargs["model_path"] = args.model_path

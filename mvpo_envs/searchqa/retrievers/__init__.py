@@ -61,7 +61,12 @@ def make_retriever(name: str, corpus: Corpus | None = None, **kwargs: Any) -> Re
 def shared_retriever(name: str, corpus: Corpus | None = None, **kwargs: Any) -> Retriever:
     """Like :func:`make_retriever`, but one instance per process and configuration."""
     key = json.dumps(
-        [name, corpus.content_hash if corpus is not None else None, kwargs],
+        [
+            name,
+            corpus.content_hash if corpus is not None else None,
+            type(corpus).__name__,  # an in-memory and a compact corpus are not one instance
+            kwargs,
+        ],
         sort_keys=True,
         default=str,
     )

@@ -75,6 +75,29 @@ def _torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+#: passages encoded per step of a build (the progress bar's step)
+ENCODE_CHUNK = 4096
+#: ``show_progress=None`` shows a progress bar while embedding this many passages or more
+PROGRESS_FROM = 50_000
+
+
+def _bar(total: int, show: bool) -> Any:
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="dense index", unit="psg", mininterval=1.0)
+
+
+def read_index_mmap(path: str | Path) -> Any:
+    """A faiss index memory-mapped read-only in place (``IO_FLAG_MMAP_IFC``: a flat index's
+    vectors are not copied; every env and process of a machine shares the page-cache copy).
+    faiss builds without that flag map what ``IO_FLAG_MMAP`` can."""
+    faiss = require_extra("faiss", "dense", "the dense retriever")
+    flag = getattr(faiss, "IO_FLAG_MMAP_IFC", None) or faiss.IO_FLAG_MMAP
+    return faiss.read_index(str(path), flag | getattr(faiss, "IO_FLAG_READ_ONLY", 0))
+
+
 class DenseRetriever(Retriever):
     """faiss flat inner-product search over normalised sentence-transformer embeddings.
 
@@ -95,6 +118,7 @@ class DenseRetriever(Retriever):
         passage_prefix: str = "",
         model: Any = None,
         query_threads: int | None = 1,
+        show_progress: bool | None = None,
     ):
         faiss = require_extra("faiss", "dense", "the dense retriever")
 
@@ -118,16 +142,26 @@ class DenseRetriever(Retriever):
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         folder = root / index_key(corpus.content_hash, "faiss-flatip", **self.params)
 
+        show = len(corpus) >= PROGRESS_FROM if show_progress is None else show_progress
+
         def build(tmp: Path) -> None:
-            texts = [passage_prefix + d.contents for d in corpus.docs]
-            emb = self.encode(texts)
-            index = faiss.IndexFlatIP(emb.shape[1])
-            index.add(emb)
+            index = None
+            bar = _bar(len(corpus), show)
+            for start in range(0, len(corpus), ENCODE_CHUNK):
+                stop = min(start + ENCODE_CHUNK, len(corpus))
+                emb = self.encode([passage_prefix + corpus[i].contents for i in range(start, stop)])
+                if index is None:
+                    index = faiss.IndexFlatIP(emb.shape[1])
+                index.add(emb)
+                if bar is not None:
+                    bar.update(stop - start)
+            if bar is not None:
+                bar.close()
             faiss.write_index(index, str(tmp / "index.faiss"))
-            (tmp / "doc_ids.json").write_text(json.dumps([d.id for d in corpus.docs]))
+            (tmp / "docs.json").write_text(json.dumps({"num_docs": len(corpus)}))
 
         self.index_dir, self.built_now = cached_build(folder, build)
-        self._index = faiss.read_index(str(self.index_dir / "index.faiss"))
+        self._index = read_index_mmap(self.index_dir / "index.faiss")
         if self._index.ntotal != len(corpus):
             raise RuntimeError(f"dense cache {self.index_dir} does not match the corpus; delete it")
 

