@@ -16,7 +16,7 @@ run() {  # name, estimator kwargs
     --run-dir runs/alignment-trained/$1 > runs/alignment-trained/$1.log 2>&1
 }
 mkdir -p runs/alignment-trained
-run v1 '{}' &
+run v1 '{"form": "v1"}' &
 run seeds '{"form": "seeds"}' &
 wait
 for n in v1 seeds; do

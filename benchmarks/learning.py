@@ -77,7 +77,8 @@ DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
 #: the paired differences reported (when both arms ran)
 DEFAULT_PAIRS = (
     ("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"),
-    ("mvpo-seeds", "mvpo-v1"), ("mvpo-seeds", "gigpo"), ("mvpo-v1", "gigpo"),
+    ("mvpo-seeds", "mvpo-v1"), ("mvpo-seeds", "gigpo"), ("mvpo-seeds", "grpo"),
+    ("mvpo-v1", "gigpo"),
 )  # fmt: skip
 
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")

@@ -568,12 +568,28 @@ def build_estimator(cfg: TrainConfig) -> Any:
         raise ConfigError(f"estimator_kwargs: {err}".replace("\n", " ")) from None
 
 
-def changed_fields(saved: dict[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
+def _with_mvpo_form(config: dict[str, Any], form: str) -> dict[str, Any]:
+    """``config`` with MVPO's ``form`` named in ``estimator_kwargs`` (``form`` if unnamed)."""
+    kwargs = config.get("estimator_kwargs")
+    if config.get("estimator") != "mvpo" or not isinstance(kwargs, dict) or "form" in kwargs:
+        return config
+    return {**config, "estimator_kwargs": {**kwargs, "form": form}}
+
+
+def changed_fields(
+    saved: dict[str, Any], cfg: TrainConfig, saved_estimator_state: dict[str, Any] | None = None
+) -> dict[str, tuple[Any, Any]]:
     """Fields (not resume-safe) whose value differs between a saved config and ``cfg``:
     ``name -> (saved value, new value)``; a field missing on one side counts as changed,
     except a field that the saved config predates and ``cfg`` leaves at its default (every new
     field's default keeps the behaviour from before it existed, e.g. ``lora_rank = 0``)."""
-    now = cfg.to_dict()
+    from mvpo_train.credit.mvpo import DEFAULT_FORM, FORM_BEFORE_DEFAULT_CHANGE
+
+    # MVPO's form as each side runs it: a checkpoint that records no form (saved before the
+    # default changed, docs/estimators.md §3.10) ran its named form, else the old default
+    ran = (saved_estimator_state or {}).get("form", FORM_BEFORE_DEFAULT_CHANGE)
+    saved = _with_mvpo_form(saved, ran)
+    now = _with_mvpo_form(cfg.to_dict(), DEFAULT_FORM)
     safe = resume_safe_fields()
     missing = object()
     defaults = TrainConfig().to_dict()

@@ -189,7 +189,7 @@ def plan_run(cfg: TrainConfig) -> RunPlan:
         )
     saved = load_checkpoint(ckpt, verify=False)  # just verified
     check_metrics_rows(run_dir, int(saved["state"].get("metrics_rows", 0)), ckpt.name)
-    changed = changed_fields(saved["state"].get("config", {}), cfg)
+    changed = changed_fields(saved["state"].get("config", {}), cfg, saved["state"].get("estimator"))
     if changed:
         diff = ", ".join(f"{k}: {_short(a)} -> {_short(b)}" for k, (a, b) in changed.items())
         raise ConfigError(

@@ -5,9 +5,10 @@ with ``kappa_t * A^Phi``, a difference of region potentials over Union-Find viab
 The step groups, ``A^E`` and ``A^S`` come from :func:`gigpo_parts` (one implementation), so MVPO
 equals GiGPO exactly on a batch without zero-credit step groups, whatever the options.
 
-Two readings of the potential (``MVPOConfig.form``, docs/estimators.md §3.8): ``"v1"`` (the
-default, §3.3-§3.4 as first written) and ``"seeds"`` (potential-based shaping of a per-step
-progress reward, potentials scaled within the batch, revisit loops, progress-based AMP).
+Two readings of the potential (``MVPOConfig.form``, docs/estimators.md §3.8): ``"seeds"`` (the
+default since the evidence of §3.10: potential-based shaping of a per-step progress reward,
+potentials scaled within the batch, revisit loops, progress-based AMP) and ``"v1"``
+(§3.3-§3.4 as first written, the default before; it reproduces the runs made with it).
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ FORMS: dict[str, dict[str, Any]] = {
     },
 }
 """What ``form`` fills into the fields left at ``None`` (docs/estimators.md §3.8)."""
+#: the form of ``MVPOConfig()`` (docs/estimators.md §3.10: chosen by paired runs on the control
+#: task and the ALFWorld train split); runs saved without a form ran ``"v1"``, the default before
+DEFAULT_FORM = "seeds"
+FORM_BEFORE_DEFAULT_CHANGE = "v1"
 _CHOICES = {
     "value": ("progress", "shaping"),
     "loop_stat": LOOP_STATS,
@@ -119,7 +124,7 @@ class MVPOConfig(StepConfig):
     ``kappa_min``, ``kappa_schedule`` ('progress' | 'relative' | 'constant' | 'none' |
     registered), ``kappa_constant`` (§3.5); ``repair_singletons`` (§3.6).
 
-    ``form`` ('v1' | 'seeds', §3.8) fills every field left at ``None``: ``value``
+    ``form`` ('seeds', the default, | 'v1', §3.8, §3.10) fills every field left at ``None``: ``value``
     ('progress' | 'shaping'), ``loop_stat`` ('dwell' | 'revisit'), ``potential_norm``
     ('none' | 'scale' | 'zscore'), ``d_scale`` ('routed_std' | 'none'), ``amp_score``
     ('success' | 'progress'), ``lambda_L``, ``lambda_F``, ``gamma_phi`` and ``gamma_m`` (the
@@ -143,7 +148,7 @@ class MVPOConfig(StepConfig):
     kappa_schedule: str = "progress"
     kappa_constant: float = 1.0
     repair_singletons: bool = False
-    form: str = "v1"
+    form: str = DEFAULT_FORM
     value: str | None = None
     loop_stat: str | None = None
     potential_norm: str | None = None
@@ -531,6 +536,7 @@ class MVPO(BaseEstimator):
             "ema_success": float(self.ema_success),
             "iteration": int(self.iteration),
             "amp": self.amp.state_dict(),
+            "form": self.config.form,  # a resumed run keeps its form (§3.10)
         }
         if self.config.kappa_schedule == "relative":
             out["success_start"] = self.success_start
@@ -538,9 +544,14 @@ class MVPO(BaseEstimator):
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` exactly."""
-        unknown = set(d) - {"ema_success", "iteration", "amp", "success_start"}
+        unknown = set(d) - {"ema_success", "iteration", "amp", "success_start", "form"}
         if unknown:
             raise ValueError(f"mvpo: unknown state keys {sorted(unknown)}")
+        if d.get("form", self.config.form) != self.config.form:
+            raise ValueError(
+                f"mvpo: the state was saved with form {d['form']!r}, this estimator has form "
+                f"{self.config.form!r} (pass form={d['form']!r})"
+            )
         start = d.get("success_start")
         self.success_start = None if start is None else float(start)
         self.ema_success = float(d.get("ema_success", 0.0))

@@ -52,7 +52,8 @@ def _train(run: Path, *extra: str) -> None:
 
 
 def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablations, tmp_path):
-    _train(tmp_path / "default")
+    # the ablations decompose the v1 form (its loop term); benchmarks/results/ablations.md
+    _train(tmp_path / "default", "--estimator-kwargs", '{"form": "v1"}')
     success = [json.loads(x)["success"] for x in (tmp_path / "default" / "metrics.jsonl").open()]
     default = ablations.credit_alignment(tmp_path / "default")
     # GiGPO's part is not given an alignment (it contains A^E, the outcome itself)
@@ -67,10 +68,10 @@ def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablatio
     _train(
         tmp_path / "off",
         "--estimator-kwargs",
-        '{"kappa_schedule": "constant", "kappa_constant": 0.0, "lambda_L": 0.0}',
+        '{"form": "v1", "kappa_schedule": "constant", "kappa_constant": 0.0, "lambda_L": 0.0}',
     )
     off = ablations.credit_alignment(tmp_path / "off")
-    assert 0.0 < default["loop_share"] <= 1.0 + 1e-9  # the default lambda_L = 0.5 has a loop term
+    assert 0.0 < default["loop_share"] <= 1.0 + 1e-9  # v1's lambda_L = 0.5 has a loop term
     assert off["loop_share"] == 0.0 or np.isnan(off["loop_share"])  # lambda_L = 0: none
     assert off["repair_share"] == 0.0 or (not any(success) and np.isnan(off["repair_share"]))
 

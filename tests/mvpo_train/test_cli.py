@@ -137,14 +137,34 @@ def test_resume_safe_fields_and_changed_fields():
     assert not {"lr", "seed", "estimator", "estimator_kwargs", "num_groups", "model"} & safe
     base = TrainConfig()
     saved = base.to_dict()
-    assert changed_fields(saved, TrainConfig(iterations=99, resume=True, progress=False)) == {}
-    diff = changed_fields(saved, TrainConfig(lr=0.01, seed=3))
+    state = {"form": "seeds"}  # what a checkpoint of the default MVPO records
+    assert (
+        changed_fields(saved, TrainConfig(iterations=99, resume=True, progress=False), state) == {}
+    )
+    diff = changed_fields(saved, TrainConfig(lr=0.01, seed=3), state)
     assert diff == {"lr": (0.003, 0.01), "seed": (0, 3)}
-    assert changed_fields({**saved, "old_field": 1}, base) == {"old_field": (1, None)}
+    assert changed_fields({**saved, "old_field": 1}, base, state) == {"old_field": (1, None)}
     # a run saved before a field existed resumes when the field keeps its default, not otherwise
     older = {k: v for k, v in saved.items() if k != "lora_rank"}
-    assert changed_fields(older, base) == {}
-    assert changed_fields(older, TrainConfig(lora_rank=8)) == {"lora_rank": (None, 8)}
+    assert changed_fields(older, base, state) == {}
+    assert changed_fields(older, TrainConfig(lora_rank=8), state) == {"lora_rank": (None, 8)}
+
+
+def test_a_run_keeps_the_mvpo_form_it_started_with():
+    """docs/estimators.md §3.10: a checkpoint without a recorded form ran v1 (the default then)."""
+    saved = TrainConfig().to_dict()  # estimator mvpo, estimator_kwargs {}
+    assert saved["estimator"] == "mvpo" and saved["estimator_kwargs"] == {}
+    old_state = {"ema_success": 0.1, "iteration": 3, "amp": {}}  # no "form": saved before
+    diff = changed_fields(saved, TrainConfig(), old_state)
+    assert diff == {"estimator_kwargs": ({"form": "v1"}, {"form": "seeds"})}
+    assert changed_fields(saved, TrainConfig(estimator_kwargs={"form": "v1"}), old_state) == {}
+    # a checkpoint that records its form, or a config that names it, is taken at its word
+    assert changed_fields(saved, TrainConfig(), {**old_state, "form": "seeds"}) == {}
+    named = TrainConfig(estimator_kwargs={"form": "seeds"}).to_dict()
+    assert changed_fields(named, TrainConfig(), old_state) == {}
+    # other estimators are untouched by the rule
+    grpo = TrainConfig(estimator="grpo").to_dict()
+    assert changed_fields(grpo, TrainConfig(estimator="grpo"), None) == {}
 
 
 def test_print_config(capsys):

@@ -1,4 +1,5 @@
-"""MVPO (docs/estimators.md §3): the §3.4 worked example by hand, routing, kappa, state."""
+"""MVPO in its v1 form (docs/estimators.md §3.3-§3.4; `form="v1"` pinned throughout): the §3.4
+worked example by hand, routing, kappa, state."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def by_traj(b: StepBatch, x: np.ndarray) -> list[np.ndarray]:
 
 def test_worked_example_potential_by_hand():
     b = worked_example()
-    est = MVPO()
+    est = MVPO(form="v1")
     est.amp.add_names(["seen", "inhand"])  # uniform: .5 each
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # m: A = .5, .5, 0, 0 ; D = .5, 0, 0, 0.  p: A = 0, .5, 1, 1 ; D = 0, .5, .5, .5
@@ -64,7 +65,7 @@ def test_worked_example_potential_by_hand():
 
 def test_worked_example_advantages_by_hand():
     b = worked_example()
-    adv, diag = get_estimator("mvpo")(b)
+    adv, diag = get_estimator("mvpo", form="v1")(b)
     # routed rows (zero-credit step groups): the 4 start rows, {A1, D1} at "ct1 apple",
     # {C1, C3} at "cabinet 1". Their D: .38125, -.36875, -1.36875, .38125, .25, -.25, 0, 0
     # mean -0.121875 ; sum of squared deviations 2.306328125 -> population std below
@@ -99,7 +100,7 @@ def test_equals_gigpo_without_zero_credit_groups():
         dict(group=0, rewards=[0, 0.5], anchors=["s", "z"], milestones=[(), ("m",)]),
     ])  # fmt: skip
     g, gd = get_estimator("gigpo")(b)
-    m, md = get_estimator("mvpo")(b)
+    m, md = get_estimator("mvpo", form="v1")(b)
     assert gd["zero_credit_ratio"] == 0.0
     np.testing.assert_array_equal(m, g)
 
@@ -114,7 +115,7 @@ def test_routing_keeps_informative_groups_and_repairs_zero_credit():
     # step groups: s and k hold different returns (informative); t = {traj 2, traj 3} at t0,
     # both failed: zero-credit; x, y, u are singletons
     g, _ = get_estimator("gigpo")(b)
-    m, md = get_estimator("mvpo")(b)
+    m, md = get_estimator("mvpo", form="v1")(b)
     zero = np.zeros(len(b), dtype=bool)
     zero[[6, 8]] = True
     np.testing.assert_array_equal(m[~zero], g[~zero])
@@ -127,7 +128,7 @@ def test_routing_keeps_informative_groups_and_repairs_zero_credit():
 
 def test_repair_singletons_and_gamma_phi():
     b = worked_example()
-    rep, diag = get_estimator("mvpo", repair_singletons=True)(b)
+    rep, diag = get_estimator("mvpo", form="v1", repair_singletons=True)(b)
     assert diag["repaired_ratio"] == 1.0
     # every singleton step (A2, A3, B1-B3, C2, D2, D3) has D = 0, so only the scale changes:
     # the std is now taken over all 16 rows
@@ -136,7 +137,7 @@ def test_repair_singletons_and_gamma_phi():
     )
     np.testing.assert_allclose(rep, d16 / (np.std(d16) + EPS), atol=1e-15)
     # gamma_phi = .5: D = .5 * phi(next) - phi(here); truncated last step: (.5 - 1) * phi(last)
-    est = MVPO(gamma_phi=0.5)
+    est = MVPO(form="v1", gamma_phi=0.5)
     d = by_traj(b, potential_terms(b.canonical(), est.config, est.amp).d)
     np.testing.assert_allclose(d[A], [0.5 * 0.75 - 0.36875, 0.5 - 0.75, 0.5 - 1.0, -0.5])
     np.testing.assert_allclose(d[C], [-0.5 - 0.36875, 0.5, 0.5, 0.5])
@@ -144,11 +145,11 @@ def test_repair_singletons_and_gamma_phi():
 
 def test_lambda_f_rewards_regions_after_which_progress_follows():
     b = worked_example()
-    est = MVPO(lambda_F=1.0)
+    est = MVPO(form="v1", lambda_F=1.0)
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # start: 4 visits, A and D still fire a milestone at/after t0 -> F = 2/4
     np.testing.assert_allclose(by_traj(b, pot.phi)[A][:2], [0.36875 + 0.5, 0.75 + 0.5])
-    adv, _ = get_estimator("mvpo", lambda_F=1.0)(b)
+    adv, _ = get_estimator("mvpo", form="v1", lambda_F=1.0)(b)
     assert adv[(b.traj == A) & (b.t == 0)][0] > 0
 
 
@@ -160,7 +161,7 @@ def test_terminated_episode_uses_terminal_value():
         dict(group=0, rewards=[0, 1], anchors=["s", "a"], signatures=["s", "a"],
              milestones=[("m",), ()]),
     ])  # fmt: skip
-    est = MVPO()
+    est = MVPO(form="v1")
     est.amp.add_names(["m"])
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # v = p + g: t0 = 0 + (1 + .95 * 1) ; t1 = 1 + 1. phi(a) = 2 ; terminal = 1 + 1 = 2 -> D = 0
@@ -170,24 +171,24 @@ def test_terminated_episode_uses_terminal_value():
 
 def test_kappa_schedules_and_ema_over_calls():
     won = StepBatch.from_trajectories([dict(group=0, rewards=[1]), dict(group=0, rewards=[0])])
-    est = get_estimator("mvpo", beta=0.5)
+    est = get_estimator("mvpo", form="v1", beta=0.5)
     e = 0.0
     for _ in range(3):
         _, diag = est(won)
         e = 0.5 * e + 0.5 * 0.5
         assert diag["ema_success"] == pytest.approx(e) and diag["kappa"] == pytest.approx(1 - e)
-    _, d = get_estimator("mvpo", kappa_schedule="constant", kappa_constant=0.3)(won)
+    _, d = get_estimator("mvpo", form="v1", kappa_schedule="constant", kappa_constant=0.3)(won)
     assert d["kappa"] == 0.3
-    _, d = get_estimator("mvpo", kappa_schedule="none")(won)
+    _, d = get_estimator("mvpo", form="v1", kappa_schedule="none")(won)
     assert d["kappa"] == 1.0
-    _, d = get_estimator("mvpo", kappa_min=0.99, beta=0.0)(won)
+    _, d = get_estimator("mvpo", form="v1", kappa_min=0.99, beta=0.0)(won)
     assert d["kappa"] == 0.99
 
 
 def test_kappa_scales_the_repair():
     b = worked_example()
-    full, _ = get_estimator("mvpo")(b)
-    half, _ = get_estimator("mvpo", kappa_schedule="constant", kappa_constant=0.5)(b)
+    full, _ = get_estimator("mvpo", form="v1")(b)
+    half, _ = get_estimator("mvpo", form="v1", kappa_schedule="constant", kappa_constant=0.5)(b)
     np.testing.assert_allclose(half, 0.5 * full)
 
 
@@ -196,18 +197,18 @@ def test_scope_batch_merges_signatures_across_groups():
         dict(group=0, rewards=[0, 0], signatures=["s", "x"], anchors=["s", "a"]),
         dict(group=1, rewards=[0, 0], signatures=["s", "y"], anchors=["s", "b"]),
     ])  # fmt: skip
-    _, dg = get_estimator("mvpo")(b)
-    _, db = get_estimator("mvpo", scope="batch")(b)
+    _, dg = get_estimator("mvpo", form="v1")(b)
+    _, db = get_estimator("mvpo", form="v1", scope="batch")(b)
     assert dg["num_regions"] == 4 and db["num_regions"] == 3
 
 
 def test_state_round_trip_is_exact():
     b = worked_example()
-    est = get_estimator("mvpo")
+    est = get_estimator("mvpo", form="v1")
     est(b)
     est(b)
     state = json.loads(json.dumps(est.state_dict()))
-    clone = get_estimator("mvpo")
+    clone = get_estimator("mvpo", form="v1")
     clone.load_state_dict(state)
     assert clone.state_dict() == est.state_dict()
     a1, d1 = est(b)
@@ -219,7 +220,7 @@ def test_state_round_trip_is_exact():
 
 
 def test_milestone_vocabulary_growth_and_config():
-    est = get_estimator("mvpo", milestone_names=("a", "b"))
+    est = get_estimator("mvpo", form="v1", milestone_names=("a", "b"))
     assert est.amp.as_dict() == {"a": 0.5, "b": 0.5}
     b = StepBatch.from_trajectories([dict(group=0, rewards=[0], milestones=[("c",)])])
     _, diag = est(b)
@@ -229,16 +230,16 @@ def test_milestone_vocabulary_growth_and_config():
 
 def test_unknown_config_field_is_a_clear_type_error():
     with pytest.raises(TypeError, match="unknown config field.*kapa"):
-        get_estimator("mvpo", kapa_schedule="constant")
+        get_estimator("mvpo", form="v1", kapa_schedule="constant")
     with pytest.raises(ValueError, match="kappa_schedule"):
-        get_estimator("mvpo", kappa_schedule="cosine")
+        get_estimator("mvpo", form="v1", kappa_schedule="cosine")
     with pytest.raises(ValueError, match="F_norm"):
-        get_estimator("mvpo", F_norm="max")
+        get_estimator("mvpo", form="v1", F_norm="max")
 
 
 def test_worked_example_loop_and_scale_diagnostics():
     b = worked_example()
-    _, diag = get_estimator("mvpo")(b)
+    _, diag = get_estimator("mvpo", form="v1")(b)
     # regions: C's {cab1, cab2} holds 3 visits of one trajectory -> L = 2; the 9 others L = 0
     assert diag["loop_mean"] == pytest.approx(2 / 10, abs=1e-15)
     assert diag["d_scale"] == pytest.approx(np.sqrt(2.306328125 / 8), abs=1e-12)  # std, no eps
@@ -258,7 +259,7 @@ def test_terminal_value_counts_a_milestone_fired_on_the_winning_step():
         dict(group=0, rewards=[0, 1], anchors=["s", "a"], signatures=["s", "a"],
              milestones=[(), ("m",)]),
     ])  # fmt: skip
-    est = MVPO()
+    est = MVPO(form="v1")
     est.amp.add_names(["m"])
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # v: t0 = 0 + .95 * (1 + 1) ; t1 = 0 + (1 + 1). Terminal = 0 + 1 + 1 = 2 -> D = .1, 0
@@ -274,7 +275,7 @@ def test_repair_singletons_leaves_informative_groups_alone():
         dict(group=0, rewards=[0, 0], anchors=["s", "y"]),
     ])  # fmt: skip
     g, _ = get_estimator("gigpo")(b)
-    m, diag = get_estimator("mvpo", repair_singletons=True)(b)
+    m, diag = get_estimator("mvpo", form="v1", repair_singletons=True)(b)
     # s = {traj 0 t0, traj 1 t0} informative; x and y singletons (routed)
     assert diag["repaired_ratio"] == 2 / 4
     np.testing.assert_array_equal(m[[0, 2]], g[[0, 2]])
@@ -282,13 +283,13 @@ def test_repair_singletons_leaves_informative_groups_alone():
 
 def test_constant_kappa_default_and_no_routed_rows():
     b = worked_example()
-    _, diag = get_estimator("mvpo", kappa_schedule="constant")(b)
+    _, diag = get_estimator("mvpo", form="v1", kappa_schedule="constant")(b)
     assert diag["kappa"] == 1.0  # kappa_constant defaults to 1
-    _, diag = get_estimator("mvpo", kappa_schedule="constant", kappa_constant=0.25)(b)
+    _, diag = get_estimator("mvpo", form="v1", kappa_schedule="constant", kappa_constant=0.25)(b)
     assert diag["kappa"] == 0.25
     informative = StepBatch.from_trajectories([
         dict(group=0, rewards=[0, 1], anchors=["s", "x"]),
         dict(group=0, rewards=[0, 0], anchors=["s", "y"]),
     ])  # fmt: skip
-    _, diag = get_estimator("mvpo")(informative)
+    _, diag = get_estimator("mvpo", form="v1")(informative)
     assert diag["repaired_ratio"] == 0.0 and diag["d_scale"] == 0.0

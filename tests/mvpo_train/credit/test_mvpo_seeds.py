@@ -67,18 +67,24 @@ def same(a: object, b: object) -> bool:
 def test_v1_reproduces_the_recorded_outputs_bit_for_bit():
     """The fixture holds three consecutive calls recorded before the forms existed."""
     ref = load_json(REFERENCE, "MVPO v1 reference")
-    for form in ({}, {"form": "v1"}):
-        est = get_estimator("mvpo", **form)
-        for call in ref["calls"]:
-            adv, diag = est(StepBatch(**call["steps"]))
-            np.testing.assert_array_equal(adv, np.asarray(call["advantages"]))
-            for key, value in call["diag"].items():
-                assert same(value, diag[key]), key
-        assert est.state_dict() == ref["state"]
+    est = get_estimator("mvpo", form="v1")
+    for call in ref["calls"]:
+        adv, diag = est(StepBatch(**call["steps"]))
+        np.testing.assert_array_equal(adv, np.asarray(call["advantages"]))
+        for key, value in call["diag"].items():
+            assert same(value, diag[key]), key
+    state = est.state_dict()
+    assert state.pop("form") == "v1"  # recorded since the default changed (§3.10)
+    assert state == ref["state"]
+    # the default is now the seeds form, which gives other advantages on the same calls
+    default = get_estimator("mvpo")
+    assert default.config.form == "seeds"
+    adv, _ = default(StepBatch(**ref["calls"][0]["steps"]))
+    assert not np.array_equal(adv, np.asarray(ref["calls"][0]["advantages"]))
 
 
 def test_form_fills_the_fields_left_unset_and_explicit_fields_win():
-    v1, seeds = MVPOConfig(), MVPOConfig(form="seeds")
+    v1, seeds = MVPOConfig(form="v1"), MVPOConfig()  # the default is the seeds form (§3.10)
     assert (v1.value, v1.loop_stat, v1.potential_norm, v1.d_scale, v1.amp_score) == (
         "progress", "dwell", "none", "routed_std", "success"
     )  # fmt: skip
@@ -185,7 +191,7 @@ def test_seeds_repair_is_positive_on_progress_and_negative_on_loops():
         assert r[k][2] < 0 and r[k][3] < 0  # cab2 -> cab1 and cab1 -> cab2: back where it was
         assert r[k][1] == 0.0  # cab1 -> cab2 the first time is not a return
     # v1 on the same batch: the loop steps lie inside one merged region, so they get nothing
-    v1 = get_estimator("mvpo")
+    v1 = get_estimator("mvpo", form="v1")
     v1(b)
     assert np.all(by_traj(b, v1.last_repair)[2][1:] == 0.0)
 
@@ -203,7 +209,7 @@ def test_loop_rows_count_returns_not_dwelling():
 def test_revisit_loop_statistic_in_the_v1_value():
     """``value="progress"`` with revisits: L = returns / distinct trajectories."""
     b = worked_example()
-    est = MVPO(loop_stat="revisit")
+    est = MVPO(form="v1", loop_stat="revisit")
     est.amp.add_names(["seen", "inhand"])
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # C returns to cab1 once: L({cab1, cab2}) = 1 (dwell counting gave 2), phi = 0 - .5 * 1
@@ -228,8 +234,8 @@ def test_frequency_term_does_not_fall_at_the_step_that_makes_progress():
     assert base == pytest.approx(0.5)
     assert d_at_progress(form="seeds", lambda_F=1.0) - base == pytest.approx(0.5)
     # v1's F (share of visits with progress at or after): 1/2 at s, 0 at a -> falls by 1/2
-    v1 = d_at_progress(lambda_F=0.0)
-    assert d_at_progress(lambda_F=1.0) - v1 == pytest.approx(-0.5)
+    v1 = d_at_progress(form="v1", lambda_F=0.0)
+    assert d_at_progress(form="v1", lambda_F=1.0) - v1 == pytest.approx(-0.5)
 
 
 def test_potential_norm_options_by_hand():
@@ -305,7 +311,7 @@ def test_relative_kappa_starts_at_one_and_round_trips():
     clone = get_estimator("mvpo", kappa_schedule="relative", beta=0.0)
     clone.load_state_dict(state)
     assert clone(batch(3))[1]["kappa"] == est(batch(3))[1]["kappa"] == 0.5
-    assert "success_start" not in get_estimator("mvpo").state_dict()  # v1 state unchanged
+    assert "success_start" not in get_estimator("mvpo").state_dict()  # no extra key otherwise
 
 
 # ------------------------------------------------------------------ invariants, every option

@@ -190,14 +190,24 @@ def test_mvpo_credits_progress_and_blames_loops_in_all_failed_groups(
         trajs.append(dict(group=0, rewards=[0.0] * horizon, anchors=sigs, signatures=sigs,
                           end="truncated"))  # fmt: skip
     b = StepBatch.from_trajectories(trajs)
-    adv, diag = get_estimator("mvpo")(b)
-    first = adv[b.t == 0]
-    assert np.all(first[:n_prog] > 0) and np.all(first[n_prog:] < 0)
-    # steps inside the loop (region to itself) get 0
     loop_rows = (b.traj >= n_prog) & (b.t >= 1)
-    assert np.all(adv[loop_rows] == 0.0)
-    # later progressing steps are never blamed: along one shared path D = (1 - gamma_m) g >= 0
-    assert np.all(adv[(b.traj < n_prog) & (b.t >= 1)] >= 0)
+    for form in ("v1", "seeds"):
+        est = get_estimator("mvpo", form=form)
+        adv, diag = est(b)
+        first = adv[b.t == 0]
+        assert np.all(first[:n_prog] > 0) and np.all(first[n_prog:] < 0), form
+        # later progressing steps are never blamed: along one shared path D = (1 - gamma_m) g
+        # (v1) or exactly 0 (seeds: u_t + U_{t+1} - U_t)
+        assert np.all(adv[(b.traj < n_prog) & (b.t >= 1)] >= 0), form
+        if form == "v1":  # steps inside the merged loop region (region to itself) get 0
+            assert np.all(adv[loop_rows] == 0.0)
+        else:  # inside it only the steps that lead back to a cabinet left before pay
+            # (lambda_L): from t = period on, but not the last step (it leads to no row)
+            # where the step's anchor group is repaired (a singleton stays neutral, §3.6)
+            back = loop_rows & (b.t >= period) & (b.t <= horizon - 2)
+            routed = np.asarray(est.last_routed, dtype=bool)
+            assert np.all(adv[back & routed] < 0) and np.all(adv[loop_rows & ~back] == 0.0)
+            assert np.all(adv[back & ~routed] == 0.0)
     assert diag["zero_adv_ratio"] < 1.0
 
 
@@ -285,15 +295,17 @@ def test_rollout_groups_are_independent(trajs, name):
 @given(trajectories(max_groups=3))
 def test_mvpo_group_scope_keeps_regions_and_potentials_inside_groups(trajs):
     """With ``scope="group"`` MVPO's regions, potentials and differences ``D`` of a group are
-    the same alone as inside the batch (only kappa and the scale of ``A^Phi`` are batch-wide)."""
+    the same alone as inside the batch (only kappa, the scale of ``A^Phi`` and, in the seeds
+    form, the batch's spread of potentials are batch-wide)."""
     b = StepBatch.from_trajectories(trajs).canonical()
-    cfg = MVPO().config
-    pot = potential_terms(b, cfg, uniform_amp())
-    for g in np.unique(b.group):
-        rows = np.flatnonzero(b.group == g)
-        alone = potential_terms(b.take(rows), cfg, uniform_amp())
-        np.testing.assert_allclose(pot.phi[rows], alone.phi, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(pot.d[rows], alone.d, rtol=1e-12, atol=1e-12)
+    # the seeds form also divides by the batch's spread of potentials: compared without it
+    for cfg in (MVPO(form="v1").config, MVPO(potential_norm="none").config):
+        pot = potential_terms(b, cfg, uniform_amp())
+        for g in np.unique(b.group):
+            rows = np.flatnonzero(b.group == g)
+            alone = potential_terms(b.take(rows), cfg, uniform_amp())
+            np.testing.assert_allclose(pot.phi[rows], alone.phi, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(pot.d[rows], alone.d, rtol=1e-12, atol=1e-12)
 
 
 def uniform_amp():
