@@ -124,7 +124,12 @@ def test_a_tampered_record_is_an_error_not_a_page(tmp_path, batch):
         build_inspect_data(read_batch_record(p))
 
 
-def test_custom_estimator_and_custom_abstraction_need_no_code_change(tmp_path, batch):
+def test_custom_estimator_and_custom_abstraction_need_no_code_change(tmp_path, batch, request):
+    from mvpo_train.credit.registry import _REGISTRY
+
+    # the registry is process-wide: leave it as found (tests/test_architecture.py lists it)
+    request.addfinalizer(lambda: _REGISTRY.pop("inspect_test_half_grpo", None))
+
     @register_estimator("inspect_test_half_grpo", overwrite=True)
     class HalfGRPO(GRPO):
         name = "inspect_test_half_grpo"
