@@ -150,13 +150,7 @@ def frozen_copy(policy: Policy) -> Policy:
     if hasattr(policy, "frozen_copy"):  # the encoder policy
         return policy.frozen_copy()
     model = copy.deepcopy(policy.model).eval().requires_grad_(False)
-    return Policy(
-        model,
-        policy.tokenizer,
-        temperature=policy.temperature,
-        max_tokens_per_forward=policy.max_tokens_per_forward,
-        score_impl=policy.score_impl,
-    )
+    return policy.with_model(model, Policy)
 
 
 def make_generation_backend(cfg: TrainConfig, policy: Policy) -> Any:

@@ -147,14 +147,7 @@ def apply_lora(policy: Policy, cfg: Any) -> LoraPolicy:
             f"layers are {', '.join(_linear_names(model))} (or give all-linear)"
         ) from None
     wrapped._mvpo_lora_base = base
-    return LoraPolicy(
-        wrapped,
-        policy.tokenizer,
-        temperature=policy.temperature,
-        use_chat_template=policy.use_chat_template,
-        max_tokens_per_forward=policy.max_tokens_per_forward,
-        score_impl=policy.score_impl,
-    )
+    return policy.with_model(wrapped, LoraPolicy)
 
 
 class LoraPolicy(Policy):
@@ -163,14 +156,7 @@ class LoraPolicy(Policy):
 
     def frozen_copy(self) -> Policy:
         """The KL reference: this policy's model with the adapters disabled (no copy)."""
-        return _AdaptersOff(
-            self.model,
-            self.tokenizer,
-            temperature=self.temperature,
-            use_chat_template=self.use_chat_template,
-            max_tokens_per_forward=self.max_tokens_per_forward,
-            score_impl=self.score_impl,
-        )
+        return self.with_model(self.model, _AdaptersOff)
 
 
 class _AdaptersOff(Policy):

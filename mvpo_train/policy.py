@@ -118,6 +118,20 @@ class Policy:
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._cand_cache: dict[tuple[str, str], list[int]] = {}
 
+    def settings(self) -> dict[str, Any]:
+        """This policy's keyword settings (everything but the model and the tokenizer)."""
+        return {
+            "temperature": self.temperature,
+            "use_chat_template": self.use_chat_template,
+            "max_tokens_per_forward": self.max_tokens_per_forward,
+            "score_impl": self.score_impl,
+        }
+
+    def with_model(self, model: Any, cls: type[Policy] | None = None) -> Policy:
+        """A policy of class ``cls`` (default: this one's) on ``model``, with this policy's
+        tokenizer and settings (the KL reference, the LoRA wrapper)."""
+        return (cls or type(self))(model, self.tokenizer, **self.settings())
+
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_pretrained(
