@@ -1,23 +1,30 @@
 """Policy candidates for the seeds' regime on ALFWorld-scale rooms (docs/policies.md).
 
-Measures, for each candidate, on the bundled ALFWorld-scale splits with 50-step episodes and
-sampled actions (temperature 1): the initial success on ``train`` and ``valid_unseen``, env
-steps per second while playing, and (``--iteration``) the wall time of one training
-iteration of 16 groups x 8 rollouts x 50 steps (rollout + update, GRPO), split into phases.
+Measures, for each candidate, with 50-step episodes and sampled actions (temperature 1): the
+initial success on ``train`` and ``valid_unseen`` (with a 95% Wilson interval), env steps per
+second while playing, and (``--iteration``) the wall time of one training iteration of 16
+groups x 8 rollouts x 50 steps (rollout + update, GRPO), split into phases.
 
 Candidates: ``lm`` (the bundled tiny causal LM, score mode, as ``cpu-tiny`` starts) and
-``encoder:K`` (the frozen-MiniLM scorer after K behaviour-cloning steps on the train split's
-expert walkthroughs; K=0 is the fresh head). Writes a Markdown table (``--out``)::
+``encoder:K[:H[:POOL]]`` (the frozen-MiniLM scorer after K behaviour-cloning steps on the
+train split's expert walkthroughs, K=0 the fresh head; reading H past (observation, action)
+pairs, default ``--history-length``, pooled by POOL: ``concat`` | ``mean`` | ``last_action``,
+docs/policies.md "Input layout"). ``--env-kwargs '{"num_games": "full"}'`` plays the full
+generated split (3,553 train games); ``--train-tasks N`` samples N train tasks (seeded, one
+episode each) instead of every task x ``--episodes``. Writes a Markdown section
+(``--out``, ``--section``: replaced in place when the file already has it)::
 
-    nice -n 10 python benchmarks/policy_candidates.py --threads 2 \\
-        --candidates lm encoder:0 encoder:10 encoder:20 encoder:40 --episodes 4 \\
-        --iteration encoder:20 --out benchmarks/results/policy_candidates.md
+    nice -n 10 python benchmarks/policy_candidates.py --threads 1 \\
+        --env-kwargs '{"num_games": "full"}' --train-tasks 300 --splits train \\
+        --candidates encoder:200:2:concat encoder:200:0 --out benchmarks/results/policy_candidates.md \\
+        --section "Full train split"
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -26,12 +33,15 @@ from typing import Any
 
 import torch
 
-from mvpo_train.config import TrainConfig
+from mvpo_train.config import TrainConfig, json_arg
 from mvpo_train.encoder_policy import (
+    DEFAULT_POOL,
+    LEGACY_POOL,
     EncoderPolicy,
     ScorerHead,
     SegmentEmbedder,
     collect_demonstrations,
+    prompt_segments,
     warm_start,
 )
 from mvpo_train.trainer import evaluate, load_policy, train
@@ -39,10 +49,16 @@ from mvpo_train.trainer import evaluate, load_policy, train
 ENV = "mvpo/ALFWorld-v0"
 
 
+#: settings shared by every measurement of one run (set by main)
+SETTINGS: dict[str, Any] = {"env_kwargs": {}, "history_length": 2, "threads": 2}
+
+
 def config(kind: str, **kw: Any) -> TrainConfig:
     base: dict[str, Any] = dict(
-        env_id=ENV, max_steps=50, tasks=[], progress=False, tensorboard=False, threads=2,
-        eval_greedy=False, history_length=2, env_kwargs={},
+        env_id=ENV, max_steps=50, tasks=[], progress=False, tensorboard=False,
+        threads=SETTINGS["threads"],
+        eval_greedy=False, history_length=SETTINGS["history_length"],
+        env_kwargs=dict(SETTINGS["env_kwargs"]),
     )  # fmt: skip
     if kind == "encoder":
         base["policy"] = "encoder"
@@ -50,31 +66,112 @@ def config(kind: str, **kw: Any) -> TrainConfig:
     return TrainConfig(**base)
 
 
+def parse_candidate(name: str, history_length: int) -> tuple[int, int, str]:
+    """``encoder:K[:H[:POOL]]`` -> (K, H, POOL)."""
+    parts = name.split(":")[1:]
+    steps = int(parts[0])
+    hist = int(parts[1]) if len(parts) > 1 else history_length
+    pool = parts[2] if len(parts) > 2 else DEFAULT_POOL
+    return steps, hist, pool
+
+
+def relayout(ids: list[int], sep: int, hist: int, pool: str) -> list[int]:
+    """Prompt ids of layout (``hist``, ``pool``) from those of a demonstration collected with
+    ``concat`` and at least ``hist`` pairs (the builder shows the last pairs of the same
+    episode, so cutting segments gives exactly what a ``hist``-pair builder renders)."""
+    segs: list[list[int]] = [[]]
+    for x in ids:
+        if x == sep:
+            segs.append([])
+        else:
+            segs[-1].append(x)
+    keep = [segs[0], segs[1], segs[3]] if pool == LEGACY_POOL else segs[: 2 + 2 * hist]
+    assert len(keep) == prompt_segments(hist, pool)
+    out: list[int] = []
+    for k, seg in enumerate(keep):
+        out += ([sep] if k else []) + seg
+    return out
+
+
 def make_policy(name: str, seed: int, embedder: SegmentEmbedder | None, demos) -> Any:
     if name == "lm":
         torch.manual_seed(seed)
         return load_policy(config("lm", seed=seed))
-    steps = int(name.split(":")[1])
+    steps, hist, pool = parse_candidate(name, SETTINGS["history_length"])
     torch.manual_seed(seed)
-    policy = EncoderPolicy(ScorerHead(embedder.dim, 256, embedder.fingerprint), embedder)
+    head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=hist,
+                      history_pool=pool)  # fmt: skip
+    policy = EncoderPolicy(head, embedder)
     if steps:
-        warm_start(policy, demos, steps=steps, seed=seed)
+        sep = embedder.sep_id
+        mine = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in demos]
+        warm_start(policy, mine, steps=steps, seed=seed)
     return policy
 
 
-def measure_success(name: str, policy: Any, episodes: int, seed: int) -> dict[str, Any]:
-    cfg = config("encoder" if name != "lm" else "lm", seed=seed)
+def game_of_steps(demos, sep: int) -> list[int]:
+    """The game number of each demonstration (collected game after game, with at least one
+    past pair: a step whose past pairs are all empty starts the next game's plan)."""
+    out, game = [], -1
+    for ids, _, _ in demos:
+        cuts = [k for k, x in enumerate(ids) if x == sep]
+        if (
+            all(b == a + 1 for a, b in zip(cuts[1:-1], cuts[2:], strict=True))
+            and cuts[-1] == len(ids) - 1
+        ):
+            game += 1
+        out.append(game)
+    return out
+
+
+def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate ``p`` over ``n`` episodes."""
+    if n == 0:
+        return 0.0, 1.0
+    c = p + z * z / (2 * n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    d = 1 + z * z / n
+    return (c - h) / d, (c + h) / d
+
+
+def history_of(name: str) -> int:
+    """The ``history_length`` a candidate's prompts are built with."""
+    if name == "lm":
+        return SETTINGS["history_length"]
+    _, hist, pool = parse_candidate(name, SETTINGS["history_length"])
+    return SETTINGS["history_length"] if pool == LEGACY_POOL else hist
+
+
+def measure_success(
+    name: str, policy: Any, episodes: int, seed: int, splits: list[str], train_tasks: int
+) -> dict[str, Any]:
+    """Success per split: every task x ``episodes``, or (``train``, ``train_tasks`` > 0)
+    ``train_tasks`` tasks drawn without replacement by a generator seeded with ``seed``."""
+    cfg = config("encoder" if name != "lm" else "lm", seed=seed, history_length=history_of(name))
     out: dict[str, Any] = {"candidate": name}
-    for split in ("train", "valid_unseen"):
+    for split in splits:
         cache: dict[str, Any] = {}
-        r = evaluate(policy, cfg, split=split, episodes=episodes, greedy=False, seed=seed,
-                     cache=cache, report_time=True)  # fmt: skip
+        tasks, eps = None, episodes
+        if split == "train" and train_tasks:
+            from mvpo_train.factories import make_venv
+
+            probe = make_venv(cfg, split, 1, 1)
+            n = probe.num_tasks
+            probe.close()
+            gen = torch.Generator().manual_seed(seed)
+            tasks = sorted(torch.randperm(n, generator=gen)[: min(train_tasks, n)].tolist())
+            eps = 1
+        r = evaluate(policy, cfg, split=split, episodes=eps, greedy=False, seed=seed,
+                     cache=cache, report_time=True, tasks=tasks)  # fmt: skip
         for ev in cache.values():
             ev.close()
         steps = r["episodes"] * r["episode_length"]
         out[f"{split}/success"] = r["success"]
         out[f"{split}/episodes"] = r["episodes"]
         out[f"{split}/steps_per_s"] = steps / r["time/seconds"]
+        out[f"{split}/seconds"] = r["time/seconds"]
+    if hasattr(policy, "persist_cache"):
+        policy.persist_cache()
     return out
 
 
@@ -82,10 +179,12 @@ def measure_iteration(name: str, warm_dir: Path, run_dir: Path, seed: int) -> di
     kind = "lm" if name == "lm" else "encoder"
     kw: dict[str, Any] = dict(seed=seed, num_groups=16, group_size=8, iterations=1,
                               run_dir=str(run_dir), overwrite=True, save_every=0,
-                              record_every=0, estimator="grpo")  # fmt: skip
+                              record_every=0, estimator="grpo",
+                              history_length=history_of(name))  # fmt: skip
     if kind == "encoder":
         kw["model"] = str(warm_dir)
         kw["lr"] = 1e-3
+        kw["embedding_cache"] = SETTINGS.get("embedding_cache", "")
     row = train(config(kind, **kw))[-1]
     return {"candidate": name, **{k: v for k, v in row.items() if k.startswith("time/")},
             "steps": row["steps"], "success": row["success"]}  # fmt: skip
@@ -102,6 +201,7 @@ def measure_learning(
         "encoder", seed=seed, num_groups=groups, group_size=8, iterations=iterations,
         run_dir=str(run_dir), overwrite=True, save_every=0, record_every=0, estimator="grpo",
         model=str(warm_dir), lr=1e-3, eval_every=max(iterations // 2, 1),
+        history_length=history_of(name),
         eval_split="valid_unseen", eval_episodes=episodes,
     )  # fmt: skip
     policy = load_policy(cfg)
@@ -113,38 +213,160 @@ def measure_learning(
     return out
 
 
+def measure_layouts(
+    layouts: list[str], steps: int, embedder: SegmentEmbedder, fit, held, seed: int
+) -> list[dict[str, Any]]:
+    """Per layout ``H:POOL``: ``steps`` behaviour-cloning steps on the demonstrations ``fit``,
+    then on ``held`` (the expert steps of train games left out of ``fit``): how often the
+    expert's action scores highest, its mean probability and the mean cross-entropy."""
+    out = []
+    for layout in layouts:
+        hist, pool = int(layout.split(":")[0]), layout.split(":")[1]
+        torch.manual_seed(seed)
+        head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=hist,
+                          history_pool=pool)  # fmt: skip
+        policy = EncoderPolicy(head, embedder)
+        sep = embedder.sep_id
+        t0 = time.perf_counter()
+        mine = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in fit]
+        losses = warm_start(policy, mine, steps=steps, seed=seed)
+        fit_s = time.perf_counter() - t0
+        hits, probs, nll = [], [], []
+        with torch.no_grad():
+            for k in range(0, len(held), 64):
+                part = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in held[k : k + 64]]
+                res = policy.score_candidates([d[0] for d in part], [d[1] for d in part])
+                for sc, d in zip(res.scores, part, strict=True):
+                    logp = torch.log_softmax(sc, dim=-1)
+                    hits.append(int(torch.argmax(sc)) == d[2])
+                    probs.append(float(logp[d[2]].exp()))
+                    nll.append(-float(logp[d[2]]))
+        row = {
+            "layout": layout, "params": sum(p.numel() for p in head.parameters()),
+            "fit_loss": sum(losses[-20:]) / len(losses[-20:]), "held_top1": sum(hits) / len(hits),
+            "held_prob": sum(probs) / len(probs), "held_nll": sum(nll) / len(nll),
+            "held_steps": len(held), "seconds": fit_s,
+        }  # fmt: skip
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--candidates", nargs="+", default=["lm", "encoder:0", "encoder:20"])
+    p.add_argument("--candidates", nargs="*", default=["lm", "encoder:0", "encoder:20"])
     p.add_argument("--episodes", type=int, default=4, help="sampled episodes per task")
+    p.add_argument(
+        "--train-tasks",
+        type=int,
+        default=0,
+        help="sample this many train tasks, one episode each (0: every task)",
+    )
+    p.add_argument("--splits", nargs="+", default=["train", "valid_unseen"])
+    p.add_argument("--env-kwargs", type=json_arg(dict), default={}, help="gym.make keywords")
+    p.add_argument(
+        "--history-length",
+        type=int,
+        default=2,
+        help="pairs shown (candidates without :H; the builder of last_action)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iteration", nargs="*", default=[], help="candidates to time one iteration")
     p.add_argument("--learn", default=None, help="candidate for a short learning run")
     p.add_argument("--learn-iterations", type=int, default=8)
     p.add_argument("--learn-groups", type=int, default=8)
+    p.add_argument(
+        "--layouts",
+        nargs="*",
+        default=[],
+        help="H:POOL layouts compared by behaviour cloning on held-out train games",
+    )
+    p.add_argument("--layout-steps", type=int, default=200, help="BC steps of --layouts")
+    p.add_argument(
+        "--held-out",
+        type=float,
+        default=0.05,
+        help="share of train games held out of --layouts' cloning (seeded)",
+    )
+    p.add_argument("--embedding-cache", default="", help="embedding cache file (speed only)")
+    p.add_argument(
+        "--demos-cache",
+        default="",
+        help="JSON file of the collected expert steps "
+        "(reused when written for the same env kwargs; speed only)",
+    )
     p.add_argument("--work", default="runs/policy_candidates", help="scratch folder")
     p.add_argument("--out", default=None, help="Markdown results file")
+    p.add_argument("--section", default="", help="replace (or append) this section of --out")
     args = p.parse_args(argv)
+    SETTINGS["env_kwargs"] = dict(args.env_kwargs)
+    SETTINGS["history_length"] = args.history_length
+    SETTINGS["threads"] = args.threads
+    SETTINGS["embedding_cache"] = args.embedding_cache
     torch.set_num_threads(args.threads)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     embedder = demos = None
-    if any(c != "lm" for c in args.candidates + args.iteration):
+    encoders = [c for c in args.candidates + args.iteration + [args.learn or "lm"] if c != "lm"]
+    encoders += [f"encoder:0:{x}" for x in args.layouts]
+    if encoders or args.demos_cache:
         embedder = SegmentEmbedder()
-        probe = EncoderPolicy(ScorerHead(embedder.dim, 256, embedder.fingerprint), embedder)
-        demos = collect_demonstrations(probe, ENV, "train")
-    rows, iters = [], []
+        if args.embedding_cache:
+            embedder.cache_size = max(embedder.cache_size, 2_000_000)
+            embedder.load_cache(args.embedding_cache)
+        # one collection with the most pairs; each layout cuts its segments (relayout)
+        hists = [parse_candidate(c, args.history_length)[1] for c in encoders]
+        most = max(*hists, args.history_length, 1)
+        head = ScorerHead(embedder.dim, 8, embedder.fingerprint, history_length=most,
+                          history_pool="concat")  # fmt: skip
+        t0 = time.perf_counter()
+        key = {
+            "env_kwargs": args.env_kwargs,
+            "history_length": most,
+            "encoder": embedder.fingerprint,
+        }
+        cached = Path(args.demos_cache) if args.demos_cache else None
+        if cached and cached.is_file() and json.loads(cached.read_text())["key"] == key:
+            demos = [tuple(d) for d in json.loads(cached.read_text())["demos"]]
+        else:
+            demos = collect_demonstrations(EncoderPolicy(head, embedder), ENV, "train",
+                                           args.env_kwargs, most)  # fmt: skip
+            if cached:
+                cached.write_text(json.dumps({"key": key, "demos": demos}))
+        game_of = game_of_steps(demos, embedder.sep_id)
+        print(f"{len(demos)} expert steps collected in {time.perf_counter() - t0:.0f} s",
+              flush=True)  # fmt: skip
+    rows, iters, layouts = [], [], []
+
+    def write(learn=()) -> None:
+        if args.out:  # after every stage: an interrupted run keeps what it measured
+            write_markdown(Path(args.out), rows, iters, args, len(demos or []), learn, layouts)
+
+    if args.layouts:
+        n_games = max(game_of) + 1
+        gen = torch.Generator().manual_seed(args.seed)
+        n_held = max(1, round(args.held_out * n_games))
+        held_games = set(torch.randperm(n_games, generator=gen)[:n_held].tolist())
+        fit = [d for g, d in zip(game_of, demos, strict=True) if g not in held_games]
+        held = [d for g, d in zip(game_of, demos, strict=True) if g in held_games]
+        layouts.extend(measure_layouts(args.layouts, args.layout_steps, embedder, fit, held,
+                                       args.seed))  # fmt: skip
+        if args.embedding_cache:
+            embedder.save_cache(args.embedding_cache)
+        write()
+
     for name in args.candidates:
         t0 = time.perf_counter()
         policy = make_policy(name, args.seed, embedder, demos)
         warm = time.perf_counter() - t0
-        row = measure_success(name, policy, args.episodes, args.seed)
+        policy.cache_file = args.embedding_cache if name != "lm" else ""
+        row = measure_success(name, policy, args.episodes, args.seed, args.splits,
+                              args.train_tasks)  # fmt: skip
         row["warm_start_s"] = warm
         rows.append(row)
         print(json.dumps(row), flush=True)
-        if args.out:  # after every stage: an interrupted run keeps what it measured
-            write_markdown(Path(args.out), rows, iters, args, len(demos or []))
+        write()
     for name in args.iteration:
         warm_dir = work / name.replace(":", "-")
         if name != "lm":
@@ -153,9 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         it = measure_iteration(name, warm_dir, work / f"iter-{name.replace(':', '-')}", args.seed)
         iters.append(it)
         print(json.dumps(it), flush=True)
-        if args.out:
-            write_markdown(Path(args.out), rows, iters, args, len(demos or []))
-    learn: list[dict[str, Any]] = []
+        write()
     if args.learn:
         warm_dir = work / args.learn.replace(":", "-")
         policy = make_policy(args.learn, args.seed, embedder, demos)
@@ -165,33 +385,80 @@ def main(argv: list[str] | None = None) -> int:
             args.learn_groups, args.episodes,
         )  # fmt: skip
         print(json.dumps(learn), flush=True)
-    if args.out:
-        write_markdown(Path(args.out), rows, iters, args, len(demos or []), learn)
+        write(learn)
     return 0
 
 
-def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=()) -> None:
-    cmd = "python benchmarks/policy_candidates.py " + " ".join(sys.argv[1:])
+def _rate(r: dict[str, Any], split: str) -> str:
+    if f"{split}/success" not in r:
+        return ""
+    p, n = r[f"{split}/success"], r[f"{split}/episodes"]
+    lo, hi = wilson(p, n)
+    return f"{p:.3f} [{lo:.3f}, {hi:.3f}] ({n} ep)"
+
+
+def _speed(r: dict[str, Any], split: str) -> str:
+    return f"{r[f'{split}/steps_per_s']:.1f}" if f"{split}/steps_per_s" in r else ""
+
+
+def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layouts=()) -> None:
+    cmd = "python benchmarks/policy_candidates.py " + " ".join(
+        a if a.replace("-", "").replace("_", "").replace(":", "").replace(".", "").replace(
+            "/", "").isalnum() else f"'{a}'" for a in sys.argv[1:]
+    )  # fmt: skip
+    title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
+    train_eps = (
+        f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
+        if args.train_tasks
+        else f"every train task x {args.episodes} episodes"
+    )
     lines = [
-        "# Policy candidates on ALFWorld-scale rooms (50-step episodes)",
+        f"{'##' if args.section else '#'} {title}",
         "",
         f"Command: `nice -n 10 {cmd}`  ",
         f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box; "
-        f"seed {args.seed}; {n_demos} expert steps in the train split's walkthroughs.",
+        f"seed {args.seed}; env kwargs `{json.dumps(args.env_kwargs)}`; {n_demos} expert steps "
+        "in the train split's walkthroughs.",
         "",
-        "Sampled actions (temperature 1); success over every task of the split x "
-        f"{args.episodes} episodes; steps/s = env steps played / wall seconds of that evaluation.",
+        f"Sampled actions (temperature 1); 50-step episodes; success (95% Wilson interval) over "
+        f"{train_eps}; other splits: every task x {args.episodes} episodes; candidate "
+        "`encoder:K:H:POOL` = K behaviour-cloning steps, H past (observation, action) pairs, "
+        'POOL (docs/policies.md, "Input layout"); steps/s = env steps played / wall seconds '
+        "of that evaluation.",
         "",
-        "| candidate | warm start s | train success | valid_unseen success | steps/s (train) "
-        "| steps/s (valid_unseen) |",
-        "|---|---|---|---|---|---|",
+        "| candidate | warm start s | "
+        + " | ".join(f"{s} success" for s in args.splits)
+        + " | "
+        + " | ".join(f"steps/s ({s})" for s in args.splits)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(args.splits)),
     ]
+    if layouts:
+        lines[-2:-2] = [
+            f"History layouts (`--layouts`): {args.layout_steps} behaviour-cloning steps on the "
+            f"expert steps of {100 - 100 * args.held_out:.0f}% of the train games, scored on the "
+            f"other {100 * args.held_out:.0f}% ({layouts[0]['held_steps']} expert steps, train "
+            "games drawn with the seed): top-1 = the expert's action scores highest.",
+            "",
+            "| layout (H:POOL) | head parameters | fit loss (last 20 steps) | held-out top-1 "
+            "| held-out expert prob | held-out cross-entropy | seconds |",
+            "|---|---|---|---|---|---|---|",
+            *(
+                f"| {r['layout']} | {r['params']} | {r['fit_loss']:.3f} | {r['held_top1']:.3f} "
+                f"| {r['held_prob']:.3f} | {r['held_nll']:.3f} | {r['seconds']:.0f} |"
+                for r in layouts
+            ),
+            "",
+        ]
+    if not rows:
+        lines = lines[:-3]
     for r in rows:
         lines.append(
-            f"| {r['candidate']} | {r['warm_start_s']:.1f} | {r['train/success']:.3f} "
-            f"({r['train/episodes']} ep) | {r['valid_unseen/success']:.3f} "
-            f"({r['valid_unseen/episodes']} ep) | {r['train/steps_per_s']:.1f} "
-            f"| {r['valid_unseen/steps_per_s']:.1f} |"
+            f"| {r['candidate']} | {r['warm_start_s']:.1f} | "
+            + " | ".join(_rate(r, s) for s in args.splits)
+            + " | "
+            + " | ".join(_speed(r, s) for s in args.splits)
+            + " |"
         )
     if iters:
         lines += [
@@ -224,7 +491,22 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=()) -> Non
             sec = f"{r['seconds']:.0f}" if "seconds" in r else ""
             lines.append(f"| {r['iteration']} | {tr} | {vu} | {sec} |")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if args.section and path.is_file():
+        text = replace_section(path.read_text(), args.section, text)
+    path.write_text(text)
+
+
+def replace_section(doc: str, title: str, section: str) -> str:
+    """``doc`` with its ``## title`` section (up to the next ``## ``) replaced by
+    ``section``, or with ``section`` appended."""
+    head = f"## {title}\n"
+    if head not in doc:
+        return doc.rstrip("\n") + "\n\n" + section
+    a = doc.index(head)
+    b = doc.find("\n## ", a + len(head))
+    rest = doc[b + 1 :] if b >= 0 else ""
+    return doc[:a] + section + ("\n" + rest if rest else "")
 
 
 if __name__ == "__main__":

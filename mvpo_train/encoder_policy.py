@@ -7,15 +7,21 @@ the ``score`` action mode with:
   :mod:`mvpo_abstraction.learned` uses), frozen; its embeddings (mean pooling, unit length)
   are cached per text segment;
 * a trainable head (:class:`ScorerHead`, an MLP) that scores each admissible action from
-  the embeddings of the task, the current observation, the previous action and the action;
-  the action is sampled from ``softmax(score / temperature)`` over the admissible list, and
-  the log-prob PPO needs is that log-softmax at the chosen action (``score_logprob="choice"``).
+  the embeddings of the task, the current observation, the last ``history_length`` (past
+  observation, past action) pairs of the prompt and the action (docs/policies.md, "Input
+  layout"); the action is sampled from ``softmax(score / temperature)`` over the admissible
+  list, and the log-prob PPO needs is that log-softmax at the chosen action
+  (``score_logprob="choice"``).
 
-The prompt a rollout stores (``prompt_ids``) is the encoder's own word-piece ids of three
-segments separated by ``[SEP]``: the task, the current observation, the previous action (each
-cut to ``max_segment_tokens``), read from the pieces of the prompt
-(:class:`~mvpo_train.prompts.Prompt`: ``task``, ``observation``, ``previous_action``), never
-parsed back out of its text; ``cand_ids`` are the word-piece ids of each action.
+The prompt a rollout stores (``prompt_ids``) is the encoder's own word-piece ids of the
+layout's segments separated by ``[SEP]`` (each cut to ``max_segment_tokens``): the task, the
+current observation, then per past pair, most recent first, its observation and its action
+(``concat`` and ``mean``; a pair not shown yet is two empty segments, embedded as zeros), or
+only the previous action (``last_action``, the first layout, which a head folder whose
+``config.json`` names no layout reads). They are read from the pieces of the prompt
+(:class:`~mvpo_train.prompts.Prompt`: ``task``, ``observation``, ``history``), never parsed back
+out of its text; ``cand_ids`` are the word-piece ids of each action. A past observation is the
+same text the prompt showed as the current one a step before, so its embedding is a cache hit.
 Segments are embedded in groups of equal length without padding, so a segment's embedding
 does not depend on the other texts of its batch (this keeps ``--resume`` bit-exact).
 
@@ -47,17 +53,55 @@ from mvpo_train.policy import ScoreResult
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
+    "DEFAULT_POOL",
+    "HISTORY_POOLS",
     "EncoderPolicy",
     "ScorerHead",
     "SegmentEmbedder",
     "collect_demonstrations",
     "load_encoder_policy",
+    "split_compact_history",
     "split_compact_prompt",
     "warm_start",
 ]
 
 HEAD_KIND = "mvpo-encoder-head"
-SEGMENTS = 3  # task, current observation, previous action
+SEGMENTS = 3  # the first layout's prompt segments: task, current observation, previous action
+
+#: history layouts (docs/policies.md, "Input layout"): ``last_action`` is the first one
+#: (the previous action only; what a head folder whose config.json names no layout reads)
+HISTORY_POOLS = ("concat", "mean", "last_action")
+LEGACY_POOL = "last_action"
+#: the layout of a new head: the first one, so earlier runs and warm starts reproduce; the
+#: history layouts are opt-in (``--history-pool concat`` of the warm start; ``concat`` measured
+#: best by benchmarks/policy_candidates.py, docs/policies.md)
+DEFAULT_POOL = LEGACY_POOL
+
+
+def check_layout(history_length: int, history_pool: str) -> None:
+    """A ``ValueError`` (one line) for a layout that does not exist."""
+    if history_pool not in HISTORY_POOLS:
+        raise ValueError(f"history_pool must be one of {list(HISTORY_POOLS)}, not {history_pool!r}")
+    if (
+        isinstance(history_length, bool)
+        or not isinstance(history_length, int)
+        or history_length < 0
+    ):
+        raise ValueError(f"history_length must be an integer >= 0, not {history_length!r}")
+
+
+def prompt_segments(history_length: int, history_pool: str) -> int:
+    """Segments of a prompt's ids: task, current observation, then (``concat``/``mean``) one
+    observation and one action per past pair, or (``last_action``) the previous action."""
+    return SEGMENTS if history_pool == LEGACY_POOL else 2 + 2 * history_length
+
+
+def context_segments(history_length: int, history_pool: str) -> int:
+    """Context vectors the head reads: the prompt's segments, or (``mean``) task, current
+    observation, mean past observation, mean past action (no history: task, observation)."""
+    if history_pool == "mean":
+        return 4 if history_length > 0 else 2
+    return prompt_segments(history_length, history_pool)
 
 
 # ================================================================== the frozen encoder
@@ -179,25 +223,54 @@ class SegmentEmbedder:
 
 
 class ScorerHead(nn.Module):
-    """MLP over ``[task, obs, prev, action, task*action, obs*action, prev*action]``
-    embeddings -> one score per (context, action) pair."""
+    """MLP over ``[context..., action, context_1*action, ...]`` embeddings -> one score per
+    (context, action) pair (docs/policies.md, "Input layout").
 
-    def __init__(self, dim: int = 384, hidden: int = 256, encoder_sha256: str = ""):
+    The context segments depend on the layout (:func:`context_segments`): ``last_action``
+    (the first layout) reads the task, the current observation and the previous action;
+    ``concat`` reads the task, the current observation and each of the last
+    ``history_length`` (observation, action) pairs, most recent first; ``mean`` reads the
+    same prompt segments but pools the shown past observations and past actions into one mean
+    each."""
+
+    def __init__(
+        self,
+        dim: int = 384,
+        hidden: int = 256,
+        encoder_sha256: str = "",
+        *,
+        history_length: int = 2,
+        history_pool: str = DEFAULT_POOL,
+    ):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(7 * dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        check_layout(history_length, history_pool)
+        n_ctx = context_segments(history_length, history_pool)
+        self.net = nn.Sequential(
+            nn.Linear((2 * n_ctx + 1) * dim, hidden), nn.Tanh(), nn.Linear(hidden, 1)
+        )
         # what checkpoint.load_model_weights reads; the rest is saved to config.json
         self.config = SimpleNamespace(
             kind=HEAD_KIND,
             dim=dim,
             hidden=hidden,
             encoder_sha256=encoder_sha256,
+            history_length=int(history_length),
+            history_pool=history_pool,
             tie_word_embeddings=False,
         )
 
+    @property
+    def history_length(self) -> int:
+        return int(self.config.history_length)
+
+    @property
+    def history_pool(self) -> str:
+        return str(self.config.history_pool)
+
     def forward(self, ctx: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
-        """``ctx``: ``[N, 3, dim]`` (task, obs, prev); ``act``: ``[N, dim]`` -> ``[N]``."""
-        t, o, p = ctx.unbind(dim=1)
-        x = torch.cat([t, o, p, act, t * act, o * act, p * act], dim=-1)
+        """``ctx``: ``[N, C, dim]`` (the layout's context segments); ``act``: ``[N, dim]``
+        -> ``[N]``."""
+        x = torch.cat([ctx.flatten(1), act, (ctx * act.unsqueeze(1)).flatten(1)], dim=-1)
         return self.net(x).squeeze(-1)
 
     def save_pretrained(self, path: str | Path, safe_serialization: bool = True) -> None:
@@ -216,18 +289,28 @@ class ScorerHead(nn.Module):
 # ================================================================== the policy
 
 
-def split_compact_prompt(text: str, template: PromptTemplate) -> tuple[str, str, str]:
-    """(task, current observation, previous action) of a ``compact`` prompt: ``Task: T``
-    line, then ``observation`` / ``{score_prefix}action`` lines, the current observation
-    last."""
+def split_compact_history(
+    text: str, template: PromptTemplate
+) -> tuple[str, str, list[tuple[str, str]]]:
+    """(task, current observation, shown (observation, action) pairs oldest first) of a
+    ``compact`` prompt: ``Task: T`` line, then ``observation`` / ``{score_prefix}action``
+    lines, the current observation last."""
     head, _, rest = text.partition("\n")
     task = head[len("Task:") :].strip() if head.startswith("Task:") else head.strip()
-    marker = "\n" + template.score_prefix
-    _, found, after = rest.rpartition(marker)
-    if not found:  # no history yet
-        return task, rest.strip(), ""
-    prev, _, obs = after.partition("\n")
-    return task, obs.strip(), prev.strip()
+    chunks = rest.split("\n" + template.score_prefix)
+    obs, pairs = chunks[0], []
+    for chunk in chunks[1:]:
+        action, _, after = chunk.partition("\n")
+        pairs.append((obs.strip(), action.strip()))
+        obs = after
+    return task, obs.strip(), pairs
+
+
+def split_compact_prompt(text: str, template: PromptTemplate) -> tuple[str, str, str]:
+    """(task, current observation, previous action) of a ``compact`` prompt
+    (:func:`split_compact_history`)."""
+    task, obs, pairs = split_compact_history(text, template)
+    return task, obs, pairs[-1][1] if pairs else ""
 
 
 class EncoderPolicy:
@@ -275,19 +358,40 @@ class EncoderPolicy:
         )
 
     # ------------------------------------------------------------------ text -> ids
+    @property
+    def history_length(self) -> int:
+        """Past (observation, action) pairs the head reads (``last_action``: the last one's
+        action)."""
+        return self.model.history_length
+
+    @property
+    def history_pool(self) -> str:
+        return self.model.history_pool
+
     def prompt_ids(
         self, prompt: Prompt | str, template: PromptTemplate, mode: str = "score"
     ) -> list[int]:
-        """``task [SEP] observation [SEP] previous action`` word-piece ids, from the pieces of
-        a :class:`~mvpo_train.prompts.Prompt`. A bare text (a hand-written ``compact`` prompt)
-        is split by :func:`split_compact_prompt`."""
+        """The word-piece ids of the head's prompt segments separated by ``[SEP]``, from the
+        pieces of a :class:`~mvpo_train.prompts.Prompt` (docs/policies.md, "Input layout"):
+        ``task, observation, previous action`` (``last_action``) or ``task, observation,
+        obs_-1, action_-1, ..., obs_-H, action_-H`` (most recent first; a pair not shown yet
+        is two empty segments). A bare text (a hand-written ``compact`` prompt) is split by
+        :func:`split_compact_history`."""
         if mode != "score":
             raise ValueError("the encoder policy has only the 'score' action mode")
         sep, n = self.embedder.sep_id, self.max_segment_tokens
         if isinstance(prompt, Prompt):
-            parts = (prompt.task, prompt.observation, prompt.previous_action)
+            task, obs, hist = prompt.task, prompt.observation, list(prompt.history)
         else:
-            parts = split_compact_prompt(prompt, template)
+            task, obs, hist = split_compact_history(prompt, template)
+        parts = [task, obs]
+        if self.history_pool == LEGACY_POOL:
+            parts.append(hist[-1][1].strip() if hist else "")
+        else:
+            recent = hist[::-1][: self.history_length]
+            recent += [("", "")] * (self.history_length - len(recent))
+            for o, a in recent:
+                parts += [o, a.strip()]
         out: list[int] = []
         for k, part in enumerate(parts):
             if k:
@@ -314,12 +418,28 @@ class EncoderPolicy:
                 segs.append([])
             else:
                 segs[-1].append(int(x))
-        if len(segs) != SEGMENTS:
+        want = prompt_segments(self.history_length, self.history_pool)
+        if len(segs) != want:
             raise ValueError(
-                f"encoder policy prompt ids have {len(segs)} segments, expected {SEGMENTS} "
-                "(were they written by another policy?)"
+                f"encoder policy prompt ids have {len(segs)} segments, expected {want} "
+                "(were they written by another policy or another history layout?)"
             )
         return [tuple(s) for s in segs]
+
+    def _context(self, emb: torch.Tensor, segs: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """``[P, C, dim]`` context of the layout from ``[P, S, dim]`` segment embeddings;
+        ``mean`` averages the past observations and actions over the pairs shown (an empty
+        action segment: a pair not shown yet)."""
+        if self.history_pool != "mean" or self.history_length == 0:
+            return emb
+        shown = torch.tensor([len(s) > 0 for s in segs], device=emb.device).reshape(
+            emb.shape[0], -1
+        )[:, 3::2]
+        w = shown.to(emb.dtype).unsqueeze(-1)  # [P, H, 1]
+        count = w.sum(dim=1).clamp(min=1.0)
+        obs = (emb[:, 2::2] * w).sum(dim=1) / count
+        act = (emb[:, 3::2] * w).sum(dim=1) / count
+        return torch.stack([emb[:, 0], emb[:, 1], obs, act], dim=1)
 
     # ------------------------------------------------------------------ scores
     def score_candidates(
@@ -334,7 +454,8 @@ class EncoderPolicy:
         counts = [len(c) for c in candidates]
         acts = [tuple(int(x) for x in c) for cands in candidates for c in cands]
         emb = self.embedder.embed(segs + acts).to(self.device)
-        ctx = emb[: len(segs)].reshape(len(prompts), SEGMENTS, -1)
+        per = prompt_segments(self.history_length, self.history_pool)
+        ctx = self._context(emb[: len(segs)].reshape(len(prompts), per, -1), segs)
         act = emb[len(segs) :]
         rows = torch.repeat_interleave(
             torch.arange(len(prompts), device=self.device),
@@ -384,9 +505,48 @@ def load_head(path: str | Path, embedder: SegmentEmbedder) -> ScorerHead:
         raise ConfigError(
             f"model: {path} was trained on another sentence encoder (SHA-256 differs)"
         )
-    head = ScorerHead(int(meta["dim"]), int(meta["hidden"]), embedder.fingerprint)
+    # a head folder written before the layout was recorded reads the previous action only
+    layout = (meta.get("history_length", 1), meta.get("history_pool", LEGACY_POOL))
+    try:
+        check_layout(*layout)
+    except ValueError as err:
+        raise ConfigError(f"model: {path}/config.json: {err}") from None
+    head = ScorerHead(int(meta["dim"]), int(meta["hidden"]), embedder.fingerprint,
+                      history_length=layout[0], history_pool=layout[1])  # fmt: skip
+    want = tuple(head.net[0].weight.shape)
+    got = _saved_shape(path / "model.safetensors", "net.0.weight")
+    if got is not None and got != want:
+        raise ConfigError(
+            f"model: {path}: the head's input is {got[1]} wide, its config.json's layout "
+            f"(history_length {layout[0]}, history_pool {layout[1]!r}) needs {want[1]}"
+        )
     load_model_weights(head, path)
     return head
+
+
+def _saved_shape(path: Path, key: str) -> tuple[int, ...] | None:
+    """The shape of tensor ``key`` in a safetensors file (``None``: unreadable or absent;
+    load_model_weights then names the problem)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return tuple(f.get_slice(key).get_shape()) if key in f.keys() else None
+    except Exception:  # safetensors raises its own error types
+        return None
+
+
+def check_history_length(head: ScorerHead, history_length: int, where: str) -> None:
+    """A one-line ConfigError when a head reading ``H`` past pairs meets a run that shows
+    another number (a ``last_action`` head reads the last shown action, as it always did)."""
+    from mvpo_train.config import ConfigError
+
+    if head.history_pool != LEGACY_POOL and head.history_length != history_length:
+        raise ConfigError(
+            f"history_length: {where} reads {head.history_length} past (observation, action) "
+            f"pairs, the run shows {history_length}; pass --history-length "
+            f"{head.history_length} or another head"
+        )
 
 
 #: the ``model`` value that means "a fresh, seeded head" (the LM policy's default name)
@@ -401,9 +561,11 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
     embedder = SegmentEmbedder()
     name = model or cfg.model
     if name in FRESH:
-        head = ScorerHead(embedder.dim, 256, embedder.fingerprint)
+        head = ScorerHead(embedder.dim, 256, embedder.fingerprint,
+                          history_length=cfg.history_length, history_pool=DEFAULT_POOL)  # fmt: skip
     else:
         head = load_head(name, embedder)
+        check_history_length(head, cfg.history_length, f"model {name}")
     dev = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     head.to(dev)
     cache = str(getattr(cfg, "embedding_cache", "") or "")
@@ -543,21 +705,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=200, help="behaviour-cloning steps (early stop)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--history-length", type=int, default=2)
+    p.add_argument(
+        "--history-length",
+        type=int,
+        default=2,
+        help="past (observation, action) pairs shown (as mvpo-train --history-length)",
+    )
+    p.add_argument(
+        "--history-pool",
+        choices=HISTORY_POOLS,
+        default=DEFAULT_POOL,
+        help="how the head reads them (docs/policies.md, 'Input layout')",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
+    if args.history_length < 0:
+        p.error(f"--history-length must be >= 0, not {args.history_length}")
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "threads")}
     out = Path(args.out)
     meta_path = out / "warm_start.json"
     saved = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-    if saved is not None and saved.get("settings") != settings:
-        print(f"warm start: {out} holds another warm start; choose another --out", file=sys.stderr)
-        return 2
+    if saved is not None:
+        # a folder written before --history-pool existed holds a last_action head
+        before = {"history_pool": LEGACY_POOL, **dict(saved.get("settings") or {})}
+        if before != settings:
+            other = {k: v for k, v in before.items() if settings.get(k) != v}
+            print(f"warm start: {out} holds another warm start ({other}); choose another --out",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     embedder = SegmentEmbedder()
-    policy = EncoderPolicy(ScorerHead(embedder.dim, 256, embedder.fingerprint), embedder)
+    head = ScorerHead(embedder.dim, 256, embedder.fingerprint,
+                      history_length=args.history_length, history_pool=args.history_pool)  # fmt: skip
+    policy = EncoderPolicy(head, embedder)
     from mvpo_train.config import ConfigError
 
     try:

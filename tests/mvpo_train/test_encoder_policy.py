@@ -1,6 +1,8 @@
 """The encoder policy (docs/policies.md): prompt parsing, log-softmax over the admissible
-list with gradients in the head only, learning a fixed mini task, a deterministic cached warm
-start, bit-exact resume, checkpoints that load back, and one-line config errors."""
+list with gradients in the head only, the history segments (a head that reads them learns
+what only the history tells; heads of the first layout load as before; a head of another
+history length is one line), learning a fixed mini task, a deterministic cached warm start,
+bit-exact resume, checkpoints that load back, and one-line config errors."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ from mvpo_train.encoder_policy import (
     ScorerHead,
     SegmentEmbedder,
     load_encoder_policy,
+    load_head,
+    split_compact_history,
     split_compact_prompt,
+    warm_start,
 )
 from mvpo_train.encoder_policy import (
     main as warm_start_main,
@@ -61,6 +66,123 @@ def test_compact_prompt_splits_into_task_observation_previous_action():
     )
 
 
+def _door_demos(policy: EncoderPolicy, history_length: int):
+    """Two states that differ only in the observation *before* the last action: the door
+    seen two steps ago tells which door to open (the current observation and the previous
+    action are the same)."""
+    demos = []
+    for colour in ("red", "blue"):
+        b = PromptBuilder(TEMPLATE, 1, history_length)
+        b.reset(0, f"You see a {colour} door.", "open the door you saw.")
+        b.record(0, "turn off the light", "It is dark.")
+        adm = ["open red door", "open blue door"]
+        cands = [policy.candidate_ids(a, TEMPLATE) for a in adm]
+        demos.append(
+            (policy.prompt_ids(b.prompt(0, adm), TEMPLATE), cands, adm.index(f"open {colour} door"))
+        )
+    return demos
+
+
+@pytest.mark.parametrize("pool", ["concat", "mean"])
+def test_a_history_head_learns_what_only_the_history_tells(embedder, pool):
+    """Behaviour cloning on the two door states: a head reading one past (observation,
+    action) pair picks the right door in both; the first layout (task, observation, previous
+    action) sees the same input twice and cannot beat a coin (docs/policies.md)."""
+    probs = {}
+    for layout in ((1, pool), (1, "last_action")):
+        torch.manual_seed(0)
+        head = ScorerHead(embedder.dim, 32, embedder.fingerprint, history_length=layout[0],
+                          history_pool=layout[1])  # fmt: skip
+        policy = EncoderPolicy(head, embedder)
+        demos = _door_demos(policy, 1)
+        warm_start(policy, demos, steps=60, lr=1e-2, batch_size=2)
+        with torch.no_grad():
+            res = policy.score_candidates([d[0] for d in demos], [d[1] for d in demos])
+        probs[layout[1]] = [
+            float(torch.softmax(s, -1)[d[2]]) for s, d in zip(res.scores, demos, strict=True)
+        ]
+    assert min(probs[pool]) > 0.9, probs
+    assert min(probs["last_action"]) <= 0.5 + 1e-6, probs
+
+
+def test_history_segments_come_from_the_prompt_pieces(embedder):
+    """``task, obs, obs_-1, action_-1, obs_-2, action_-2`` (most recent first; pairs not
+    shown yet are empty segments); a bare compact text gives the same ids."""
+    head = ScorerHead(
+        embedder.dim, 8, embedder.fingerprint, history_length=2, history_pool="concat"
+    )
+    policy = EncoderPolicy(head, embedder)
+    n, sep = policy.max_segment_tokens, embedder.sep_id
+    b = PromptBuilder(TEMPLATE, 1, 2)
+    b.reset(0, "You are in a room.", "put a mug on desk.")
+    b.record(0, "go to desk 1", "You arrive at desk 1.")
+    ids = policy.prompt_ids(b.prompt(0, []), TEMPLATE)
+    texts = ["put a mug on desk.", "You arrive at desk 1.", "You are in a room.", "go to desk 1"]
+    want = [y for k, t in enumerate(texts) for y in ([sep] if k else []) + embedder.ids(t, n)]
+    assert ids == [*want, sep, sep]  # the second pair: not shown yet
+    b.record(0, "take mug 1 from desk 1", "You pick up the mug 1.")
+    b.record(0, "look", "You are facing desk 1.")
+    prompt = b.prompt(0, [])
+    assert split_compact_history(prompt.text, TEMPLATE) == (
+        "put a mug on desk.",
+        "You are facing desk 1.",
+        [("You arrive at desk 1.", "take mug 1 from desk 1"), ("You pick up the mug 1.", "look")],
+    )
+    assert policy.prompt_ids(prompt, TEMPLATE) == policy.prompt_ids(prompt.text, TEMPLATE)
+    assert len(policy._segments(policy.prompt_ids(prompt, TEMPLATE))) == 6
+
+
+def test_a_head_of_the_first_layout_loads_as_before_and_layouts_are_checked(tmp_path, embedder):
+    """A head folder written before the layout was recorded (config.json without it) reads
+    task, observation, previous action, with any --history-length; a head reading H pairs
+    meets a run showing another number with one line, and so does a config.json whose layout
+    does not fit the weights."""
+    torch.manual_seed(0)
+    old = ScorerHead(embedder.dim, 16, embedder.fingerprint, history_length=1,
+                     history_pool="last_action")  # fmt: skip
+    assert tuple(old.net[0].weight.shape) == (16, 7 * embedder.dim)  # the first layout's shape
+    old.save_pretrained(tmp_path / "old")
+    cfg_path = tmp_path / "old" / "config.json"
+    meta = json.loads(cfg_path.read_text())
+    assert (meta["history_length"], meta["history_pool"]) == (1, "last_action")
+    del meta["history_length"], meta["history_pool"]
+    cfg_path.write_text(json.dumps(meta))
+    for hist in (0, 2, 3):
+        policy = load_encoder_policy(
+            _cfg(tmp_path, model=str(tmp_path / "old"), history_length=hist)
+        )
+        assert policy.history_pool == "last_action"
+        assert all(
+            torch.equal(p, q)
+            for p, q in zip(policy.model.parameters(), old.parameters(), strict=True)
+        )
+    b = PromptBuilder(TEMPLATE, 1, 2)
+    b.reset(0, "You are in a room.", "put a mug on desk.")
+    b.record(0, "go to desk 1", "You arrive at desk 1.")
+    ids = policy.prompt_ids(b.prompt(0, []), TEMPLATE)
+    assert ids == policy.prompt_ids(b.prompt(0, []).text, TEMPLATE)
+    assert len(policy._segments(ids)) == 3
+    assert policy.decode(policy._segments(ids)[2]) == "go to desk 1"
+    new = ScorerHead(
+        embedder.dim, 16, embedder.fingerprint, history_length=2, history_pool="concat"
+    )
+    new.save_pretrained(tmp_path / "new")
+    assert load_encoder_policy(_cfg(tmp_path, model=str(tmp_path / "new"), history_length=2))
+    with pytest.raises(
+        ConfigError, match="reads 2 past .* the run shows 1; pass --history-length 2"
+    ):
+        load_encoder_policy(_cfg(tmp_path, model=str(tmp_path / "new"), history_length=1))
+    cfg_path = tmp_path / "new" / "config.json"
+    cfg_path.write_text(json.dumps({**json.loads(cfg_path.read_text()), "history_length": 1}))
+    with pytest.raises(ConfigError, match="input is 4992 wide, its config.json's layout"):
+        load_head(tmp_path / "new", embedder)
+    cfg_path.write_text(json.dumps({**json.loads(cfg_path.read_text()), "history_pool": "sum"}))
+    with pytest.raises(ConfigError, match="history_pool must be one of"):
+        load_head(tmp_path / "new", embedder)
+    # a fresh head reads the run's history length
+    assert load_encoder_policy(_cfg(tmp_path, history_length=3)).history_length == 3
+
+
 def test_choice_logprob_is_log_softmax_and_only_the_head_learns(embedder):
     torch.manual_seed(0)
     policy = EncoderPolicy(ScorerHead(embedder.dim, 16, embedder.fingerprint), embedder)
@@ -84,8 +206,8 @@ def test_choice_logprob_is_log_softmax_and_only_the_head_learns(embedder):
 def test_learns_a_fixed_mini_task(tmp_path):
     """Mini task 13 (put the remote control on the coffee table, 4 expert steps): a fresh
     head wins it a few percent of the time in 16 steps; 16 iterations of GRPO + PPO with the
-    encoder policy raise the batch success well above that (fixed seed, one thread:
-    deterministic; measured 0.04 over the first 3 iterations, 0.9 over the last 3)."""
+    encoder policy (a fresh head reading one past pair, ``concat``) raise the batch success
+    well above that (fixed seed, one thread: deterministic)."""
     rows = train(
         _cfg(
             tmp_path,
@@ -124,6 +246,31 @@ def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == w["a"]
     assert json.loads(meta.read_text()) == saved
     assert warm_start_main(["--out", str(tmp_path / "a"), *args[:-2], "--batch-size", "4"]) == 2
+    meta_head = json.loads((tmp_path / "a" / "config.json").read_text())
+    # the default layout is the first one (earlier warm starts reproduce); history is opt-in
+    assert (meta_head["history_length"], meta_head["history_pool"]) == (2, "last_action")
+    # another layout is another warm start, loaded only with its history length
+    d = tmp_path / "d"
+    assert warm_start_main(["--out", str(d), *args, "--history-length", "1",
+                            "--history-pool", "mean"]) == 0  # fmt: skip
+    assert (
+        load_policy(_cfg(tmp_path / "run", model=str(d), history_length=1)).history_pool == "mean"
+    )
+    with pytest.raises(ConfigError, match="history_length: model"):
+        load_policy(_cfg(tmp_path / "run", model=str(d), history_length=2))
+    # a folder of the first layout, written before --history-pool existed: kept with the
+    # default (= last_action: same demonstrations, same head), refused in one line with another
+    e = tmp_path / "e"
+    assert warm_start_main(["--out", str(e), *args]) == 0
+    meta_e = json.loads((e / "warm_start.json").read_text())
+    del meta_e["settings"]["history_pool"]
+    (e / "warm_start.json").write_text(json.dumps(meta_e))
+    capsys.readouterr()
+    assert warm_start_main(["--out", str(e), *args, "--history-pool", "last_action"]) == 0
+    assert "cached" in capsys.readouterr().out
+    assert warm_start_main(["--out", str(e), *args, "--history-pool", "concat"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'history_pool': 'last_action'" in err, err
     # the head loads as --model DIR and plays
     cfg = _cfg(tmp_path / "run", model=str(tmp_path / "a"))
     policy = load_policy(cfg)
@@ -188,21 +335,25 @@ def test_shared_embedding_cache_changes_nothing_but_the_cost(tmp_path):
 
 
 def test_a_literal_sep_in_an_observation_is_text_not_a_segment_separator():
-    """WebShop observations join fields with " [SEP] "; the prompt still has 3 segments."""
+    """WebShop observations join fields with " [SEP] "; the prompt still has its 6 segments
+    (task, observation, 2 x (past observation, past action))."""
     embedder = SegmentEmbedder()
-    policy = EncoderPolicy(ScorerHead(embedder.dim, 8, embedder.fingerprint), embedder)
+    head = ScorerHead(embedder.dim, 8, embedder.fingerprint, history_pool="concat")
+    policy = EncoderPolicy(head, embedder)
     b = PromptBuilder(TEMPLATE, 1, 2)
     b.reset(0, "WebShop [SEP] Instruction: [SEP] i need a red shirt [SEP] Search", "buy a shirt")
     ids = policy.prompt_ids(b.render(0, ["search[red shirt]"]), TEMPLATE)
-    assert len(policy._segments(ids)) == 3
+    assert len(policy._segments(ids)) == 6
     assert embedder.ids("a [SEP] b", 16) != embedder.ids("a b", 16)  # kept as text
     assert embedder.sep_id not in embedder.ids("a [SEP] b", 16)
 
 
 def test_prompt_ids_read_the_prompt_pieces_not_its_text(embedder):
     """A two-line task and an observation with a "> " line: parsing the text back would take
-    the wrong task and a wrong previous action; the pieces are what the builder was given."""
-    policy = EncoderPolicy(ScorerHead(embedder.dim, 8, embedder.fingerprint), embedder)
+    the wrong task and a wrong previous action; the pieces are what the builder was given
+    (the first layout: task, observation, previous action)."""
+    head = ScorerHead(embedder.dim, 8, embedder.fingerprint, history_pool="last_action")
+    policy = EncoderPolicy(head, embedder)
     b = PromptBuilder(TEMPLATE, 1, 2)
     b.reset(0, "You are in a room.", "put a mug\non the desk.")
     b.record(0, "look", "A note says:\n> go away\nThe door is shut.")
