@@ -114,7 +114,9 @@ def eval_file(path: Path, split: str) -> Path:
 
 
 def _py(entry: str) -> list[str]:
-    return [sys.executable, "-c", f"from mvpo_train.cli import {entry}; {entry}()"]
+    # the entry's return value is the exit code (a refused config must fail the run's script)
+    code = f"import sys; from mvpo_train.cli import {entry}; sys.exit({entry}())"
+    return [sys.executable, "-c", code]
 
 
 def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list[str]:
@@ -175,6 +177,8 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path) -> None:
     env = {**os.environ, **_RUN_ENV}
     warm = [sys.executable, "-m", "mvpo_train.encoder_policy", "--out", args.warm,
             *shlex.split(args.warm_args)]  # fmt: skip
+    if args.env_kwargs.strip() not in ("", "{}"):  # the walkthroughs of the study's games
+        warm += ["--env-kwargs", args.env_kwargs]
     subprocess.run(warm, cwd=ROOT, env=env, check=True)
     if not args.eval:
         return

@@ -7,7 +7,7 @@ the choice per arm is the point with the largest training-success area (mean bat
 over the run, the train split's rollouts only). Nothing here reads a validation split.
 
     python benchmarks/tuning_grid.py --lr 3e-4 1e-3 --ppo-epochs 2 --kl-coef 0 0.05 \\
-        --iterations 10 -- --env-kwargs '{"num_games": "full"}'
+        --iterations 10 --train-flags '--history-length 2' -- --env-kwargs '{"num_games": "full"}'
 
 Resumable: rerunning the same command skips finished points and runs (learning.py resumes
 interrupted runs from their checkpoints); ``--analyze-only`` rewrites the table only. Results:
@@ -46,7 +46,7 @@ def learning_cmd(args: argparse.Namespace, lr: float, epochs: int, kl: float) ->
         "--group-size", str(args.group_size), "--lr", str(lr), "--jobs", str(args.jobs),
         "--eval-every", "0", "--no-eval", "--base", str(base),
         "--out", str(base / "learning.md"), *args.learning_flags,
-        "--", "--ppo-epochs", str(epochs), "--kl-coef", str(kl),
+        "--", "--ppo-epochs", str(epochs), "--kl-coef", str(kl), *shlex.split(args.train_flags),
     ]  # fmt: skip
 
 
@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", default=str(ROOT / "runs" / "tuning-grid"))
     p.add_argument("--out", default=str(RESULTS / "tuning_grid.md"))
     p.add_argument("--analyze-only", action="store_true")
+    p.add_argument("--train-flags", default="",
+                   help="mvpo-train flags of every run, e.g. '--history-length 2'")  # fmt: skip
     p.add_argument(
         "learning_flags", nargs="*", help="learning.py flags after --, e.g. -- --env-kwargs '{}'"
     )

@@ -69,3 +69,12 @@ def test_summary_and_paired_differences(tmp_path):
     assert np.isclose(pair["auc"][0], 0.1) and np.isclose(pair["reach"][0], 5 - (n + 1))
     assert np.isclose(pair["valid_unseen"][0], 0.05)
     assert "mvpo - gigpo" not in table["pairs"]  # an arm that did not run
+
+
+def test_a_refused_run_fails_its_script():
+    """A run's command exits with the entry's code, so a refused config is FAILED, not ok."""
+    import subprocess
+
+    lm = _learning()
+    proc = subprocess.run([*lm._py("train_main"), "--lr", "-1"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "lr" in proc.stderr

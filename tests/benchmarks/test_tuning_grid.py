@@ -24,7 +24,8 @@ def _args(tg, tmp_path: Path, monkeypatch) -> list[list[str]]:
     calls: list[list[str]] = []
     monkeypatch.setattr(tg.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     tg.main(["--base", str(tmp_path), "--arms", "grpo", "mvpo", "--seeds", "0", "1",
-             "--lr", "1e-3", "3e-4", "--kl-coef", "0", "--out", str(tmp_path / "grid.md")])  # fmt: skip
+             "--lr", "1e-3", "3e-4", "--kl-coef", "0", "--out", str(tmp_path / "grid.md"),
+             "--train-flags", "--history-length 2"])  # fmt: skip
     return calls
 
 
@@ -45,6 +46,7 @@ def test_points_run_learning_without_heldout_evaluation(tmp_path, monkeypatch):
         assert "valid_unseen" not in " ".join(cmd)
         tail = cmd[cmd.index("--") :]
         assert tail[:2] == ["--", "--ppo-epochs"] and "--kl-coef" in tail
+        assert tail[-2:] == ["--history-length", "2"] and tail.count("--") == 1
     assert {Path(c[c.index("--base") + 1]).name for c in calls} == {
         "lr0.001-ep2-kl0",
         "lr0.0003-ep2-kl0",
