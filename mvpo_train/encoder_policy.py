@@ -49,7 +49,7 @@ from torch import nn
 
 from mvpo_envs.declaration import default_env_id
 from mvpo_train.config import json_arg
-from mvpo_train.policy import ScoreResult
+from mvpo_train.policy import CandidateIds, ScoreResult, TokenIds
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
@@ -444,8 +444,8 @@ class EncoderPolicy:
     # ------------------------------------------------------------------ scores
     def score_candidates(
         self,
-        prompts: Sequence[Sequence[int]],
-        candidates: Sequence[Sequence[Sequence[int]]],
+        prompts: TokenIds,
+        candidates: CandidateIds,
         norm: str = "mean",
     ) -> ScoreResult:
         """Per prompt: the ``[n_candidates]`` logits ``head(...) / temperature``

@@ -60,6 +60,12 @@ def resolve_dtype(dtype: str | torch.dtype, device: torch.device) -> torch.dtype
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
 
 
+#: token ids of each prompt; of each candidate continuation of each prompt (the scoring API
+#: every policy implements, docs/policies.md)
+TokenIds = Sequence[Sequence[int]]
+CandidateIds = Sequence[Sequence[Sequence[int]]]
+
+
 @dataclass
 class ScoreResult:
     """Per env: candidate scores (the sampling logits) and the candidates' token log-probs."""
@@ -247,8 +253,8 @@ class Policy:
     # ------------------------------------------------------------------ log-probs
     def token_logprobs(
         self,
-        prompts: Sequence[Sequence[int]],
-        responses: Sequence[Sequence[int]],
+        prompts: TokenIds,
+        responses: TokenIds,
         *,
         entropy: bool = False,
     ) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
@@ -290,8 +296,8 @@ class Policy:
 
     def candidate_logprobs(
         self,
-        prompts: Sequence[Sequence[int]],
-        candidates: Sequence[Sequence[Sequence[int]]],
+        prompts: TokenIds,
+        candidates: CandidateIds,
     ) -> list[list[torch.Tensor]]:
         """Token log-probs of every candidate continuation of every prompt."""
         mats = self._candidate_matrices(prompts, candidates)
@@ -299,8 +305,8 @@ class Policy:
 
     def score_candidates(
         self,
-        prompts: Sequence[Sequence[int]],
-        candidates: Sequence[Sequence[Sequence[int]]],
+        prompts: TokenIds,
+        candidates: CandidateIds,
         norm: str = "mean",
     ) -> ScoreResult:
         """Scores (sampling logits) of the candidates: summed or mean token log-prob."""
@@ -454,7 +460,7 @@ class Policy:
     @torch.no_grad()
     def generate(
         self,
-        prompts: Sequence[Sequence[int]],
+        prompts: TokenIds,
         max_new_tokens: int = 256,
         *,
         greedy: bool = False,
