@@ -36,6 +36,7 @@ writes ``benchmarks/results/searchqa_scale.md`` from what has finished.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -54,16 +55,12 @@ COMMAND = (
 )
 
 
-def memory(pid: int | str = "self") -> dict[str, float]:
-    """RSS / USS (private pages) / PSS of a process in MiB, from ``smaps_rollup``."""
-    fields: dict[str, float] = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[2] == "kB":
-                fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
-    return {"rss": fields.get("Rss", 0), "uss": private, "pss": fields.get("Pss", 0)}
+_spec = importlib.util.spec_from_file_location(
+    "proc_stats", Path(__file__).with_name("proc_stats.py")
+)
+_proc_stats = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_proc_stats)
+memory = _proc_stats.memory
 
 
 def _kwargs(data: str, retriever: str, cache: str) -> dict[str, Any]:
@@ -212,12 +209,7 @@ def dense_load_child(data: str, cache: str, envs: int) -> dict[str, Any]:
 
 def run_child(args: list[str]) -> tuple[dict[str, Any], float]:
     """Run a child mode in a new interpreter; its JSON and its peak RSS (MiB)."""
-    cmd = ["/usr/bin/time", "-f", "%M", sys.executable, __file__, "--child", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
-    peak = float(proc.stderr.strip().splitlines()[-1]) / 1024
-    return json.loads(proc.stdout.strip().splitlines()[-1]), peak
+    return _proc_stats.run_child(__file__, args)
 
 
 def generate(work: Path, distractors: int) -> tuple[Path, float]:

@@ -22,6 +22,7 @@ then ``.venv/bin/python benchmarks/webshop_scale.py --work /tmp/wsscale --report
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -36,16 +37,12 @@ PER_TYPE = (400, 2000, 8000, 20000, 47200)
 ENV_COUNTS = (1, 8, 128)
 
 
-def memory(pid: int | str = "self") -> dict[str, float]:
-    """RSS / USS (private pages) / PSS of a process in MiB, from ``smaps_rollup``."""
-    fields: dict[str, float] = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[2] == "kB":
-                fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
-    return {"rss": fields.get("Rss", 0), "uss": private, "pss": fields.get("Pss", 0)}
+_spec = importlib.util.spec_from_file_location(
+    "proc_stats", Path(__file__).with_name("proc_stats.py")
+)
+_proc_stats = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_proc_stats)
+memory = _proc_stats.memory
 
 
 def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
@@ -122,12 +119,7 @@ def async_child(data_dir: str, workers: int) -> dict[str, Any]:
 
 def run_child(args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
     """Run :func:`child` in a new interpreter; its JSON and its peak RSS (MiB)."""
-    cmd = ["/usr/bin/time", "-f", "%M", sys.executable, __file__, "--child", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
-    peak = float(proc.stderr.strip().splitlines()[-1]) / 1024
-    return json.loads(proc.stdout.strip().splitlines()[-1]), peak
+    return _proc_stats.run_child(__file__, args, env)
 
 
 def measure(work: Path, per_type: int, envs: int, queries: int, workers: int) -> dict[str, Any]:
