@@ -643,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
         "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
     )
     p.add_argument("--base", default=str(ROOT / "runs" / "learning-study"))
+    p.add_argument("--embedding-cache", default=None,
+                   help="embedding cache file of every run (default: BASE/embeddings.npz); "
+                   "sweeps over the same games can share one")  # fmt: skip
     p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
     p.add_argument("--no-eval", dest="eval", action="store_false",
                    help="skip the final held-out evaluations")  # fmt: skip

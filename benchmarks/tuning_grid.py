@@ -45,7 +45,9 @@ def learning_cmd(args: argparse.Namespace, lr: float, epochs: int, kl: float) ->
         "--iterations", str(args.iterations), "--num-groups", str(args.num_groups),
         "--group-size", str(args.group_size), "--lr", str(lr), "--jobs", str(args.jobs),
         "--eval-every", "0", "--no-eval", "--base", str(base),
-        "--out", str(base / "learning.md"), *args.learning_flags,
+        "--out", str(base / "learning.md"),
+        "--embedding-cache", args.embedding_cache or str(Path(args.base) / "embeddings.npz"),
+        *args.learning_flags,
         "--", "--ppo-epochs", str(epochs), "--kl-coef", str(kl), *shlex.split(args.train_flags),
     ]  # fmt: skip
 
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--base", default=str(ROOT / "runs" / "tuning-grid"))
     p.add_argument("--out", default=str(RESULTS / "tuning_grid.md"))
+    p.add_argument("--embedding-cache", default=None,
+                   help="one embedding cache file for every point (default: BASE/embeddings.npz)")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true")
     p.add_argument("--train-flags", default="",
                    help="mvpo-train flags of every run, e.g. '--history-length 2'")  # fmt: skip

@@ -78,3 +78,18 @@ def test_a_refused_run_fails_its_script():
     lm = _learning()
     proc = subprocess.run([*lm._py("train_main"), "--lr", "-1"], capture_output=True, text=True)
     assert proc.returncode == 2 and "lr" in proc.stderr
+
+
+def test_runs_share_the_embedding_cache_given_or_the_base_one(tmp_path):
+    """``--embedding-cache`` names one file for every run (sweeps over the same games share it);
+    without it each sweep keeps ``BASE/embeddings.npz``."""
+    import argparse
+
+    lm = _learning()
+    ns = dict(iterations=2, study=True, num_groups=2, group_size=2, lr=1e-3, eval_every=0,
+              eval_episodes=1, env_kwargs="{}", warm="w", extra=[], base=str(tmp_path))  # fmt: skip
+    own = lm.train_cmd(tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=None))
+    assert own[own.index("--embedding-cache") + 1] == str(tmp_path / "embeddings.npz")
+    shared = tmp_path / "shared.npz"
+    cmd = lm.train_cmd(tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=shared))
+    assert cmd[cmd.index("--embedding-cache") + 1] == str(shared)

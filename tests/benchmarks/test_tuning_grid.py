@@ -47,6 +47,10 @@ def test_points_run_learning_without_heldout_evaluation(tmp_path, monkeypatch):
         tail = cmd[cmd.index("--") :]
         assert tail[:2] == ["--", "--ppo-epochs"] and "--kl-coef" in tail
         assert tail[-2:] == ["--history-length", "2"] and tail.count("--") == 1
+    # one embedding cache for the whole grid (the same games: observations embedded once)
+    assert {c[c.index("--embedding-cache") + 1] for c in calls} == {
+        str(tmp_path / "embeddings.npz")
+    }
     assert {Path(c[c.index("--base") + 1]).name for c in calls} == {
         "lr0.001-ep2-kl0",
         "lr0.0003-ep2-kl0",
