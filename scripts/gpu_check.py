@@ -12,7 +12,9 @@ is timed and reported; a failing step does not stop the next:
    note when vLLM is not importable;
 5. a randomly initialised model of Qwen2.5-1.5B's shape (no download needed): one generate
    iteration with KL, peak GPU memory and phase times (``MVPO_CHECK_QWEN_SHAPE=0`` skips);
-6. optional: ``$MVPO_QWEN_PATH`` (a local Qwen2.5-1.5B-Instruct folder), one iteration.
+6. optional: ``$MVPO_QWEN_PATH`` (a local Qwen2.5-1.5B-Instruct folder), one iteration;
+7. step 4 with LoRA (rank 8, merged weights pushed; :func:`vllm_lora`) -- skipped with a note
+   when vLLM or peft is not importable.
 
 The env is ALFWorld's bundled mini split when ``alfworld`` imports, else the tiny
 ``mvpo-check/KeyRoom-v0`` env of ``scripts/gpu_check_env.py`` (same info contract).
@@ -139,40 +141,136 @@ def vllm_generate():
     return {"metrics": summarize(train(base_cfg(run_dir=str(OUT / "run-vllm"), backend="vllm")))}
 
 
-def vllm_sync():
-    try:
-        import vllm  # noqa: F401
-    except Exception as err:
-        return {"skipped": f"vllm not importable ({err!r})"}
+PROMPTS = ("You arrive at fridge 1.", "Your task is to: put a mug", "> go to")
+
+
+def token_agreement(a: list[list[int]], b: list[list[int]]) -> float:
+    """The share of equal tokens position by position (over the shorter of each pair)."""
+    agree = sum(x == y for r, s in zip(a, b, strict=True) for x, y in zip(r, s, strict=False))
+    return agree / max(sum(min(len(r), len(s)) for r, s in zip(a, b, strict=True)), 1)
+
+
+def sync_check(policy, vb, params, hf=None) -> dict:
+    """Greedy vLLM tokens (``vb``) vs greedy HF tokens (``hf()``, default ``policy.generate``)
+    around one "update" (seed-0 noise of scale 0.05 added to ``params``): equal before it,
+    stale until ``vb.sync_weights(policy.model)``, equal again after it."""
     import torch
 
-    from mvpo_train.backends import make_backend
-    from mvpo_train.trainer import load_policy
-
-    policy = load_policy(base_cfg())
-    vb = make_backend("vllm", policy, gpu_memory_utilization=0.2)
-    texts = ("You arrive at fridge 1.", "Your task is to: put a mug", "> go to")
-    prompts = [policy.encode(t) for t in texts]
-    before = vb.generate(prompts, 12, greedy=True)
-    with torch.no_grad():  # an "update": perturb every weight
-        g = torch.Generator(device="cuda").manual_seed(0)
-        for p in policy.model.parameters():
+    prompts = [policy.encode(t) for t in PROMPTS]
+    hf = hf or (lambda: policy.generate(prompts, 12, greedy=True))
+    before, hf_before = vb.generate(prompts, 12, greedy=True), hf()
+    params = list(params)
+    with torch.no_grad():
+        g = torch.Generator(device=params[0].device).manual_seed(0)
+        for p in params:
             p.add_(torch.randn(p.shape, generator=g, device=p.device, dtype=p.dtype) * 0.05)
     stale = vb.generate(prompts, 12, greedy=True)
     t0 = time.time()
     vb.sync_weights(policy.model)
     sync_s = time.time() - t0
-    after = vb.generate(prompts, 12, greedy=True)
-    hf = policy.generate(prompts, 12, greedy=True)
-    agree = sum(a == b for x, y in zip(after, hf, strict=False) for a, b in zip(x, y, strict=False))
-    total = sum(min(len(x), len(y)) for x, y in zip(after, hf, strict=False))
-    vb.close()
+    after, hf_after = vb.generate(prompts, 12, greedy=True), hf()
     return {
-        "stale_equals_before_sync": stale == before,
-        "changed_after_sync": before != after,
-        "token_agreement_vllm_vs_hf": agree / max(total, 1),
+        "vllm_equals_hf_before": before == hf_before,
+        "stale_until_sync": stale == before,
+        "changed_after_sync": after != before,
+        "vllm_equals_hf_after_sync": after == hf_after,
+        "token_agreement_vllm_vs_hf": token_agreement(after, hf_after),
         "sync_seconds": round(sync_s, 3),
     }
+
+
+def vllm_sync():
+    try:
+        import vllm  # noqa: F401
+    except Exception as err:
+        return {"skipped": f"vllm not importable ({err!r})"}
+    from mvpo_train.backends import make_backend
+    from mvpo_train.trainer import load_policy
+
+    policy = load_policy(base_cfg())
+    vb = make_backend("vllm", policy, gpu_memory_utilization=0.2)
+    result = sync_check(policy, vb, policy.model.parameters())
+    vb.close()
+    return result
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a.detach().cpu(), b.detach().cpu()))
+
+
+def train_keeping_policy(cfg):
+    """``train(cfg)``'s rows and the trainer's own policy (its ``load_policy``, wrapped for
+    the run, keeps what it returns)."""
+    from mvpo_train import trainer
+
+    load, kept = trainer.load_policy, []
+
+    def keep(*args, **kwargs):
+        kept.append(load(*args, **kwargs))
+        return kept[-1]
+
+    trainer.load_policy = keep
+    try:
+        rows = trainer.train(cfg)
+    finally:
+        trainer.load_policy = load
+    return rows, kept[0]
+
+
+def vllm_lora(**kw):
+    """LoRA on the vLLM backend (docs/training.md, "LoRA", "vLLM"): two ``generate``
+    iterations (rank 8, every linear layer), then the trained policy's base is bit for bit the
+    base it started from, its adapters moved, the checkpoint holds adapters only, and
+    :func:`sync_check` on the adapters (HF side: peft's ``merge_and_unload`` of a copy)."""
+    try:
+        import peft  # noqa: F401
+        import vllm  # noqa: F401
+    except Exception as err:
+        return {"skipped": f"vllm or peft not importable ({err!r})"}
+    import copy
+
+    from mvpo_train.backends import make_backend
+    from mvpo_train.checkpoint import ADAPTER_WEIGHTS, latest_checkpoint
+    from mvpo_train.policy import Policy
+    from mvpo_train.trainer import load_policy
+
+    lora = dict(lora_rank=8, lora_alpha=16.0, lora_target_modules=["all-linear"], lr=1e-3)
+    cfg = base_cfg(**{"run_dir": str(OUT / "run-vllm-lora"), "backend": "vllm", **lora, **kw})
+    rows, policy = train_keeping_policy(cfg)
+    start = load_policy(cfg)  # the same seed: the base and the adapters the run started from
+    now, then = dict(policy.model.named_parameters()), dict(start.model.named_parameters())
+    adapter = {n for n, p in now.items() if p.requires_grad}
+
+    def base_unchanged() -> bool:
+        return all(torch_equal(now[n], then[n]) for n in now if n not in adapter)
+
+    moved = max(float((now[n] - then[n]).detach().abs().max()) for n in adapter)
+    trained_base = base_unchanged()
+    ckpt = latest_checkpoint(cfg.run_dir)
+    files = sorted(f.name for f in ckpt.iterdir())
+    prompts = [policy.encode(t) for t in PROMPTS]
+
+    def merged_hf():
+        merged = copy.deepcopy(policy.model).merge_and_unload()
+        return policy.with_model(merged, Policy).generate(prompts, 12, greedy=True)
+
+    vb = make_backend("vllm", policy, gpu_memory_utilization=0.2)
+    vb.sync_weights(policy.model)  # the engine loaded the base: push base + trained adapters
+    sync = sync_check(policy, vb, [now[n] for n in sorted(adapter)], hf=merged_hf)
+    vb.close()
+    return {
+        "metrics": summarize(rows),
+        "frozen_base_unchanged": trained_base,
+        "adapters_max_change": moved,
+        "adapters_moved": moved > 0,
+        "adapters_only_checkpoint": ADAPTER_WEIGHTS in files and "model.safetensors" not in files,
+        "checkpoint": {"path": str(ckpt), "files": files,
+                       "adapter_bytes": (ckpt / ADAPTER_WEIGHTS).stat().st_size},
+        "base_unchanged_by_sync": base_unchanged(),
+        **sync,
+    }  # fmt: skip
 
 
 def qwen():
@@ -269,6 +367,7 @@ STEPS = {
     "vLLM weight sync": vllm_sync,
     "Qwen2.5-1.5B-shaped random model, HF backend": qwen_shaped,
     "Qwen2.5-1.5B-Instruct (MVPO_QWEN_PATH)": qwen,
+    "generate mode, vLLM backend, LoRA": vllm_lora,  # last: the steps before keep their time
 }
 
 
