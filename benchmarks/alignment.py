@@ -225,13 +225,17 @@ def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
             results["batches"].append(entry)
             print(
                 f"p={p:g} seed={seed}: {len(batch)} rows, success {entry['success']:.2f}, "
-                + ", ".join(
-                    f"{v} AUC {s['auc']:.3f} ({s['repaired_rows']} repaired)"
-                    for v, s in entry["variants"].items()
-                ),
+                + _auc_summary(entry["variants"]),
                 flush=True,
             )
     return results
+
+
+def _auc_summary(variants: dict[str, dict[str, Any]]) -> str:
+    """``name AUC 0.812 (3 repaired), ...``: the progress line of one batch's variants."""
+    return ", ".join(
+        f"{v} AUC {s['auc']:.3f} ({s['repaired_rows']} repaired)" for v, s in variants.items()
+    )
 
 
 def run_records(args: argparse.Namespace) -> dict[str, Any]:
@@ -262,14 +266,7 @@ def run_records(args: argparse.Namespace) -> dict[str, Any]:
                 est.load_state_dict(rec.estimator_state)
             row["variants"][v] = score(batch, est, labels)
         out["iterations"].append(row)
-        print(
-            f"iteration {it}: "
-            + ", ".join(
-                f"{v} AUC {s['auc']:.3f} ({s['repaired_rows']} repaired)"
-                for v, s in row["variants"].items()
-            ),  # fmt: skip
-            flush=True,
-        )
+        print(f"iteration {it}: " + _auc_summary(row["variants"]), flush=True)
     return out
 
 

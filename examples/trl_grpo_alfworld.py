@@ -33,14 +33,11 @@ import argparse
 import contextlib
 import json
 import os
-import re
-import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 from mvpo_envs.serve import MvpoEnvClient, StepResult
+from mvpo_envs.serve.server import served
 
 ENV_ID = "mvpo/ALFWorld-v0"
 INSTRUCTION = (
@@ -141,26 +138,6 @@ class GameFactory:
             game._close()
 
 
-@contextlib.contextmanager
-def served(env_id: str, env_kwargs: str) -> Iterator[str]:
-    """``mvpo-serve ENV_ID --port 0`` in a child process; yields its loopback URL."""
-    cmd = [sys.executable, "-m", "mvpo_envs.serve.server", env_id, "--port", "0"]
-    proc = subprocess.Popen(cmd + ["--env-kwargs", env_kwargs], stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stderr.readline()  # printed once the port is bound
-        match = re.search(r"on (http://[\d.]+:\d+)", line)
-        if not match:
-            raise RuntimeError(f"mvpo-serve did not start: {line.strip() or proc.wait()}")
-        yield match.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def load_model(name: str) -> tuple[Any, Any]:
     """The policy and its tokenizer; a template without tool calls gets TRL's Qwen2.5 one."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -249,7 +226,11 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental
-    server = contextlib.nullcontext(args.url) if args.url else served(args.env_id, args.env_kwargs)
+    server = (
+        contextlib.nullcontext(args.url)
+        if args.url
+        else served(args.env_id, "--env-kwargs", args.env_kwargs)
+    )
     with server as url, tempfile.TemporaryDirectory(prefix="trl-grpo-") as out:
         factory = GameFactory(url, args.transport, args.max_turns)
         model, tokenizer = load_model(args.model)

@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401
+from mvpo_envs.cli_args import int_at_least
 
 #: default split per env id: the bundled held-out split of each env
 DEFAULT_SPLITS = {"mvpo/ALFWorld-v0": "eval", "mvpo/WebShop-v0": "test", "mvpo/SearchQA-v0": "test"}
@@ -84,21 +85,13 @@ def run_episode(
     return summary
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mvpo-demo", description=__doc__.splitlines()[0])
     p.add_argument("--env-id", default="mvpo/ALFWorld-v0", choices=sorted(DEFAULT_SPLITS))
     p.add_argument("--split", default=None, help="default: the env's held-out split")
-    p.add_argument("--seed", type=_seed, default=0, help="task = seed mod number of tasks")
+    p.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="task = seed mod number of tasks"
+    )
     args = p.parse_args(argv)
     split = args.split if args.split is not None else DEFAULT_SPLITS[args.env_id]
     try:

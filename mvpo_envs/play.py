@@ -27,6 +27,7 @@ import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.action_templates import TAG_TEMPLATE, TASK_SLOTS, TEMPLATE, fill_template
+from mvpo_envs.cli_args import int_at_least
 
 __all__ = ["TAG_TEMPLATE", "TASK_SLOTS", "TEMPLATE", "fill_template", "main", "play"]
 
@@ -40,24 +41,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _seed(text: str) -> int:
-    """``--seed``: Gymnasium seeds are ints >= 0 (a negative one was a traceback at reset)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an int >= 0, got {text!r}")
-    return value
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = _Parser(
         prog="mvpo-play", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
     p.add_argument("env_id", nargs="?", default="mvpo/ALFWorld-v0", help="environment id")
     p.add_argument(
-        "--seed", type=_seed, default=0, help="task = seed mod number of tasks (an int >= 0)"
+        "--seed",
+        type=int_at_least(0),
+        default=0,
+        help="task = seed mod number of tasks (an int >= 0)",
     )
     p.add_argument("--split", default=None, help="data split (env-specific; default: env default)")
     p.add_argument("--data-dir", default=None, help="the benchmark's own data folder")

@@ -46,24 +46,17 @@ def test_demo_of_each_env_wins_scripted(env_id, capsys):
 
 def test_play_driven_through_stdin_as_a_user_would():
     """``mvpo-play`` reading a number, a typed command and a garbled line, then end of input."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "mvpo_envs.play", "mvpo/ALFWorld-v0", "--seed", "0"],
-        input="1\nlook\nflap the wings\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+
+    def play(seed: str, typed: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "mvpo_envs.play", "mvpo/ALFWorld-v0", "--seed", seed]
+        return subprocess.run(
+            cmd, input=typed, capture_output=True, text=True, timeout=120, cwd=REPO
+        )
+
+    proc = play("0", "1\nlook\nflap the wings\n")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("Nothing happens.") == 1 and "step 3" in proc.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "mvpo_envs.play", "mvpo/ALFWorld-v0", "--seed", "-2"],
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    bad = play("-2", "")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
 
 

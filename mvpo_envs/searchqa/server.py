@@ -18,7 +18,8 @@ answer closes its connection so that a waiting client gets the next turn. Nothin
 for load alone. There is no server-wide lock: a retriever whose
 :attr:`~mvpo_envs.searchqa.retrievers.base.Retriever.thread_safe` is false (the dense one:
 torch's thread count is process state) is called under its own lock, and the size limits below
-bound how long one request can hold it. Bodies are parsed at most ``2 * max_body`` bytes at a
+bound how long one request can hold it. At most ``max_searches`` (8) searches run at once, the
+others wait (a search over a large corpus holds its score arrays while it runs). Bodies are parsed at most ``2 * max_body`` bytes at a
 time (:meth:`RetrievalServer.answer`), which bounds the memory a parse can take.
 
 Framing is strict, because a lax parser behind a proxy lets one request hide another
@@ -64,6 +65,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
+from mvpo_envs.cli_args import int_at_least
 from mvpo_envs.data_files import decode_utf8
 from mvpo_envs.searchqa.retrievers.base import Retriever
 
@@ -81,6 +83,9 @@ MAX_CONNECTIONS = 256
 BACKLOG = 1024
 #: request bodies parsed at once, in units of ``max_body`` (see :meth:`RetrievalServer.parse`)
 PARSE_BUDGET_BODIES = 2
+#: searches run at once (more wait): a bm25 search over 1M passages holds a few MiB of
+#: scores, and 256 at once held 1.1 GiB; CPU-bound, they gain nothing past the cores
+MAX_SEARCHES = 8
 EXIT_USER_ERROR = 2
 FIELDS = ("queries", "topk", "return_scores")
 _DIGITS = re.compile(rb"[0-9]{1,20}")  # bytes: str.isdigit and int() also take non-ASCII digits
@@ -116,12 +121,14 @@ class RetrievalServer:
         request_timeout: float | None = None,
         max_connections: int = MAX_CONNECTIONS,
         backlog: int = BACKLOG,
+        max_searches: int = MAX_SEARCHES,
     ):
         if not 1 <= default_topk <= max_topk:
             raise ValueError(f"default topk must be in [1, {max_topk}], got {default_topk}")
-        if max_connections < 1 or backlog < 1:
+        if max_connections < 1 or backlog < 1 or max_searches < 1:
             raise ValueError(
-                f"max_connections and backlog must be >= 1, got {max_connections}, {backlog}"
+                "max_connections, backlog and max_searches must be >= 1, got "
+                f"{max_connections}, {backlog}, {max_searches}"
             )
         if request_timeout is None:
             request_timeout = max(REQUEST_TIMEOUT, read_timeout)
@@ -136,6 +143,8 @@ class RetrievalServer:
         self.max_connections = max_connections
         # only a retriever that is not thread-safe is serialised, and only its own calls
         self._lock = None if getattr(retriever, "thread_safe", False) else threading.Lock()
+        self.max_searches = max_searches
+        self._searching = threading.BoundedSemaphore(max_searches)
         self._parsing = _Budget(PARSE_BUDGET_BODIES * max_body)
         self._httpd = _BoundedHTTPServer((host, port), _handler_for(self), backlog, max_connections)
         self._thread: threading.Thread | None = None
@@ -239,11 +248,12 @@ class RetrievalServer:
         return queries, topk, with_scores
 
     def _search(self, queries: list[str], topk: int, with_scores: bool) -> dict[str, Any]:
-        if self._lock is None:
-            rows = self.retriever.search(queries, topk)
-        else:
-            with self._lock:
+        with self._searching:  # at most max_searches at once: bounds their memory
+            if self._lock is None:
                 rows = self.retriever.search(queries, topk)
+            else:
+                with self._lock:
+                    rows = self.retriever.search(queries, topk)
         result = []
         for hits in rows:
             docs = [{"id": h["id"], "contents": h["contents"]} for h in hits]
@@ -532,20 +542,6 @@ class _OneLineParser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USER_ERROR)
 
 
-def _int_in(low: int, high: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
-        return value
-
-    parse.__name__ = f"integer in [{low}, {high}]"
-    return parse
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = _OneLineParser(
         prog="mvpo-searchqa-server", description="Serve a retriever on POST /retrieve."
@@ -562,19 +558,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="compact: memory-mapped corpus store (auto: for files of 64 MiB or more)",
     )
     p.add_argument(
-        "--topk", type=_int_in(1, MAX_TOPK), default=3, help="topk when a request has none"
+        "--topk", type=int_at_least(1, MAX_TOPK), default=3, help="topk when a request has none"
     )
     p.add_argument(
-        "--max_topk", type=_int_in(1, 10_000), default=MAX_TOPK, help="largest topk served"
+        "--max_topk", type=int_at_least(1, 10_000), default=MAX_TOPK, help="largest topk served"
     )
     p.add_argument(
         "--max_connections",
-        type=_int_in(1, 10_000),
+        type=int_at_least(1, 10_000),
         default=MAX_CONNECTIONS,
         help="connections served at once; more wait in the listen backlog",
     )
+    p.add_argument(
+        "--max_searches",
+        type=int_at_least(1, 10_000),
+        default=MAX_SEARCHES,
+        help="searches run at once; more wait (bounds their memory)",
+    )
+    p.add_argument(
+        "--query_cache_size",
+        type=int_at_least(0, 10**9),
+        default=4096,
+        help="the retriever's LRU cache of (query, topk) answers (0: off)",
+    )
+    p.add_argument(
+        "--dense_index",
+        default="flat",
+        choices=["flat", "ivf"],
+        help="dense: exact flat scan or an IVF index (docs/searchqa.md, Large corpora)",
+    )
+    p.add_argument(
+        "--nprobe", type=int_at_least(1, 10**6), default=None, help="dense ivf: lists searched"
+    )
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=_int_in(0, 65535), default=8000)
+    p.add_argument("--port", type=int_at_least(0, 65535), default=8000)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = p.parse_args(argv)
     if args.topk > args.max_topk:
@@ -614,8 +631,13 @@ def _build(args: argparse.Namespace) -> RetrievalServer:
         raise FileNotFoundError(f"--corpus_path: no file {corpus_path}")
     corpus = open_corpus(corpus_path, args.corpus_store, args.cache_dir)
     kwargs: dict[str, Any] = {"cache_dir": args.cache_dir}
+    kwargs["query_cache_size"] = args.query_cache_size
     if args.retriever == "dense" and args.model_path:
         kwargs["model_path"] = args.model_path
+    if args.retriever == "dense" and args.dense_index != "flat":
+        kwargs["index"] = args.dense_index
+    if args.retriever == "dense" and args.nprobe is not None:
+        kwargs["nprobe"] = args.nprobe
     if args.retriever == "pyserini" and args.index_dir:
         kwargs["index_dir"] = args.index_dir
     retriever = make_retriever(args.retriever, corpus, **kwargs)
@@ -627,6 +649,7 @@ def _build(args: argparse.Namespace) -> RetrievalServer:
             args.topk,
             max_topk=args.max_topk,
             max_connections=args.max_connections,
+            max_searches=args.max_searches,
         )
     except OSError as err:
         raise OSError(f"--host {args.host} --port {args.port}: {err.strerror or err}") from err

@@ -30,7 +30,9 @@ import argparse
 import asyncio
 import contextlib
 import json
+import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -403,6 +405,27 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         manager.shutdown()
         sock.close()
+
+
+@contextlib.contextmanager
+def served(env_id: str, *args: str) -> Iterator[str]:
+    """``mvpo-serve ENV_ID --port 0 ARGS...`` in a child process, as users start it; yields the
+    loopback URL it prints once bound, and stops it on exit (docs/integrations.md, "OpenEnv")."""
+    cmd = [sys.executable, "-m", "mvpo_envs.serve.server", env_id, "--port", "0", *args]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""  # printed once the port is bound
+        match = re.search(r"on (http://[\d.]+:\d+)", line)
+        if not match:
+            raise RuntimeError(f"mvpo-serve did not start: {line.strip() or proc.wait()}")
+        yield match.group(1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -65,6 +65,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _items(value: Any, field: str, what: str) -> list[tuple[str, Any]]:
+    """``(field[i], item)`` for each item of a list (``null``: none); not a list is an error
+    ``expected a list of <what>``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FieldError(field, f"expected a list of {what}, got {describe(value)}")
+    return [(f"{field}[{i}]", item) for i, item in enumerate(value)]
+
+
+def _object(value: Any, field: str) -> None:
+    """``value`` is a JSON object (a dict), else an error at ``field``."""
+    if not isinstance(value, dict):
+        raise FieldError(field, f"expected a JSON object, got {describe(value)}")
+
+
 def text(obj: Mapping[str, Any], key: str, required: bool = False, blank: bool = True) -> str:
     """``obj[key]`` as a string; absent or ``null`` is ``""`` unless ``required``; ``blank=False``
     refuses an empty string."""
@@ -82,16 +98,12 @@ def text(obj: Mapping[str, Any], key: str, required: bool = False, blank: bool =
 
 def text_list(value: Any, field: str, blank: bool = True) -> list[str]:
     """A list of strings (``null`` is ``[]``); ``blank=False`` refuses ``""`` items."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise FieldError(field, f"expected a list of strings, got {describe(value)}")
-    for i, item in enumerate(value):
+    for where, item in _items(value, field, "strings"):
         if not isinstance(item, str):
-            raise FieldError(f"{field}[{i}]", f"expected a string, got {describe(item)}")
+            raise FieldError(where, f"expected a string, got {describe(item)}")
         if not blank and not item.strip():
-            raise FieldError(f"{field}[{i}]", "is empty: no product can match it")
-    return value
+            raise FieldError(where, "is empty: no product can match it")
+    return [] if value is None else value
 
 
 def scalar(obj: Mapping[str, Any], key: str) -> None:
@@ -133,14 +145,8 @@ def parse_pricing(pricing: Any, field: str = "pricing") -> tuple[list[float], st
 
 
 def _reviews_list(value: Any, field: str) -> None:
-    if value is None:
-        return
-    if not isinstance(value, list):
-        raise FieldError(field, f"expected a list of reviews, got {describe(value)}")
-    for i, review in enumerate(value):
-        where = f"{field}[{i}]"
-        if not isinstance(review, dict):
-            raise FieldError(where, f"expected a JSON object, got {describe(review)}")
+    for where, review in _items(value, field, "reviews"):
+        _object(review, where)
         for key in ("title", "review", "body"):
             if review.get(key) is not None and not isinstance(review[key], str):
                 raise FieldError(
@@ -164,12 +170,7 @@ def customization_options(value: Any) -> None:
         )
     for name, contents in value.items():
         field = f"customization_options.{name}"
-        if contents is None:
-            continue
-        if not isinstance(contents, list):
-            raise FieldError(field, f"expected a list of options, got {describe(contents)}")
-        for i, content in enumerate(contents):
-            where = f"{field}[{i}]"
+        for where, content in _items(contents, field, "options"):
             if not isinstance(content, dict) or "value" not in content:
                 raise FieldError(where, f"expected {{'value': ...}}, got {describe(content)}")
             option = content["value"]
@@ -183,8 +184,7 @@ def processed_options(value: Any) -> None:
     """Processed ``options``: name -> list of non-blank value strings."""
     if value is None:
         return
-    if not isinstance(value, dict):
-        raise FieldError("options", f"expected a JSON object, got {describe(value)}")
+    _object(value, "options")
     for name, values in value.items():
         text_list(values, f"options.{name}")
         for i, option in enumerate(values):
@@ -202,8 +202,7 @@ def human_instruction(ins: Any, field: str = "") -> None:
     """One human instruction: ``instruction`` (a string; not blank when it has attributes,
     i.e. when it makes a goal), ``instruction_attributes``, ``instruction_options``."""
     prefix = f"{field}." if field else ""
-    if not isinstance(ins, dict):
-        raise FieldError(field or "instruction", f"expected a JSON object, got {describe(ins)}")
+    _object(ins, field or "instruction")
     try:
         attributes = text_list(ins.get("instruction_attributes"), "instruction_attributes", False)
         text_list(ins.get("instruction_options"), "instruction_options", blank=False)
@@ -216,12 +215,8 @@ def human_instruction(ins: Any, field: str = "") -> None:
 
 
 def human_instruction_list(value: Any, field: str) -> None:
-    if value is None:
-        return
-    if not isinstance(value, list):
-        raise FieldError(field, f"expected a list of instructions, got {describe(value)}")
-    for j, ins in enumerate(value):
-        human_instruction(ins, f"{field}[{j}]")
+    for where, ins in _items(value, field, "instructions"):
+        human_instruction(ins, where)
 
 
 def synthetic_instruction(info: Mapping[str, Any], instruction_key: str) -> None:
@@ -233,8 +228,7 @@ def synthetic_instruction(info: Mapping[str, Any], instruction_key: str) -> None
 
 def raw_product(item: Any) -> None:
     """A raw scraped product (``items_shuffle*.json``), before WebShop's processing."""
-    if not isinstance(item, dict):
-        raise FieldError("record", f"expected a JSON object, got {describe(item)}")
+    _object(item, "record")
     text(item, "asin", required=True, blank=False)
     text(item, "name", required=True)
     for key in ("full_description", "category", "query", "product_category"):
@@ -249,8 +243,7 @@ def raw_product(item: Any) -> None:
 
 def processed_product(p: Any) -> None:
     """A processed product (the form WebShop's ``load_products`` returns)."""
-    if not isinstance(p, dict):
-        raise FieldError("record", f"expected a JSON object, got {describe(p)}")
+    _object(p, "record")
     text(p, "asin", required=True, blank=False)
     text(p, "Title", required=True)
     for key in ("name", "Description", "Price", "query", "category", "product_category"):
@@ -279,8 +272,7 @@ def attributes_file(obj: Any, source: str | Path) -> dict[str, Any]:
         if info is None:
             continue
         try:
-            if not isinstance(info, dict):
-                raise FieldError("record", f"expected a JSON object, got {describe(info)}")
+            _object(info, "record")
             text_list(info.get("attributes"), "attributes")
             synthetic_instruction(info, "instruction")
         except FieldError as err:
@@ -309,8 +301,7 @@ def reviews_file(obj: Any, source: str | Path) -> list[dict[str, Any]]:
         raise DataFileError(f"{source}: expected a JSON list of reviews, got {type(obj).__name__}")
     for i, row in enumerate(obj):
         try:
-            if not isinstance(row, dict):
-                raise FieldError("record", f"expected a JSON object, got {describe(row)}")
+            _object(row, "record")
             text(row, "asin", required=True)
             _reviews_list(row.get("reviews"), "reviews")
             scalar(row, "average_rating")

@@ -152,7 +152,28 @@ class Asins(Sequence):
         return -1
 
 
-class ProductStore(Mapping):
+class _ByAsin(Mapping):
+    """A ``Mapping`` keyed by the asins of an :class:`Asins`, in product order."""
+
+    asins: Asins
+
+    def _index(self, asin: str) -> int:
+        i = self.asins.index_of(asin)
+        if i < 0:
+            raise KeyError(asin)
+        return i
+
+    def __contains__(self, asin: object) -> bool:
+        return self.asins.index_of(asin) >= 0
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.asins)
+
+    def __len__(self) -> int:
+        return len(self.asins)
+
+
+class ProductStore(_ByAsin):
     """asin -> processed product, decoded from the blob on each read (a ``Mapping``)."""
 
     def __init__(self, asins: Asins, records: Records, recent: int = 1024):
@@ -162,47 +183,23 @@ class ProductStore(Mapping):
         self._read = functools.lru_cache(maxsize=recent)(self._decode)
 
     def _decode(self, asin: str) -> dict[str, Any]:
-        i = self.asins.index_of(asin)
-        if i < 0:
-            raise KeyError(asin)
-        return self.records[i]
+        return self.records[self._index(asin)]
 
     def __getitem__(self, asin: str) -> dict[str, Any]:
         return self._read(asin)
-
-    def __contains__(self, asin: object) -> bool:
-        return self.asins.index_of(asin) >= 0
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.asins)
-
-    def __len__(self) -> int:
-        return len(self.asins)
 
     def values(self):  # type: ignore[override]
         return self.records
 
 
-class PriceStore(Mapping):
+class PriceStore(_ByAsin):
     """asin -> price (``prices.npy``), the same floats the in-memory loader draws."""
 
     def __init__(self, asins: Asins, prices: np.ndarray):
         self.asins, self._p = asins, prices
 
     def __getitem__(self, asin: str) -> float:
-        i = self.asins.index_of(asin)
-        if i < 0:
-            raise KeyError(asin)
-        return float(self._p[i])
-
-    def __contains__(self, asin: object) -> bool:
-        return self.asins.index_of(asin) >= 0
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.asins)
-
-    def __len__(self) -> int:
-        return len(self.asins)
+        return float(self._p[self._index(asin)])
 
 
 def _finished(folder: Path) -> bool:

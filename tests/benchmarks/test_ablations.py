@@ -3,7 +3,6 @@ analysis recomputes a real run's records (docs/learning_study.md, "Ablations")."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -14,17 +13,15 @@ import pytest
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
 
-ROOT = Path(__file__).resolve().parents[2]
+from .helpers import load_benchmark
+
 TINY = ["--num-groups", "2", "--group-size", "4", "--max-steps", "6", "--ppo-epochs", "1",
         "--threads", "1", "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def ablations():
-    spec = importlib.util.spec_from_file_location("ablations", ROOT / "benchmarks" / "ablations.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    yield mod
+    yield load_benchmark("ablations")
     sys.modules.pop("learning", None)
 
 

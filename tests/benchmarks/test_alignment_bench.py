@@ -5,10 +5,8 @@ with ``progress_oracle`` logs the metrics, records the labels, and is scored fro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,17 +16,12 @@ from mvpo_train.cli import train_main
 from mvpo_train.inspect.data import build_inspect_data
 from mvpo_train.records import find_records, read_batch_record
 
-ROOT = Path(__file__).resolve().parents[2]
+from .helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "alignment_bench", ROOT / "benchmarks" / "alignment.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    yield mod
+    yield load_benchmark("alignment", "alignment_bench")
     sys.modules.pop("alignment_bench", None)
 
 

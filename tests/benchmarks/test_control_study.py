@@ -4,25 +4,16 @@ results are written and whose rerun skips the finished run, and the paired analy
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .helpers import load_benchmark
 
 
 def _study():
-    spec = importlib.util.spec_from_file_location(
-        "control_study", ROOT / "benchmarks" / "control_study.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("control_study", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("control_study", register=True)
 
 
 def test_arm_specs_become_estimator_flags():

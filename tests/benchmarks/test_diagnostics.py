@@ -7,26 +7,19 @@ notes and the "not run yet" section; then the WebShop env of the script on the r
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def diag():
-    spec = importlib.util.spec_from_file_location(
-        "diagnostics", ROOT / "benchmarks" / "diagnostics.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop(spec.name, None)
+    yield load_benchmark("diagnostics", register=True)
+    sys.modules.pop("diagnostics", None)
 
 
 def _write_run(path: Path, rows: list[dict], planned: int, torn: bool = False) -> None:

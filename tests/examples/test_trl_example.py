@@ -27,6 +27,7 @@ from trl.chat_template_utils import (  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401  (registers the ids for the local reference env)
 from mvpo_envs.serve import MvpoEnvClient  # noqa: E402
+from mvpo_envs.serve.server import served  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV_KWARGS = {"preset": "mini"}
@@ -46,8 +47,8 @@ def ex():
 
 
 @pytest.fixture(scope="module")
-def served_url(ex):
-    with ex.served("mvpo/ALFWorld-v0", json.dumps(ENV_KWARGS)) as url:
+def served_url():
+    with served("mvpo/ALFWorld-v0", "--env-kwargs", json.dumps(ENV_KWARGS)) as url:
         yield url
 
 

@@ -68,6 +68,14 @@ def _one_line(err: pytest.ExceptionInfo, *names: str) -> str:
     return message
 
 
+def _reference_refuses(game: Path, needle: str) -> None:
+    """The reference engine refuses ``game`` with one ``GameFileError`` line naming the file
+    and ``needle``."""
+    with pytest.raises(GameFileError) as err:
+        _play(AlfworldEngine(), game)
+    _one_line(err, str(game), needle)
+
+
 # -- data never runs code -------------------------------------------------------------------
 def _inject(game: Path, expression: str) -> None:
     grammar = json.loads(game.read_text())["grammar"]
@@ -150,9 +158,7 @@ def test_reference_engine_refuses_the_same_expressions(game, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     original = game.read_text()
     _inject(game, "{__import__('os').system('touch pwned') or r.name}")
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "__import__")
+    _reference_refuses(game, "__import__")
     # TextWorld's eval looks names up in its grammar module: none may be a placeholder
     game.write_text(original)
     _inject(game, "{deepcopy}")
@@ -288,39 +294,29 @@ def test_unplayable_tasks_are_refused_in_one_line(game, field, change, expect):
 def test_reference_engine_refuses_unplayable_tasks(game):
     data = json.loads(game.read_text())
     _edit(game, pddl_domain=data["pddl_domain"].replace("(:action", "(:actoin"))
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "':actoin'")
+    _reference_refuses(game, "':actoin'")
     # Fast Downward's translator would sys.exit() the whole process on this one
     _edit(
         game,
         pddl_domain=data["pddl_domain"],
         pddl_problem=data["pddl_problem"].replace("(:init", "(:init (isglowing agent1)", 1),
     )
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "'isglowing'")
+    _reference_refuses(game, "'isglowing'")
     # a domain action without its text in the grammar fails mid-reset in TextWorld
     grammar = data["grammar"].replace("action help {", "action helpless {", 1)
     assert grammar != data["grammar"]
     _edit(game, pddl_problem=data["pddl_problem"], grammar=grammar)
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "no action 'help'")
+    _reference_refuses(game, "no action 'help'")
     _edit(game, grammar=data["grammar"])
     _edit(
         game,
         pddl_domain=data["pddl_domain"],
         pddl_problem=_problem_goal(data["pddl_problem"], "(opened ghost1)"),
     )
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "'ghost1'")
+    _reference_refuses(game, "'ghost1'")
     _edit(
         game,
         pddl_problem=data["pddl_problem"],
         grammar=data["grammar"][: len(data["grammar"]) // 2],
     )
-    with pytest.raises(GameFileError) as err:
-        _play(AlfworldEngine(), game)
-    _one_line(err, str(game), "grammar")
+    _reference_refuses(game, "grammar")

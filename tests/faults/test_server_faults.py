@@ -21,23 +21,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
 from mvpo_envs.searchqa.retrievers.base import Hit, Retriever
-from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
 from mvpo_envs.searchqa.server import RetrievalServer, main
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory) -> BM25Retriever:
-    return BM25Retriever(
-        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
-    )
 
 
 @pytest.fixture()
@@ -169,19 +161,24 @@ class _Blocking(Retriever):
             self.finished.set()
         return [[Hit(id="0", contents='"T"\nt', score=1.0)] for _ in queries]
 
-
-def test_no_server_wide_lock_a_long_request_runs_beside_short_ones() -> None:
-    backend = _Blocking()
-    with RetrievalServer(backend, read_timeout=60.0) as srv:
+    @contextlib.contextmanager
+    def slow_request(self, srv: RetrievalServer) -> Iterator[None]:
+        """A ``"slow"`` request to ``srv`` in flight (its search started) while the block runs."""
         slow = threading.Thread(target=_post, args=(srv, {"queries": ["slow"]}))
         slow.start()
         try:
-            assert backend.started.wait(timeout=20)
-            status, _, _ = _post(srv, {"queries": ["fast"]})  # answered while "slow" blocks
-            still_running = not backend.finished.is_set()
+            assert self.started.wait(timeout=20)
+            yield
         finally:
-            backend.release.set()
+            self.release.set()
             slow.join(timeout=30)
+
+
+def test_no_server_wide_lock_a_long_request_runs_beside_short_ones() -> None:
+    backend = _Blocking()
+    with RetrievalServer(backend, read_timeout=60.0) as srv, backend.slow_request(srv):
+        status, _, _ = _post(srv, {"queries": ["fast"]})  # answered while "slow" blocks
+        still_running = not backend.finished.is_set()
     assert status == 200 and still_running
 
 
@@ -346,10 +343,7 @@ def test_a_thousand_concurrent_connections_are_all_answered(bm25) -> None:
 def test_connections_over_the_cap_wait_in_the_backlog_then_are_served() -> None:
     backend = _Blocking()
     with RetrievalServer(backend, max_connections=1, read_timeout=30.0) as srv:
-        slow = threading.Thread(target=_post, args=(srv, {"queries": ["slow"]}))
-        slow.start()
-        try:
-            assert backend.started.wait(timeout=20)
+        with backend.slow_request(srv):
             waiting = socket.create_connection((srv.host, srv.port), timeout=20)
             waiting.sendall(_request(GOOD, f"Content-Length: {len(GOOD)}", "Connection: close"))
             waiting.setblocking(False)
@@ -357,9 +351,6 @@ def test_connections_over_the_cap_wait_in_the_backlog_then_are_served() -> None:
             with pytest.raises(BlockingIOError):
                 waiting.recv(1)  # queued, not refused and not served beside the slow one
             assert srv.active_connections == 1
-        finally:
-            backend.release.set()
-            slow.join(timeout=30)
         waiting.settimeout(20)
         data = b""
         while chunk := waiting.recv(65536):
@@ -371,15 +362,9 @@ def test_connections_over_the_cap_wait_in_the_backlog_then_are_served() -> None:
 def test_a_busy_server_closes_each_connection_after_its_answer() -> None:
     backend = _Blocking()
     with RetrievalServer(backend, max_connections=2, read_timeout=30.0) as srv:
-        slow = threading.Thread(target=_post, args=(srv, {"queries": ["slow"]}))
-        slow.start()
-        try:
-            assert backend.started.wait(timeout=20)
+        with backend.slow_request(srv):
             # keep-alive asked for, but a waiting client would starve behind it: closed
             data = _exchange(srv, _request(GOOD, f"Content-Length: {len(GOOD)}"), wait=10)
-        finally:
-            backend.release.set()
-            slow.join(timeout=30)
     assert _statuses(data) == [200] and b"Connection: close" in data
 
 

@@ -17,18 +17,13 @@ import pytest
 
 import mvpo_envs  # noqa: F401
 from mvpo_envs.async_worker import TextAsyncVectorEnv
-from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import GroupedVectorEnv, WorkerCrashedError
 
 SLOW = 60.0  # seconds a healthy worker's slow step takes: far beyond every bound below
 BOUND = 20.0  # hang guard: errors and close() must come well within this
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    """SearchQA envs share one retriever per process: leave none behind for later tests."""
-    yield
-    clear_shared()
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 class SlowStep(gym.Wrapper):

@@ -9,16 +9,7 @@ import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_abstraction import available_abstractions, make_abstraction
 from mvpo_abstraction.searchqa import MILESTONES, SearchQAStateAbstraction, SearchQATextAbstraction
 from mvpo_abstraction.wrapper import AbstractionWrapper
-from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
 from mvpo_envs.searchqa.oracle import OracleAgent
-from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory) -> BM25Retriever:
-    return BM25Retriever(
-        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
-    )
 
 
 def _env(bm25, abstraction: str = "searchqa"):

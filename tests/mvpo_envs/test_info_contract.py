@@ -10,6 +10,8 @@ arrays, unbatched, give back exactly what each sub-env returned.
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -20,7 +22,6 @@ import mvpo_envs  # noqa: F401
 from mvpo_envs.async_worker import TextAsyncVectorEnv
 from mvpo_envs.base import INFO_KEYS
 from mvpo_envs.info_contract import INFO_TYPES, contract_errors
-from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import unbatch_infos
 
 NUM_ENVS = 32
@@ -33,11 +34,7 @@ STEPS = {
 WORDS = ("red", "shirt", "women", "tea", "organic", "shoes", "size", "capital", "year", "x")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    """SearchQA envs share one retriever per process: leave none behind for later tests."""
-    yield
-    clear_shared()
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 class InfoRecorder(gym.Wrapper):
@@ -209,6 +206,14 @@ def _kinds(env_id: str, per_env: list[dict[str, Any]]) -> set[str]:
         "invalid_action": np.array([i["invalid_action"] for i in per_env]),
     }
     return _pages(env_id, [merged])
+
+
+def test_the_common_keys_are_the_pages_table():
+    """``INFO_KEYS`` (which the env tests check every info against) is the page's table."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "environments.md").read_text()
+    table = page.split("**Every env, every `reset` and `step`**", 1)[1].split("\n\n")[1]
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)) == INFO_KEYS
+    assert len(INFO_KEYS) == 10
 
 
 def test_contract_checker_catches_each_kind_of_break():

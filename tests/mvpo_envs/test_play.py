@@ -127,7 +127,7 @@ def test_command_line_picks_data_and_keywords(tmp_path):
         (["mvpo/WebShop-v0", "--kw", "colour=red"], "colour"),
         (["mvpo/WebShop-v0", "--kw", "novalue"], "KEY=VALUE"),
         (["mvpo/WebShop-v0", "--seed", "four"], "--seed"),
-        (["mvpo/ALFWorld-v0", "--seed", "-1"], "--seed: expected an int >= 0"),
+        (["mvpo/ALFWorld-v0", "--seed", "-1"], "--seed: expected an integer >= 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
@@ -171,7 +171,7 @@ def test_demo_scripted_agent_of_each_env_wins(env_id, split):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--seed", "-1"], "--seed: expected an int >= 0"),
+        (["--seed", "-1"], "--seed: expected an integer >= 0"),
         (["--split", "nope"], "'nope'"),
         (["--env-id", "mvpo/Nope-v0"], "invalid choice"),
     ],

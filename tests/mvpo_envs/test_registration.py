@@ -8,13 +8,8 @@ import pytest
 import mvpo_envs  # noqa: F401
 from mvpo_envs.registration import ENV_SPECS, register_envs
 from mvpo_envs.searchqa.env import SEARCH_R1_MAX_TURNS
-from mvpo_envs.searchqa.retrievers import clear_shared
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    yield
-    clear_shared()
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 def test_every_id_is_registered_once_with_its_horizon():

@@ -7,15 +7,9 @@ import numpy as np
 import pytest
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import GroupedVectorEnv, WorkerCrashedError, unbatch_infos
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    """SearchQA envs share one retriever per process: leave none behind for later tests."""
-    yield
-    clear_shared()
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 def _task_ids(venv, task_indices):

@@ -12,7 +12,6 @@ import pytest
 
 import mvpo_envs  # noqa: F401
 from mvpo_abstraction.learned import EmbeddingClusterAbstraction
-from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.batch import StepBatch
@@ -20,6 +19,7 @@ from mvpo_train.fit_abstraction import main as fit_main
 from mvpo_train.records import find_records, read_batch_record
 
 MAX_STEPS = 8
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 def alfworld_batch(first: int, n: int, seed: int) -> StepBatch:
@@ -86,13 +86,20 @@ def test_fit_install_and_bit_exact_resume(batches):
     try:
         _, infos = venv.reset_groups([0])
         assert not infos["signature"][0].startswith("c")  # the rules before install
-        run.install(venv)
-        obs, infos = venv.reset_groups([0])
-        assert list(infos["signature"]) == [f"c{a.cluster([obs[0]])[0]}|d0"] * 2
-        keys = {k for k in infos["progress"] if not k.startswith("_")}
-        assert keys == set(a.milestone_names)
+        _install_and_check(run, a, venv)
     finally:
         venv.close()
+
+
+def _install_and_check(
+    run: AbstractionRefit, fitted: EmbeddingClusterAbstraction, venv: GroupedVectorEnv
+) -> None:
+    """``run.install(venv)``: a reset then reads ``fitted``'s clusters and milestones."""
+    run.install(venv)
+    obs, infos = venv.reset_groups([0])
+    assert list(infos["signature"]) == [f"c{fitted.cluster([obs[0]])[0]}|d0"] * 2
+    keys = {k for k in infos["progress"] if not k.startswith("_")}
+    assert keys == set(fitted.milestone_names)
 
 
 def test_no_success_yet_fits_clusters_without_milestones(batches):
@@ -119,11 +126,7 @@ def test_install_in_async_workers(batches):
         "mvpo/ALFWorld-v0", 1, 2, "async", preset="mini", max_episode_steps=MAX_STEPS
     )
     try:
-        run.install(venv)
-        obs, infos = venv.reset_groups([0])
-        assert list(infos["signature"]) == [f"c{fitted.cluster([obs[0]])[0]}|d0"] * 2
-        keys = {k for k in infos["progress"] if not k.startswith("_")}
-        assert keys == set(fitted.milestone_names)
+        _install_and_check(run, fitted, venv)
     finally:
         venv.close()
 
@@ -140,13 +143,6 @@ SIGNATURE = re.compile(r"c\d+\|d\d+")
 MODE = {
     "mvpo/SearchQA-v0": {"action_mode": "generate", "prompt_style": "seed", "max_new_tokens": 8}
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    """SearchQA envs share one retriever per process: leave none behind for later tests."""
-    yield
-    clear_shared()
 
 
 def _train_kill_resume(micro, tmp_path, **kw) -> tuple[list[dict], Path]:

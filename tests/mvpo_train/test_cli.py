@@ -20,14 +20,22 @@ from mvpo_train.config import (
     preset,
     resume_safe_fields,
 )
-from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 
 
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
+def _micro_run(micro: Path, run: Path, *extra: str) -> list[str]:
+    """``mvpo-train`` flags of one iteration of the micro model: 1 group of 1, 2 steps."""
+    return [
+        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
+        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
+        "--no-progress", "--no-tensorboard", *extra,
+    ]  # fmt: skip
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """What the command wrote to stderr, checked to be one line."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
 
 
 def test_every_field_has_a_help_string_and_a_flag():
@@ -76,8 +84,7 @@ def test_bad_values_are_rejected(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("learning_rate: 1\n")
     assert train_main(["--config", str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "bad.yaml: unknown config field 'learning_rate'" in err
+    assert "bad.yaml: unknown config field 'learning_rate'" in _one_error_line(capsys)
     with pytest.raises(KeyError):
         preset("nope")
     # the estimator and its kwargs are checked when the config is built
@@ -228,44 +235,30 @@ def test_task_list_flag_forms_and_empty_run_dir(tmp_path, capsys, monkeypatch):
 
 def test_task_index_out_of_range_is_one_line_before_any_rollout(micro, tmp_path, capsys):
     run = tmp_path / "run"
-    argv = [
-        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
-        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--tasks", "3,99",
-        "--env-kwargs", '{"preset": "mini"}',
-    ]  # fmt: skip
+    argv = _micro_run(micro, run, "--tasks", "3,99", "--env-kwargs", '{"preset": "mini"}')
     assert train_main(argv) == 2  # 99 % 48 would silently train on task 3
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "tasks: [99] out of range" in err
+    assert "tasks: [99] out of range" in _one_error_line(capsys)
     assert not (run / "metrics.jsonl").exists()
 
 
 def test_eval_task_index_out_of_range_is_one_line(micro, tmp_path, capsys):
     run = tmp_path / "run"
-    argv = [
-        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
-        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--env-kwargs", '{"preset": "mini"}',
-    ]  # fmt: skip
+    argv = _micro_run(micro, run, "--env-kwargs", '{"preset": "mini"}')
     assert train_main(argv) == 0
     capsys.readouterr()
     assert eval_main(["--run-dir", str(run), "--split", "eval", "--tasks", "1,500"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "tasks: [500] out of range; split 'eval'" in err
+    assert "tasks: [500] out of range; split 'eval'" in _one_error_line(capsys)
 
 
 def test_an_eval_split_the_env_refuses_fails_before_training(micro, tmp_path, capsys):
     run = tmp_path / "run"
-    argv = [
-        "--model", str(micro), "--run-dir", str(run), "--iterations", "1",
-        "--num-groups", "1", "--group-size", "1", "--max-steps", "2", "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--env-id", "mvpo/SearchQA-v0",
-        "--action-mode", "generate", "--prompt-style", "seed", "--max-new-tokens", "4",
-        "--eval-every", "1", "--eval-split", "nope",
-    ]  # fmt: skip
+    argv = _micro_run(
+        micro, run, "--env-id", "mvpo/SearchQA-v0", "--action-mode", "generate",
+        "--prompt-style", "seed", "--max-new-tokens", "4", "--eval-every", "1",
+        "--eval-split", "nope",
+    )  # fmt: skip
     assert train_main(argv) == 2  # was: one iteration trained, then the error, no metrics
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "refused split='nope'" in err
+    assert "refused split='nope'" in _one_error_line(capsys)
     assert not run.exists()
 
 
@@ -276,8 +269,7 @@ def test_eval_out_folder_is_checked_before_evaluating(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     out = tmp_path / "file" / "eval.json"  # a folder that cannot be made
     assert eval_main(["--run-dir", str(run), "--out", str(out)]) == 2  # was a traceback after it
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--out: cannot create the folder of" in err
+    assert "--out: cannot create the folder of" in _one_error_line(capsys)
 
 
 def test_plot_bad_suffix_and_empty_run_are_one_line(tmp_path, capsys):
@@ -288,8 +280,7 @@ def test_plot_bad_suffix_and_empty_run_are_one_line(tmp_path, capsys):
     assert "no metrics rows yet" in capsys.readouterr().err
     (run / "metrics.jsonl").write_text('{"iteration": 1, "success": 0.5}\n')
     assert plot_main([str(run), "--out", str(tmp_path / "curves.txt")]) == 2  # was a traceback
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "has no image suffix" in err
+    assert "has no image suffix" in _one_error_line(capsys)
     assert plot_main([str(run), "--out", str(tmp_path / "c.svg"), "--keys", "success"]) == 0
     assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")
 
@@ -303,8 +294,7 @@ def test_an_unreachable_retrieval_server_is_one_line(capsys):
         return HttpRetriever("http://127.0.0.1:1/retrieve", timeout=1, retries=0).search(["x"], 1)
 
     assert _guard("mvpo-train", run, []) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "could not reach the retrieval server" in err
+    assert "could not reach the retrieval server" in _one_error_line(capsys)
 
 
 def test_unavailable_device_and_missing_extra_are_one_line(tmp_path, capsys, monkeypatch):
@@ -324,5 +314,4 @@ def test_unavailable_device_and_missing_extra_are_one_line(tmp_path, capsys, mon
         raise ImportError("the vllm backend needs vLLM: pip install 'mvpo[vllm]' (a CUDA machine)")
 
     assert _guard("mvpo-train", needs_extra, []) == 2  # was a traceback
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'mvpo[vllm]'" in err
+    assert "pip install 'mvpo[vllm]'" in _one_error_line(capsys)

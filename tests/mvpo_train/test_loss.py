@@ -12,7 +12,6 @@ from mvpo_train.batch import StepBatch
 from mvpo_train.config import TrainConfig
 from mvpo_train.loss import LossConfig, aggregate, low_var_kl, ppo_loss
 from mvpo_train.policy import Policy
-from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 from mvpo_train.trainer import ppo_update, row_logprobs
 
 
@@ -93,13 +92,6 @@ def test_aggregate_denominator_for_micro_batches():
 
 
 # ------------------------------------------------------------------ with the model
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory):
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
 
 
 def _fixed_batch(policy: Policy) -> StepBatch:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,13 +12,6 @@ from mvpo_train.policy import Policy
 from mvpo_train.projection import INVALID_ACTION, action_tag, get_projection, search_answer
 from mvpo_train.prompts import PromptBuilder, env_family, get_template
 from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model, default_model_path
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
 
 
 @pytest.fixture(scope="module")

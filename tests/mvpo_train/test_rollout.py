@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -15,15 +13,7 @@ from mvpo_train.config import TrainConfig
 from mvpo_train.policy import Policy
 from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector, RolloutConfig
-from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 from mvpo_train.trainer import row_logprobs
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ import pytest
 
 from mvpo_train.cli import train_main
 from mvpo_train.config import TrainConfig, load_config
-from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
 from mvpo_train.tracking import BACKENDS, normalize_report_to
 
 # Runs in a fresh process: Trackio reads TRACKIO_DIR at import, W&B keeps one run per process.
@@ -61,13 +60,6 @@ socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = (
 from mvpo_train.cli import train_main
 sys.exit(train_main(sys.argv[1:]))
 """
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory) -> Path:
-    return build_tiny_model(
-        tmp_path_factory.mktemp("micro"), MICRO_SPEC, texts=["go to fridge 1"] * 3
-    )
 
 
 def _argv(micro: Path, run_dir: Path, *extra: str) -> list[str]:

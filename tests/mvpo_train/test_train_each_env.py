@@ -16,17 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from mvpo_envs.searchqa.retrievers import clear_shared
 from mvpo_train.config import TrainConfig
 from mvpo_train.metrics import read_metrics
 from mvpo_train.trainer import train
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _forget_shared_retrievers():
-    """SearchQA envs share one retriever per process: leave none behind for later tests."""
-    yield
-    clear_shared()
+pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 
 
 #: SearchQA's answers are free text: score mode is refused there (test_score_templates.py)

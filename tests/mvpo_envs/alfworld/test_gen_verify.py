@@ -16,19 +16,12 @@ from mvpo_envs.alfworld.fast import FastEngine
 from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
 from mvpo_envs.alfworld.gen_engine import FastVerifier, VerificationError
 
-REPO = Path(__file__).resolve().parents[3]
+from .helpers import REPO, assert_cli_refuses, tree
+
 BUNDLE = REPO / "data" / "alfworld" / "alfworld"
 FULL = ALFWORLD_SPLIT_SIZES["train"]
 TAIL = 12  # the last games of ALFWorld's full train split
 FIRST = FULL - TAIL
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != gen.MANIFEST_FILE
-    }
 
 
 def _alfworld_cfg(split: str = "train") -> gen.SplitConfig:
@@ -50,7 +43,7 @@ def test_full_split_games_are_the_same_for_any_worker_count_and_index_addressabl
     gen.generate(
         two, {"train": TAIL}, preset="alfworld", first_index=FIRST, show_progress=False, workers=2
     )
-    assert len(_tree(tail)) == 2 * TAIL and _tree(two) == _tree(tail)
+    assert len(tree(tail)) == 2 * TAIL and tree(two) == tree(tail)
     entry_1 = json.loads((tail / gen.MANIFEST_FILE).read_text())["sets"]["."]
     entry_2 = json.loads((two / gen.MANIFEST_FILE).read_text())["sets"]["."]
     assert entry_1["splits"] == entry_2["splits"]
@@ -60,7 +53,7 @@ def test_full_split_games_are_the_same_for_any_worker_count_and_index_addressabl
     cfg = _alfworld_cfg()
     for index in range(FIRST, FULL):
         gen.make_game(fresh, cfg, index, cfg.task_type(index), FastVerifier())
-    assert _tree(fresh.parent) == _tree(tail)
+    assert tree(fresh.parent) == tree(tail)
     indices = sorted(
         json.loads(p.read_text())["mvpo_generator"]["index"] for p in tail.rglob(gen.TRAJ_FILE)
     )
@@ -70,7 +63,7 @@ def test_full_split_games_are_the_same_for_any_worker_count_and_index_addressabl
 def test_a_first_index_gives_the_games_of_the_split_from_zero(tmp_path):
     """Games 20..23 alone are the bundle's games 20..23 (the bundle is the split's prefix)."""
     gen.generate(tmp_path, {"train": 4}, preset="alfworld", first_index=20, show_progress=False)
-    written = _tree(tmp_path)
+    written = tree(tmp_path)
     assert len(written) == 8
     for rel, content in written.items():
         assert (BUNDLE / rel).read_bytes() == content, rel
@@ -104,7 +97,7 @@ def test_fast_and_pddl_verification_write_the_same_bytes(tmp_path):
             verify_engine=kind,
             show_progress=False,
         )
-    assert _tree(tmp_path / "fast") == _tree(tmp_path / "pddl")
+    assert tree(tmp_path / "fast") == tree(tmp_path / "pddl")
     pddl = json.loads((tmp_path / "pddl" / gen.MANIFEST_FILE).read_text())["sets"]["."]
     assert pddl["verify_engine"] == "pddl"
 
@@ -126,9 +119,4 @@ def test_engine_choice_follows_the_planner_check():
     ],
 )
 def test_cli_refuses_bad_engine_or_index_in_one_line(tmp_path, capsys, argv, needle):
-    out = tmp_path / "games"
-    with pytest.raises(SystemExit) as exc_info:
-        gen.main(["--out", str(out), "--quiet", "--split-sizes", "train=1", *argv])
-    assert exc_info.value.code == 2
-    assert needle in capsys.readouterr().err.splitlines()[-1]
-    assert not out.exists()
+    assert_cli_refuses(capsys, tmp_path / "games", ["--split-sizes", "train=1", *argv], needle)

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import alfworld.gen.goal_library as goal_library
@@ -20,7 +17,8 @@ from mvpo_envs.alfworld.gen_engine import Engine, VerificationError
 from mvpo_envs.alfworld.gen_problem import Knobs, Step, sample_problem
 from mvpo_envs.alfworld.gen_scene import load_scene, location_name, mangle, scene_numbers
 
-REPO = Path(__file__).resolve().parents[3]
+from .helpers import REPO, assert_cli_refuses, generate_in_fresh_process, tree
+
 BUNDLE = REPO / "data" / "alfworld"
 MANIFEST = BUNDLE / "MANIFEST.json"
 TASK_RE = re.compile(r"Your task is to: (.*?)\.\"")
@@ -56,14 +54,6 @@ def _bundle_games(manifest: dict):
         for split, info in sorted(entry["splits"].items()):
             for rec in info["games"]:
                 yield key, split, rec, BUNDLE / key / split / rec["relpath"]
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != gen.MANIFEST_FILE
-    }
 
 
 def _task_text(game: dict) -> str:
@@ -174,21 +164,8 @@ def test_all_six_task_types_generate_and_win(fresh, engine):
 def test_generation_is_byte_deterministic(fresh, tmp_path):
     """Same seed and knobs in another process (other hash seed) -> identical bytes."""
     out = tmp_path / "gen_b"
-    env = dict(os.environ, PYTHONHASHSEED="987", PYTHONPATH=str(REPO))
-    cmd = [
-        sys.executable,
-        "-m",
-        "mvpo_envs.alfworld.generate",
-        "--out",
-        str(out),
-        "--split-sizes",
-        "train=6",
-        "--seed",
-        "123",
-        "--quiet",
-    ]
-    subprocess.run(cmd, check=True, env=env, cwd=REPO, capture_output=True)
-    assert _tree(out) == _tree(fresh)
+    generate_in_fresh_process(out, ["--split-sizes", "train=6", "--seed", "123"], hash_seed="987")
+    assert tree(out) == tree(fresh)
     splits_a = json.loads((fresh / gen.MANIFEST_FILE).read_text())["sets"]["."]["splits"]
     splits_b = json.loads((out / gen.MANIFEST_FILE).read_text())["sets"]["."]["splits"]
     assert splits_a == splits_b
@@ -323,12 +300,7 @@ def test_format_matches_a_real_alfworld_game(realdata, fresh, engine):
     ],
 )
 def test_cli_bad_input_is_one_line_and_nothing_written(tmp_path, capsys, argv, needle):
-    out = tmp_path / "games"
-    with pytest.raises(SystemExit) as exc_info:
-        gen.main(["--out", str(out), "--preset", "mini", "--quiet", *argv])
-    assert exc_info.value.code == 2
-    assert needle in capsys.readouterr().err.splitlines()[-1]
-    assert not out.exists()
+    assert_cli_refuses(capsys, tmp_path / "games", ["--preset", "mini", *argv], needle)
 
 
 def test_cli_check_of_a_missing_or_foreign_file_is_one_line(tmp_path, capsys):

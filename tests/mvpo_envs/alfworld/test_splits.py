@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -28,7 +25,8 @@ from mvpo_envs.alfworld.gen_alfworld import (
 from mvpo_envs.alfworld.gen_room import LAMPS, MOVABLE, load_room, scene_type_names
 from mvpo_envs.alfworld.gen_scene import LAMP_HOLDERS, can_contain, load_scene, scene_numbers
 
-REPO = Path(__file__).resolve().parents[3]
+from .helpers import REPO, generate_in_fresh_process, tree
+
 BUNDLE = REPO / "data" / "alfworld"
 SPLITS = ("train", "valid_seen", "valid_unseen")
 ALL_SCENES = scene_numbers("alfred_seen") + scene_numbers("alfred_unseen")
@@ -37,14 +35,6 @@ ALL_SCENES = scene_numbers("alfred_seen") + scene_numbers("alfred_unseen")
 def _bundle_entry() -> dict:
     manifest = json.loads((BUNDLE / "MANIFEST.json").read_text(encoding="utf-8"))
     return manifest["sets"]["alfworld"]
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != gen.MANIFEST_FILE
-    }
 
 
 # --------------------------------------------------------------------------------------
@@ -156,23 +146,11 @@ def fresh_alfworld(tmp_path_factory) -> Path:
 
 def test_alfworld_generation_is_byte_deterministic_and_prefix_stable(fresh_alfworld, tmp_path):
     out = tmp_path / "alf_b"
-    env = dict(os.environ, PYTHONHASHSEED="4242", PYTHONPATH=str(REPO))
-    cmd = [
-        sys.executable,
-        "-m",
-        "mvpo_envs.alfworld.generate",
-        "--out",
-        str(out),
-        "--preset",
-        "alfworld",
-        "--split-sizes",
-        "train=2,valid_unseen=1",
-        "--quiet",
-    ]
-    subprocess.run(cmd, check=True, env=env, cwd=REPO, capture_output=True)
-    assert _tree(out) == _tree(fresh_alfworld)
+    argv = ["--preset", "alfworld", "--split-sizes", "train=2,valid_unseen=1"]
+    generate_in_fresh_process(out, argv, hash_seed="4242")
+    assert tree(out) == tree(fresh_alfworld)
     # game i does not depend on the split size: these are the bundle's first games
-    for rel, content in _tree(fresh_alfworld).items():
+    for rel, content in tree(fresh_alfworld).items():
         assert (BUNDLE / "alfworld" / rel).read_bytes() == content, rel
 
 
@@ -236,7 +214,7 @@ def test_generated_split_is_cached_and_equals_the_bundles_prefix(tmp_path, monke
     monkeypatch.setenv("MVPO_CACHE_DIR", str(tmp_path))
     folder = data.generated_split_dir("valid_unseen", 1, show_progress=False)
     assert folder.is_dir() and str(folder).startswith(str(tmp_path))
-    files = _tree(folder)
+    files = tree(folder)
     assert files and all(
         (BUNDLE / "alfworld" / "valid_unseen" / rel).read_bytes() == b for rel, b in files.items()
     )
@@ -263,7 +241,7 @@ def test_engine_without_planner_plays_the_same(fresh_alfworld):
 @pytest.mark.slow
 def test_worker_processes_write_the_same_files(tmp_path):
     gen.generate(tmp_path, {"train": 4}, preset="alfworld", show_progress=False, workers=2)
-    files = _tree(tmp_path)
+    files = tree(tmp_path)
     assert len(files) == 8
     for rel, content in files.items():
         assert (BUNDLE / "alfworld" / rel).read_bytes() == content, rel

@@ -9,31 +9,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
+from mvpo_envs.base import INFO_KEYS
 from mvpo_envs.searchqa.env import SearchQAEnv
 from mvpo_envs.searchqa.protocol import ACTION_TEMPLATES, INVALID_FEEDBACK
 from mvpo_envs.searchqa.retrievers import clear_shared
-from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
-
-CONTRACT = {
-    "task",
-    "task_id",
-    "admissible_actions",
-    "anchor",
-    "signature",
-    "milestones",
-    "progress",
-    "won",
-    "invalid_action",
-    "state",
-}
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory) -> BM25Retriever:
-    return BM25Retriever(
-        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
-    )
 
 
 @pytest.fixture()
@@ -56,7 +35,7 @@ def test_make_with_defaults_offline(tmp_path, monkeypatch) -> None:
     base = env.unwrapped
     assert (base.max_turns, base.max_obs_tokens, base.parse_mode) == (4, 500, "search-r1")
     obs, info = env.reset(seed=0)
-    assert CONTRACT <= set(info) and obs.endswith(f"Question: {info['task']}\n")
+    assert set(INFO_KEYS) <= set(info) and obs.endswith(f"Question: {info['task']}\n")
     assert env.unwrapped.retriever.name == "bm25" and env.unwrapped.split == "train"
     assert len(env.unwrapped.items) == 800
     assert any(tmp_path.iterdir())  # the index went to the cache folder
@@ -64,7 +43,7 @@ def test_make_with_defaults_offline(tmp_path, monkeypatch) -> None:
 
 def test_reset_info_contract(env) -> None:
     obs, info = env.reset(seed=7)
-    assert CONTRACT <= set(info)
+    assert set(INFO_KEYS) <= set(info)
     assert info["admissible_actions"] == list(ACTION_TEMPLATES)
     assert info["anchor"] == obs and info["milestones"] == [] and info["signature"] == "s0|none"
     assert set(info["progress"]) == {

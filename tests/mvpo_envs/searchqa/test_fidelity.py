@@ -14,12 +14,8 @@ import random
 import re
 import string
 
-import pytest
-
-from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
 from mvpo_envs.searchqa.env import SearchQAEnv
 from mvpo_envs.searchqa.protocol import INVALID_FEEDBACK, format_information, make_prompt
-from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
 
 MAX_TURNS = 4
 
@@ -70,13 +66,6 @@ def search_r1_episode(question, golden, outputs, search):
     answer = _extract_solution(context)
     ok = answer is not None and any(_normalize(answer) == _normalize(g) for g in golden)
     return observations, turns, float(ok)
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory) -> BM25Retriever:
-    return BM25Retriever(
-        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
-    )
 
 
 def _outputs(rng: random.Random, item) -> list[str]:

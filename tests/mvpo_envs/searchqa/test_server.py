@@ -16,17 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus
 from mvpo_envs.searchqa.retrievers.bm25 import BM25Retriever
 from mvpo_envs.searchqa.retrievers.http import HttpRetriever
 from mvpo_envs.searchqa.server import MAX_CONNECTIONS, RetrievalServer, parse_args
-
-
-@pytest.fixture(scope="module")
-def bm25(tmp_path_factory) -> BM25Retriever:
-    return BM25Retriever(
-        load_corpus(bundled_corpus_path()), cache_dir=tmp_path_factory.mktemp("bm25")
-    )
 
 
 def test_many_client_threads_share_a_small_server(bm25: BM25Retriever) -> None:

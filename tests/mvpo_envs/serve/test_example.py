@@ -9,48 +9,21 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from mvpo_envs.serve.server import served
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def served_url():
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mvpo_envs.serve.server",
-            "mvpo/ALFWorld-v0",
-            "--port",
-            "0",
-            "--env-kwargs",
-            '{"preset": "mini"}',
-            "--max-sessions",
-            "4",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-    )
-    try:
-        line = proc.stderr.readline()  # the server prints its address once it is bound
-        match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-        assert match, f"mvpo-serve printed {line!r}"
-        yield match.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    args = ("--env-kwargs", '{"preset": "mini"}', "--max-sessions", "4")
+    with served("mvpo/ALFWorld-v0", *args) as url:
+        yield url
 
 
 def _loop_module():
@@ -76,3 +49,9 @@ def test_the_external_loop_trains_through_the_server(served_url, capsys):
         assert line["episodes"] == 3 and 0 < line["mean_steps"] <= 6
         assert 0.0 <= line["success"] <= 1.0
     assert ws_lines == http_lines  # seeded: the transport changes nothing
+
+
+def test_served_says_why_the_server_did_not_start():
+    with pytest.raises(RuntimeError, match=r"mvpo-serve did not start: mvpo-serve: error: "):
+        with served("mvpo/Nope-v0"):
+            pass

@@ -12,39 +12,13 @@ from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
 from mvpo_train.credit.mvpo import MVPO, potential_terms
 
+from .worked_example import A, B, C, D, by_traj, worked_example, worked_potential
+
 EPS = 1e-6
-A, B, C, D = 0, 1, 2, 3
-
-
-def worked_example() -> StepBatch:
-    """docs/estimators.md §3.4: all-failed group of four truncated rollouts from one start state."""
-    return StepBatch.from_trajectories([
-        dict(group=0, rewards=[0] * 4,  # A: seen, then inhand
-             anchors=["start", "ct1 apple", "ct1 holding apple", "fridge"],
-             signatures=["start", "ct1|apple", "ct1|inhand", "fridge|inhand"],
-             milestones=[("seen",), ("inhand",), (), ()]),
-        dict(group=0, rewards=[0] * 4,  # B: takes the wrong object
-             anchors=["start", "shelf mug", "shelf holding mug", "sink"],
-             signatures=["start", "shelf|mug", "shelf|mug-inhand", "sink|mug-inhand"]),
-        dict(group=0, rewards=[0] * 4,  # C: loops between two cabinets
-             anchors=["start", "cabinet 1", "cabinet 2", "cabinet 1"],
-             signatures=["start", "cab1", "cab2", "cab1"]),
-        dict(group=0, rewards=[0] * 4,  # D: seen, then wanders
-             anchors=["start", "ct1 apple", "drawer 1", "drawer 2"],
-             signatures=["start", "ct1|apple", "drawer1", "drawer2"],
-             milestones=[("seen",), (), (), ()]),
-    ])  # fmt: skip
-
-
-def by_traj(b: StepBatch, x: np.ndarray) -> list[np.ndarray]:
-    return [x[b.traj == i] for i in range(4)]
 
 
 def test_worked_example_potential_by_hand():
-    b = worked_example()
-    est = MVPO(form="v1")
-    est.amp.add_names(["seen", "inhand"])  # uniform: .5 each
-    pot = potential_terms(b.canonical(), est.config, est.amp)
+    b, pot = worked_potential(form="v1")
     # m: A = .5, .5, 0, 0 ; D = .5, 0, 0, 0.  p: A = 0, .5, 1, 1 ; D = 0, .5, .5, .5
     # g (gamma_m = .95): A = .5 + .95 * .5 = .975, .5, 0, 0 ; D = .5, 0, 0, 0
     v = by_traj(b, pot.v)

@@ -23,6 +23,8 @@ from mvpo_train.credit.potential import (
     split_half_mean,
 )
 
+from .worked_example import by_traj, worked_potential
+
 REFERENCE = Path(__file__).with_name("mvpo_v1_reference.json")
 OPTIONS = {
     "value": ("progress", "shaping"),
@@ -31,30 +33,6 @@ OPTIONS = {
     "d_scale": ("routed_std", "none"),
     "amp_score": ("success", "progress"),
 }
-
-
-def worked_example() -> StepBatch:
-    """docs/estimators.md §3.4: A fires seen then inhand, B wrong object, C loops, D wanders."""
-    return StepBatch.from_trajectories([
-        dict(group=0, rewards=[0] * 4,
-             anchors=["start", "ct1 apple", "ct1 holding apple", "fridge"],
-             signatures=["start", "ct1|apple", "ct1|inhand", "fridge|inhand"],
-             milestones=[("seen",), ("inhand",), (), ()]),
-        dict(group=0, rewards=[0] * 4,
-             anchors=["start", "shelf mug", "shelf holding mug", "sink"],
-             signatures=["start", "shelf|mug", "shelf|mug-inhand", "sink|mug-inhand"]),
-        dict(group=0, rewards=[0] * 4,
-             anchors=["start", "cabinet 1", "cabinet 2", "cabinet 1"],
-             signatures=["start", "cab1", "cab2", "cab1"]),
-        dict(group=0, rewards=[0] * 4,
-             anchors=["start", "ct1 apple", "drawer 1", "drawer 2"],
-             signatures=["start", "ct1|apple", "drawer1", "drawer2"],
-             milestones=[("seen",), (), (), ()]),
-    ])  # fmt: skip
-
-
-def by_traj(b: StepBatch, x: np.ndarray) -> list[np.ndarray]:
-    return [x[b.traj == i] for i in sorted(set(b.traj.tolist()))]
 
 
 def same(a: object, b: object) -> bool:
@@ -126,10 +104,7 @@ def test_bad_option_values_name_the_field(kwargs, field):
 
 
 def test_seeds_form_on_the_worked_example_by_hand():
-    b = worked_example()
-    est = MVPO(form="seeds")
-    est.amp.add_names(["seen", "inhand"])  # uniform: .5 each
-    pot = potential_terms(b.canonical(), est.config, est.amp)
+    b, pot = worked_potential(form="seeds")
     # u = m + lambda_F * [milestone] - lambda_L * [next row is a revisit]; gamma_m = 1
     u = by_traj(b, pot.u)
     np.testing.assert_allclose(u[0], [0.7, 0.7, 0, 0])
@@ -208,10 +183,7 @@ def test_loop_rows_count_returns_not_dwelling():
 
 def test_revisit_loop_statistic_in_the_v1_value():
     """``value="progress"`` with revisits: L = returns / distinct trajectories."""
-    b = worked_example()
-    est = MVPO(form="v1", loop_stat="revisit")
-    est.amp.add_names(["seen", "inhand"])
-    pot = potential_terms(b.canonical(), est.config, est.amp)
+    b, pot = worked_potential(form="v1", loop_stat="revisit")
     # C returns to cab1 once: L({cab1, cab2}) = 1 (dwell counting gave 2), phi = 0 - .5 * 1
     np.testing.assert_allclose(by_traj(b, pot.phi)[2], [0.36875, -0.5, -0.5, -0.5])
 
@@ -239,12 +211,8 @@ def test_frequency_term_does_not_fall_at_the_step_that_makes_progress():
 
 
 def test_potential_norm_options_by_hand():
-    b = worked_example()
-
     def pot(**kw: object):
-        est = MVPO(form="seeds", **kw)
-        est.amp.add_names(["seen", "inhand"])
-        return potential_terms(b.canonical(), est.config, est.amp)
+        return worked_potential(form="seeds", **kw)[1]
 
     raw = pot(potential_norm="none", gamma_phi=0.5)
     s, mu = float(raw.phi.std()), float(raw.phi.mean())

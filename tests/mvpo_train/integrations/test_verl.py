@@ -85,7 +85,8 @@ def _trajectory_rows(episodes: list[dict], seed: int = 0) -> tuple[DataProto, li
     return data, spans
 
 
-def _expected_step_advantages(name: str, episodes: list[dict]) -> np.ndarray:
+def _step_batch(episodes: list[dict]) -> StepBatch:
+    """The episodes as mvpo's own ``StepBatch`` (groups numbered by first appearance)."""
     groups = {uid: k for k, uid in enumerate(dict.fromkeys(ep["uid"] for ep in episodes))}
     trajs = [
         dict(
@@ -99,7 +100,11 @@ def _expected_step_advantages(name: str, episodes: list[dict]) -> np.ndarray:
         )
         for ep in episodes
     ]
-    adv, _ = get_estimator(name)(StepBatch.from_trajectories(trajs))
+    return StepBatch.from_trajectories(trajs)
+
+
+def _expected_step_advantages(name: str, episodes: list[dict]) -> np.ndarray:
+    adv, _ = get_estimator(name)(_step_batch(episodes))
     return adv
 
 
@@ -187,22 +192,7 @@ def test_mvpo_state_carries_across_verl_iterations_like_the_estimator():
         episodes = _episodes(seed=seed)
         data, _ = _trajectory_rows(episodes)
         ray_trainer.compute_advantage(data, adv_estimator="mvpo_mvpo")
-        reference(
-            StepBatch.from_trajectories(
-                [
-                    dict(
-                        group=int(ep["uid"].split("-")[1]),
-                        rewards=[s["reward"] for s in ep["steps"]],
-                        anchors=[s["anchor"] for s in ep["steps"]],
-                        signatures=[s["signature"] for s in ep["steps"]],
-                        milestones=[s["milestones"] for s in ep["steps"]],
-                        actions=[s["action"] for s in ep["steps"]],
-                        end="terminated" if ep["steps"][-1]["terminated"] else "truncated",
-                    )
-                    for ep in episodes
-                ]
-            )
-        )
+        reference(_step_batch(episodes))
     assert bridge.estimator_state("mvpo") == reference.state_dict()
 
 
