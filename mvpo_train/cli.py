@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.cli_args import int_at_least
 from mvpo_train.config import INT_MAX, SEED_MAX, ConfigError, OneLineParser
 
 __all__ = ["EXIT_USER_ERROR", "build_model_main", "eval_main", "plot_main", "train_main"]
@@ -105,24 +106,6 @@ def _cut(text: str, width: int = 60) -> str:
     return r if len(r) <= width else r[: width - 3] + "..."
 
 
-def _int_at_least(low: int, high: int = INT_MAX) -> Callable[[str], int]:
-    """``type=`` of an integer flag in ``[low, high]`` (default high: int64)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:  # also an integer of more than 4300 digits
-            raise argparse.ArgumentTypeError(f"expected an integer, got {_cut(text)}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {_cut(text)}")
-        if value > high:
-            raise argparse.ArgumentTypeError(f"expected an integer <= {high}, got {_cut(text)}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
 def _finite_float(low: float, strict: bool) -> Callable[[str], float]:
     """``type=`` of a float flag: finite and ``> low`` (strict) or ``>= low``."""
 
@@ -200,7 +183,7 @@ def _train(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--nproc",
-        type=_int_at_least(1, 1024),
+        type=int_at_least(1, 1024),
         default=1,
         help="data-parallel processes on this machine (torchrun on loopback; docs/scaling.md)",
     )
@@ -281,20 +264,18 @@ def _eval(argv: list[str]) -> int:
         default=None,
         help="evaluation split (default: the config's eval_split)",
     )
+    p.add_argument("--episodes", type=int_at_least(1, 4096), default=None, help="episodes per task")
     p.add_argument(
-        "--episodes", type=_int_at_least(1, 4096), default=None, help="episodes per task"
-    )
-    p.add_argument(
-        "--max-tasks", type=_int_at_least(0), default=None, help="evaluate at most N tasks"
+        "--max-tasks", type=int_at_least(0), default=None, help="evaluate at most N tasks"
     )
     p.add_argument(
         "--tasks", type=_task_list, default=None, help="evaluate these task indices, e.g. 1,8,13"
     )
-    p.add_argument("--max-steps", type=_int_at_least(0), default=None, help="episode step limit")
+    p.add_argument("--max-steps", type=int_at_least(0), default=None, help="episode step limit")
     p.add_argument("--sampled", action="store_true", help="sample actions instead of greedy")
     p.add_argument(
         "--seed",
-        type=_int_at_least(0, SEED_MAX),
+        type=int_at_least(0, SEED_MAX),
         default=0,
         help=f"sampling seed (0 <= seed <= {SEED_MAX})",
     )
@@ -417,7 +398,7 @@ def _plot(argv: list[str]) -> int:
     )
     p.add_argument("--labels", nargs="+", default=None, help="legend label per run")
     p.add_argument("--x", default="iteration", help="x axis key (iteration, env_steps)")
-    p.add_argument("--smooth", type=_int_at_least(1), default=1, help="moving-average window")
+    p.add_argument("--smooth", type=int_at_least(1), default=1, help="moving-average window")
     p.add_argument("--out", type=_non_empty, default="curves.png", help="output PNG")
     _add_debug(p)
     args = p.parse_args(argv)
@@ -489,13 +470,13 @@ def _build_model(argv: list[str]) -> int:
         help="real env data instead of the bundled data",
     )
     p.add_argument(
-        "--max-games", type=_int_at_least(1), default=None, help="read at most N tasks per split"
+        "--max-games", type=int_at_least(1), default=None, help="read at most N tasks per split"
     )
     fields = dataclasses.asdict(spec)
     for name, value in fields.items():
         kind: Any = type(value)
         if kind is int:
-            kind = _int_at_least(0, SEED_MAX) if name == "seed" else _int_at_least(1)
+            kind = int_at_least(0, SEED_MAX) if name == "seed" else int_at_least(1)
         elif kind is float:  # rope_theta > 0; initializer_range (an init std) >= 0
             kind = _finite_float(0.0, strict=name != "initializer_range")
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=value,

@@ -38,7 +38,9 @@ FORBIDDEN = {
 #: packages that implement one benchmark's engine; the trainer reaches them only via gym ids
 ENGINES = ("alfworld", "textworld", "web_agent_site", "pyserini")
 #: the only modules of ``mvpo_envs`` the trainer may import (the page's import table)
-ENV_NEUTRAL = ("action_templates", "base", "data_files", "declaration", "registration", "vector")
+ENV_NEUTRAL = (
+    "action_templates", "base", "cli_args", "data_files", "declaration", "registration", "vector"
+)  # fmt: skip
 #: third-party import name -> the name the page's import table gives it (``mvpo_abstraction``)
 ABSTRACTION_DEPS = {
     "numpy": "NumPy",
