@@ -36,8 +36,12 @@ def points(args: argparse.Namespace) -> list[tuple[float, int, float]]:
     return list(itertools.product(args.lr, args.ppo_epochs, args.kl_coef))
 
 
-def learning_cmd(args: argparse.Namespace, lr: float, epochs: int, kl: float) -> list[str]:
-    """The learning.py sweep of one grid point (its own base folder, no held-out evaluation)."""
+def learning_cmd(
+    args: argparse.Namespace, lr: float, epochs: int, kl: float, first: bool = True
+) -> list[str]:
+    """The learning.py sweep of one grid point (its own base folder, no held-out evaluation).
+    Only the ``first`` point makes or checks the warm start (it replays every expert plan of
+    the split); the later ones use it as it is (``--warm-checked``)."""
     base = Path(args.base) / point_name(lr, epochs, kl)
     return [
         sys.executable, str(ROOT / "benchmarks" / "learning.py"),
@@ -45,6 +49,7 @@ def learning_cmd(args: argparse.Namespace, lr: float, epochs: int, kl: float) ->
         "--iterations", str(args.iterations), "--num-groups", str(args.num_groups),
         "--group-size", str(args.group_size), "--lr", str(lr), "--jobs", str(args.jobs),
         "--eval-every", "0", "--no-eval", "--base", str(base),
+        *([] if first else ["--warm-checked"]),
         "--out", str(base / "learning.md"),
         "--embedding-cache", args.embedding_cache or str(Path(args.base) / "embeddings.npz"),
         *args.learning_flags,
@@ -137,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.argv = [a for a in argv if a != "--analyze-only"]
     if not args.analyze_only:
-        for lr, epochs, kl in points(args):
-            subprocess.run(learning_cmd(args, lr, epochs, kl), cwd=ROOT, check=True)
+        for k, (lr, epochs, kl) in enumerate(points(args)):
+            subprocess.run(learning_cmd(args, lr, epochs, kl, k == 0), cwd=ROOT, check=True)
     write_markdown(summarize(args), args, Path(args.out))
     return 0
 

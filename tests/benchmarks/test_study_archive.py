@@ -4,19 +4,11 @@ runs, and never overwrites a run folder that has metrics."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from .helpers import load_benchmark
 
 
 def _run(base: Path, name: str, iterations: int) -> Path:
@@ -34,7 +26,7 @@ def _run(base: Path, name: str, iterations: int) -> Path:
 
 
 def test_export_then_import_restores_what_the_study_reads(tmp_path):
-    arc, lm = _load("study_archive"), _load("learning")
+    arc, lm = load_benchmark("study_archive"), load_benchmark("learning")
     base = tmp_path / "runs"
     _run(base, "grpo-seed0", 60)
     _run(base, "mvpo-seed0", 12)  # unfinished
@@ -56,7 +48,7 @@ def test_export_then_import_restores_what_the_study_reads(tmp_path):
 
 
 def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
-    arc = _load("study_archive")
+    arc = load_benchmark("study_archive")
     archive, base = tmp_path / "archive", tmp_path / "runs"
     _run(archive, "grpo-seed0", 60)
     local = base / "grpo-seed0"
@@ -68,7 +60,7 @@ def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
 
 
 def test_a_missing_folder_is_one_line(tmp_path):
-    arc = _load("study_archive")
+    arc = load_benchmark("study_archive")
     with pytest.raises(SystemExit, match="no run folder"):
         arc.export(tmp_path / "nope", tmp_path / "a")
     with pytest.raises(SystemExit, match="no archive"):

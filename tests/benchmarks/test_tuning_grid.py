@@ -3,20 +3,16 @@ held-out evaluation, and the choice per arm is the largest training area over th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from .helpers import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _grid():
-    spec = importlib.util.spec_from_file_location(
-        "tuning_grid", ROOT / "benchmarks" / "tuning_grid.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("tuning_grid")
 
 
 def _args(tg, tmp_path: Path, monkeypatch) -> list[list[str]]:
@@ -47,6 +43,8 @@ def test_points_run_learning_without_heldout_evaluation(tmp_path, monkeypatch):
         tail = cmd[cmd.index("--") :]
         assert tail[:2] == ["--", "--ppo-epochs"] and "--kl-coef" in tail
         assert tail[-2:] == ["--history-length", "2"] and tail.count("--") == 1
+    # the first point makes or checks the warm start; the later ones use it as it is
+    assert ["--warm-checked" in c for c in calls] == [False, True]
     # one embedding cache for the whole grid (the same games: observations embedded once)
     assert {c[c.index("--embedding-cache") + 1] for c in calls} == {
         str(tmp_path / "embeddings.npz")
