@@ -26,7 +26,18 @@ Run from the repository root::
     python benchmarks/learning.py --analyze-only   # rebuild the table and plots from runs/
     python benchmarks/learning.py --quick          # smoke test: 1 seed, 3 iterations
 
-Runs go to ``runs/learning-study/<arm>-seed<k>/``. The sweep is resumable: a finished run (and
+``--env webshop`` is the seeds' WebShop ablation (their Table 2; docs/learning_study.md,
+"WebShop study"): arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor`` ("w/o GiGPO anchor") and
+``mvpo-no-kappa-decay`` ("w/o kappa decay"), the seeds' success reward, 15-step episodes,
+16 x 8 x 60 iterations, warm start cloned from the train goals' expert plans, held-out on the
+``test`` split (the original's 500 test goals) with WebShop's score beside success; every run
+goes through ``benchmarks/learning_webshop.py``. ``--warm-candidates STEPS...`` measures warm
+starts on the train split only (how the study's BC steps were chosen)::
+
+    python benchmarks/learning.py --env webshop                       # the WebShop study
+    python benchmarks/learning.py --env webshop --warm-candidates 0 50 --candidate-tasks 100
+
+Runs go to ``runs/learning-study/<arm>-seed<k>/`` (``runs/learning-webshop/`` for WebShop). The sweep is resumable: a finished run (and
 its evaluation) is skipped, an interrupted one continues from its checkpoint (``--resume``), so
 rerunning the same command after a kill continues the study. Runs are queued seed by seed, so
 an interrupted study still has every arm on the first seeds. ``--ray [ADDRESS]`` runs each run
@@ -45,6 +56,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,10 +103,106 @@ STUDY_FLAGS = [
 FINAL_EVALS = (("valid_unseen", 8), ("valid_seen", 4))
 
 
+class StudyEnv(NamedTuple):
+    """What one env's study sets (``--env``): the env, the flags every run shares, the
+    held-out splits, the default arms and pairs, where runs and results go, and how the
+    results file names them. ``child``: a script that runs ``train_main`` / ``eval_main`` with
+    the study's env and estimators registered (``None``: ``mvpo_train.cli`` itself)."""
+
+    name: str
+    env_id: str  # the env the warm start clones and the held-out split counts come from
+    title: str
+    flags: tuple[str, ...]
+    final_evals: tuple[tuple[str, int], ...]
+    arms: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+    warm: str
+    base: str
+    out: str
+    env_kwargs: str = "{}"
+    warm_args: str = ""
+    iterations: int = 30
+    num_groups: int = 8
+    eval_every: int = 10
+    eval_episodes: int = 4
+    eval_env_id: str | None = None  # mvpo-eval --env-id (None: the run's own)
+    child: Path | None = None
+    scores: bool = False  # the eval files hold WebShop's ``score`` (reported beside success)
+    arm_flags: dict[str, list[str]] = {}  # arms only this env has (never mutated)
+    demos: str = "the train walkthroughs"
+    steps: int = 50
+    setting: str = ""  # the markdown's sentence on the env, after the warm start
+    extra_settings: dict = {}  # added to learning.json's settings (never mutated)
+
+    def arm(self, name: str) -> list[str]:
+        """The mvpo-train flags of arm ``name``."""
+        return list(self.arm_flags.get(name) or ARMS[name])
+
+    def arm_names(self) -> list[str]:
+        return sorted({*ARMS, *self.arm_flags})
+
+
+ALFWORLD = StudyEnv(
+    name="alfworld", env_id="mvpo/ALFWorld-v0",
+    title="Learning study: GRPO vs GiGPO vs MVPO on ALFWorld-scale rooms",
+    flags=tuple(STUDY_FLAGS), final_evals=FINAL_EVALS, arms=DEFAULT_ARMS, pairs=DEFAULT_PAIRS,
+    warm=WARM, base=str(ROOT / "runs" / "learning-study"), out=str(RESULTS / "learning.md"),
+)  # fmt: skip
+
+#: ``benchmarks/learning_webshop.py``: the success-reward WebShop id
+WEBSHOP_CHILD = ROOT / "benchmarks" / "learning_webshop.py"
+WEBSHOP_SUCCESS_ID = "mvpo-study/WebShop-SuccessReward-v0"
+#: the seeds' WebShop ablation (their Table 2; docs/learning_study.md, "WebShop study")
+WEBSHOP_ARMS: dict[str, list[str]] = {
+    "mvpo-no-anchor": [  # "w/o GiGPO anchor": no A^S on informative step groups (§3.6)
+        "--estimator", "mvpo", "--estimator-kwargs", '{"anchor_credit": false}',
+    ],
+    "mvpo-no-kappa-decay": [  # "w/o kappa decay": kappa = 1 throughout (§3.5)
+        "--estimator", "mvpo", "--estimator-kwargs", '{"kappa_schedule": "none"}',
+    ],
+}  # fmt: skip
+#: the seeds' WebShop warm start: BC steps chosen on train success (docs/learning_study.md)
+WEBSHOP_WARM_STEPS = 50
+WEBSHOP = StudyEnv(
+    name="webshop", env_id="mvpo/WebShop-v0",
+    title="Learning study: GiGPO vs MVPO and its ablations on WebShop",
+    flags=(
+        "--env-id", WEBSHOP_SUCCESS_ID, "--policy", "encoder", "--tasks", "[]",
+        "--max-steps", "15", "--ppo-epochs", "2",
+        "--eval-split", "test", "--no-eval-greedy",
+    ),
+    final_evals=(("test", 2),),
+    arms=("gigpo", "mvpo", "mvpo-no-anchor", "mvpo-no-kappa-decay"),
+    pairs=(("mvpo", "gigpo"), ("mvpo", "mvpo-no-anchor"), ("mvpo", "mvpo-no-kappa-decay"),
+           ("mvpo-no-anchor", "gigpo"), ("mvpo-no-kappa-decay", "gigpo")),
+    warm="runs/encoder-warm-webshop", base=str(ROOT / "runs" / "learning-webshop"),
+    out=str(RESULTS / "learning_webshop.md"), env_kwargs='{"search_query": "instruction"}',
+    warm_args=f"--steps {WEBSHOP_WARM_STEPS}",
+    iterations=60, num_groups=16, eval_every=20, eval_episodes=1,
+    eval_env_id="mvpo/WebShop-v0", child=WEBSHOP_CHILD,
+    scores=True, arm_flags=WEBSHOP_ARMS, demos="the train goals' expert plans", steps=15,
+    setting=(
+        "the seeds' success reward (1.0 for a won episode, else 0: "
+        f"`{WEBSHOP_SUCCESS_ID}`, `benchmarks/learning_webshop.py`); held-out = the "
+        "`test` split (the original's first 500 goals after its shuffle), played on "
+        "`mvpo/WebShop-v0` itself, whose return is WebShop's score"
+    ),
+    extra_settings={"train_env_id": WEBSHOP_SUCCESS_ID, "reward": "success",
+                    "heldout_split": "test", "eval_env_id": "mvpo/WebShop-v0"},
+)  # fmt: skip
+ENVS = {e.name: e for e in (ALFWORLD, WEBSHOP)}
+
+
+def study_env(args: argparse.Namespace) -> StudyEnv:
+    """The study's env (``--env``; ALFWorld when the namespace has none)."""
+    return getattr(args, "study_env", None) or ALFWORLD
+
+
 def final_evals(args: argparse.Namespace) -> tuple[tuple[str, int], ...]:
     """The final held-out evaluations: ``--final-episodes`` per task of each split."""
-    eps = getattr(args, "final_episodes", None) or [e for _, e in FINAL_EVALS]
-    return tuple((split, int(e)) for (split, _), e in zip(FINAL_EVALS, eps, strict=True))
+    spec = study_env(args).final_evals
+    eps = getattr(args, "final_episodes", None) or [e for _, e in spec]
+    return tuple((split, int(e)) for (split, _), e in zip(spec, eps, strict=True))
 
 
 SMOOTH = 5  # moving-average window of the training curve and of iterations-to-threshold
@@ -113,20 +221,23 @@ def eval_file(path: Path, split: str) -> Path:
     return path / f"eval-{split}.json"
 
 
-def _py(entry: str) -> list[str]:
+def _py(entry: str, child: Path | None = None) -> list[str]:
     # the entry's return value is the exit code (a refused config must fail the run's script)
+    if child is not None:  # the study's own env / estimators registered first
+        return [sys.executable, str(child), entry]
     code = f"import sys; from mvpo_train.cli import {entry}; sys.exit({entry}())"
     return [sys.executable, "-c", code]
 
 
 def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list[str]:
+    env = study_env(args)
     cmd = [
-        *_py("train_main"), "--preset", "cpu-tiny", *ARMS[arm], "--seed", str(seed),
+        *_py("train_main", env.child), "--preset", "cpu-tiny", *env.arm(arm), "--seed", str(seed),
         "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
         "--no-progress", "--no-tensorboard", "--save-every", "5",
     ]  # fmt: skip
     if args.study:
-        cmd += [*STUDY_FLAGS, "--num-groups", str(args.num_groups), "--group-size",
+        cmd += [*env.flags, "--num-groups", str(args.num_groups), "--group-size",
                 str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
                 "--eval-episodes", str(args.eval_episodes), "--env-kwargs", args.env_kwargs,
                 "--embedding-cache", embedding_cache(args), "--model", args.warm]  # fmt: skip
@@ -143,9 +254,12 @@ def embedding_cache(args: argparse.Namespace) -> str:
     return str(getattr(args, "embedding_cache", None) or Path(args.base) / "embeddings.npz")
 
 
-def eval_cmd(path: Path, split: str, episodes: int, model: str | None = None) -> list[str]:
-    cmd = [*_py("eval_main"), "--run-dir", str(path), "--split", split, "--episodes",
+def eval_cmd(
+    path: Path, split: str, episodes: int, model: str | None = None, env: StudyEnv = ALFWORLD
+) -> list[str]:
+    cmd = [*_py("eval_main", env.child), "--run-dir", str(path), "--split", split, "--episodes",
            str(episodes), "--sampled", "--seed", "0", "--out", str(eval_file(path, split))]  # fmt: skip
+    cmd += ["--env-id", env.eval_env_id] if env.eval_env_id else []
     return cmd + (["--model", model] if model else [])
 
 
@@ -161,7 +275,8 @@ def run_all(args: argparse.Namespace, base: Path) -> None:
             cmds = []
             if n_metrics(path) < args.iterations:
                 cmds.append(train_cmd(path, arm, seed, args))
-            cmds += [eval_cmd(path, s, e) for s, e in evals if not eval_file(path, s).is_file()]
+            cmds += [eval_cmd(path, s, e, env=study_env(args)) for s, e in evals
+                     if not eval_file(path, s).is_file()]  # fmt: skip
             if cmds:
                 script = " && ".join(shlex.join(c) for c in cmds)
                 pending.append((f"{arm}-seed{seed}", path, script))
@@ -171,15 +286,74 @@ def run_all(args: argparse.Namespace, base: Path) -> None:
         _run_local(pending, args)
 
 
-def warm_start_and_eval(args: argparse.Namespace, base: Path) -> None:
-    """The cached warm start, and the held-out success of the warm start itself (once: it is
-    the same for every arm and seed), evaluated through the first seed's first run folder."""
-    env = {**os.environ, **_RUN_ENV}
-    warm = [sys.executable, "-m", "mvpo_train.encoder_policy", "--out", args.warm,
-            *shlex.split(args.warm_args)]  # fmt: skip
+def warm_cmd(args: argparse.Namespace, out: str, *extra: str) -> list[str]:
+    """``python -m mvpo_train.encoder_policy`` for the study's warm start into ``out``: behaviour
+    cloning on the expert plans of the *train* split of the study's env (``extra`` last)."""
+    cmd = [sys.executable, "-m", "mvpo_train.encoder_policy", "--out", out,
+           *shlex.split(args.warm_args)]  # fmt: skip
+    if study_env(args) is not ALFWORLD:
+        cmd += ["--env-id", study_env(args).env_id]
     if args.env_kwargs.strip() not in ("", "{}"):  # the walkthroughs of the study's games
-        warm += ["--env-kwargs", args.env_kwargs]
-    subprocess.run(warm, cwd=ROOT, env=env, check=True)
+        cmd += ["--env-kwargs", args.env_kwargs]
+    return cmd + list(extra)
+
+
+def warm_candidates(args: argparse.Namespace, base: Path) -> list[dict]:
+    """Train-split success of the warm start after each ``--warm-candidates`` BC step count
+    (0 = a fresh head): the split's first ``--candidate-tasks`` tasks x 1 sampled episode,
+    seed 0, with the runs' env, step limit and policy. Nothing here reads a held-out split.
+    Cached per candidate in ``BASE/warm-candidates/``; the rows are also written to its
+    ``candidates.json`` (the results file shows them)."""
+    env, work = study_env(args), base / "warm-candidates"
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "config.json"  # mvpo-eval --config: JSON is YAML
+    fields = {"env_id": env.eval_env_id or env.env_id, "env_kwargs": json.loads(args.env_kwargs),
+              "policy": "encoder", "max_steps": env.steps, "tasks": [], "threads": 1,
+              "embedding_cache": embedding_cache(args)}  # fmt: skip
+    config.write_text(json.dumps(fields, indent=1) + "\n")
+    run_env = {**os.environ, **_RUN_ENV}
+    rows = []
+    for steps in args.warm_candidates:
+        head = f"{args.warm}-steps{steps}" if steps else "fresh"
+        checked = args.warm_checked and (Path(head) / "warm_start.json").is_file()
+        if steps and not checked:
+            subprocess.run(warm_cmd(args, head, "--steps", str(steps)), cwd=ROOT, env=run_env,
+                           check=True)  # fmt: skip
+        out = work / f"train-steps{steps}-tasks{args.candidate_tasks}.json"
+        if not out.is_file():
+            cmd = [*_py("eval_main", env.child), "--config", str(config), "--model", head,
+                   "--split", "train", "--max-tasks", str(args.candidate_tasks), "--episodes",
+                   "1", "--sampled", "--seed", "0", "--out", str(out)]  # fmt: skip
+            subprocess.run(cmd, cwd=ROOT, env=run_env, check=True)
+        ev = json.loads(out.read_text())
+        rows.append({"steps": steps, "head": head, "episodes": ev["episodes"],
+                     "success": ev["success"], "score": ev.get("score"),
+                     "seconds": ev.get("time/seconds")})  # fmt: skip
+    (work / "candidates.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
+def candidates_markdown(rows: list[dict]) -> str:
+    """The warm-start candidates as a markdown table (train split only)."""
+    lines = ["| BC steps | train episodes | train success | train score | eval seconds |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        score = "-" if r.get("score") is None else f"{r['score']:.3f}"
+        secs = "-" if r.get("seconds") is None else f"{r['seconds']:.0f}"
+        lines.append(f"| {r['steps'] or '0 (fresh head)'} | {r['episodes']} | "
+                     f"{r['success']:.3f} | {score} | {secs} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def warm_start_and_eval(args: argparse.Namespace, base: Path, build: bool = True) -> None:
+    """The cached warm start (``build``: made or checked, which replays every expert plan of
+    the split, minutes on the full ALFWorld split; skipped with ``--warm-checked`` when the
+    folder holds one), and the held-out success of the warm start itself (once: it is the
+    same for every arm and seed), evaluated through the first seed's first run folder."""
+    env = {**os.environ, **_RUN_ENV}
+    checked = args.warm_checked and (Path(args.warm) / "warm_start.json").is_file()
+    if build and not checked:
+        subprocess.run(warm_cmd(args, args.warm), cwd=ROOT, env=env, check=True)
     if not args.eval:
         return
     first = run_dir(base, args.arms[0], args.seeds[0])
@@ -189,7 +363,7 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path) -> None:
         out = start / f"eval-{split}.json"
         if out.is_file() or not (first / "config.yaml").is_file():
             continue
-        cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm))
+        cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm), env=study_env(args))
         cmd[cmd.index("--out") + 1] = str(out)
         subprocess.run(cmd, cwd=ROOT, env=env, check=True)
 
@@ -326,9 +500,13 @@ def curve_band(curves: np.ndarray, n: int = 2000, seed: int = 0):
     return curves.mean(0), np.quantile(boot, 0.025, axis=0), np.quantile(boot, 0.975, axis=0)
 
 
-def read_eval(path: Path, split: str) -> float | None:
+def read_eval(path: Path, split: str, key: str = "success") -> float | None:
+    """``key`` of the split's evaluation file (``success``; ``score`` on WebShop), or None."""
     f = eval_file(path, split)
-    return float(json.loads(f.read_text())["success"]) if f.is_file() else None
+    if not f.is_file():
+        return None
+    value = json.loads(f.read_text()).get(key)
+    return None if value is None else float(value)
 
 
 def read_eval_types(path: Path, split: str) -> dict[str, float]:
@@ -340,15 +518,15 @@ def read_eval_types(path: Path, split: str) -> dict[str, float]:
     return {k.split("/", 1)[1]: float(v) for k, v in ev.items() if k.startswith("success/")}
 
 
-def count_tasks(env_kwargs: str, split: str) -> int | None:
-    """Tasks of ``split`` of ``mvpo/ALFWorld-v0`` with the study's env kwargs (None if the
-    split cannot be built here)."""
+def count_tasks(env_kwargs: str, split: str, env_id: str = ALFWORLD.env_id) -> int | None:
+    """Tasks of ``split`` of ``env_id`` with the study's env kwargs (None if the split cannot
+    be built here)."""
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the envs)
 
     try:
-        env = gym.make("mvpo/ALFWorld-v0", **{**json.loads(env_kwargs or "{}"), "split": split})
+        env = gym.make(env_id, **{**json.loads(env_kwargs or "{}"), "split": split})
     except Exception:  # a split this data does not have
         return None
     try:
@@ -357,35 +535,54 @@ def count_tasks(env_kwargs: str, split: str) -> int | None:
         env.close()
 
 
-def per_seed_values(rows: list[dict], path: Path, threshold: float) -> dict[str, float | None]:
+def heldout_keys(env: StudyEnv) -> list[str]:
+    """The per-seed held-out values: success per split, then WebShop's score per split
+    (``<split>_score``) where the env reports one."""
+    splits = [s for s, _ in env.final_evals]
+    return splits + ([f"{s}_score" for s in splits] if env.scores else [])
+
+
+def per_seed_values(
+    rows: list[dict], path: Path, threshold: float, env: StudyEnv = ALFWORLD
+) -> dict[str, float | None]:
     succ = np.array([r["success"] for r in rows])
     za = np.array([r.get("adv/zero_adv_ratio", np.nan) for r in rows])
     held = [r["eval/success"] for r in rows if "eval/success" in r]
-    return {
+    first = env.final_evals[0][0]
+    out: dict = {
         "auc": float(succ.mean()),
         "first": float(succ[:SMOOTH].mean()),
         "final": float(succ[-SMOOTH:].mean()),
         "reach": first_reach(succ, threshold),
         "zero_adv_early": float(np.nanmean(za[:SMOOTH])),
-        "valid_unseen": read_eval(path, "valid_unseen"),
-        "valid_seen": read_eval(path, "valid_seen"),
-        "valid_unseen_types": read_eval_types(path, "valid_unseen"),
-        "last_inline_eval": held[-1] if held else None,
-        "minutes": sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60,
     }
+    for key in heldout_keys(env):
+        split = key.removesuffix("_score")
+        out[key] = read_eval(path, split, "score" if key != split else "success")
+    out[f"{first}_types"] = read_eval_types(path, first)
+    out["last_inline_eval"] = held[-1] if held else None
+    out["minutes"] = sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60
+    return out
 
 
-def summarize(runs, base: Path, threshold: float, iterations: int, pairs=DEFAULT_PAIRS) -> dict:
+def summarize(
+    runs, base: Path, threshold: float, iterations: int, pairs=None, env: StudyEnv = ALFWORLD
+) -> dict:
+    pairs = env.pairs if pairs is None else pairs
+    first = env.final_evals[0][0]
     table: dict = {"arms": {}, "pairs": {}, "warm_start": {}}
-    for split, _ in FINAL_EVALS:
-        f = base / "warm-start" / f"eval-{split}.json"
-        if f.is_file():
-            table["warm_start"][split] = float(json.loads(f.read_text())["success"])
+    for key in heldout_keys(env):
+        split = key.removesuffix("_score")
+        value = read_eval(base / "warm-start", split, "score" if key != split else "success")
+        if value is not None:
+            table["warm_start"][key] = value
     for arm, per_seed in runs.items():
         if not per_seed:
             continue
         seeds = sorted(per_seed)
-        vals = {s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold) for s in seeds}
+        vals = {
+            s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold, env) for s in seeds
+        }
         succ = np.array([[r["success"] for r in per_seed[s]] for s in seeds])
         mean, lo, hi = curve_band(moving_average(succ))
         ev_iters = sorted(
@@ -404,20 +601,18 @@ def summarize(runs, base: Path, threshold: float, iterations: int, pairs=DEFAULT
             "inline_eval": np.nanmean(ev, 0).tolist() if ev.size else [],
             "reached": sum(vals[s]["reach"] is not None for s in seeds),
         }  # fmt: skip
-        for key in ("auc", "first", "final", "zero_adv_early", "valid_unseen", "valid_seen",
-                    "minutes"):  # fmt: skip
+        for key in ("auc", "first", "final", "zero_adv_early", *heldout_keys(env), "minutes"):
             xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
             row[key] = bootstrap_ci(xs) if xs else None
         # censored at the run length + 1 when not reached (reported as such)
         reach = [vals[s]["reach"] or iterations + 1 for s in seeds]
         row["reach"] = bootstrap_ci(reach)
         row["reach_median"] = float(np.median(reach))
-        types = sorted({t for s in seeds for t in vals[s]["valid_unseen_types"]})
-        row["valid_unseen_types"] = {
-            t: bootstrap_ci([vals[s]["valid_unseen_types"][t] for s in seeds
-                             if t in vals[s]["valid_unseen_types"]])
-            for t in types
-        }  # fmt: skip
+        tk = f"{first}_types"
+        types = sorted({t for s in seeds for t in vals[s][tk]})
+        row[tk] = {
+            t: bootstrap_ci([vals[s][tk][t] for s in seeds if t in vals[s][tk]]) for t in types
+        }
         table["arms"][arm] = row
     for a, b in pairs:
         if a not in table["arms"] or b not in table["arms"]:
@@ -425,7 +620,7 @@ def summarize(runs, base: Path, threshold: float, iterations: int, pairs=DEFAULT
         common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
         pa, pb = table["arms"][a]["per_seed"], table["arms"][b]["per_seed"]
         entry = {"seeds": common}
-        for key in ("auc", "final", "valid_unseen", "reach"):
+        for key in ("auc", "final", first, "reach", *([f"{first}_score"] if env.scores else [])):
             d = []
             for s in common:
                 x, y = pa[str(s)][key], pb[str(s)][key]
@@ -445,12 +640,13 @@ def _fmt(ci, digits: int = 3) -> str:
     return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def plot(table: dict, out: Path, threshold: float) -> None:
+def plot(table: dict, out: Path, threshold: float, env: StudyEnv = ALFWORLD) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    first = env.final_evals[0][0]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
     for arm, row in table["arms"].items():
         y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
@@ -458,13 +654,13 @@ def plot(table: dict, out: Path, threshold: float) -> None:
         (line,) = axes[0].plot(x, y, label=f"{arm} (n={len(row['seeds'])})")
         axes[0].fill_between(x, lo, hi, alpha=0.15, color=line.get_color())
         its = [0, *row["inline_eval_iterations"]]
-        held = [table["warm_start"].get("valid_unseen", np.nan), *row["inline_eval"]]
+        held = [table["warm_start"].get(first, np.nan), *row["inline_eval"]]
         axes[1].plot(its, held, marker="o", label=arm, color=line.get_color())
         axes[2].plot(x, row["zero_adv_curve"], label=arm, color=line.get_color())
     axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
     axes[0].set(title=f"training success ({SMOOTH}-it. moving average, 95% bootstrap band)",
                 xlabel="iteration", ylabel="batch success rate")  # fmt: skip
-    axes[1].set(title="held-out valid_unseen success during training (sampled)",
+    axes[1].set(title=f"held-out {first} success during training (sampled)",
                 xlabel="iteration (0 = warm start)", ylabel="success rate")  # fmt: skip
     axes[2].set(title="zero-advantage ratio (steps with exactly 0 advantage)",
                 xlabel="iteration", ylabel="ratio")  # fmt: skip
@@ -480,10 +676,25 @@ def command_line(args: argparse.Namespace) -> str:
     return "python benchmarks/learning.py " + " ".join(shlex.quote(a) for a in args.argv)
 
 
+def env_sentence(args: argparse.Namespace) -> str:
+    """The markdown's words for the env of the runs (after the warm start)."""
+    env = study_env(args)
+    if env is ALFWORLD:
+        if args.env_kwargs.strip() in ("", "{}"):
+            return "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
+        return f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
+    return f"`{env.env_id}` with `--env-kwargs '{args.env_kwargs}'`, all train tasks, {env.setting}"
+
+
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
     it = args.iterations
+    env = study_env(args)
+    first = env.final_evals[0][0]
+    held_cols = [s for s, _ in env.final_evals] + (
+        [f"{s} score" for s, _ in env.final_evals] if env.scores else []
+    )
     lines = [
-        "# Learning study: GRPO vs GiGPO vs MVPO on ALFWorld-scale rooms",
+        f"# {env.title}",
         "",
         f"Command: `{command_line(args).strip()}` (table and plots only: add `--analyze-only`).",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, {args.jobs} runs at a time, "
@@ -491,19 +702,16 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "",
         "Settings: "
         + (
-            f"encoder policy warm-started on the train walkthroughs (`{args.warm}`"
+            f"encoder policy warm-started on {env.demos} (`{args.warm}`"
             + (f", `{args.warm_args}`" if args.warm_args else "")
             + "), "
-            + (
-                "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
-                if args.env_kwargs.strip() in ("", "{}")
-                else f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
-            )
-            + f", 50-step episodes, {args.num_groups} tasks x {args.group_size} rollouts per "
+            + env_sentence(args)
+            + f", {env.steps}-step episodes, {args.num_groups} tasks x {args.group_size} rollouts per "
             f"iteration, {it} iterations, lr {args.lr}, 2 PPO epochs"
             + (f", then `{' '.join(args.extra)}`" if args.extra else "")
             + f", seeds {list(args.seeds)}; "
-            "arms differ only in " + ", ".join(f"`{a}`: `{' '.join(ARMS[a])}`" for a in args.arms)
+            "arms differ only in "
+            + ", ".join(f"`{a}`: `{' '.join(env.arm(a))}`" for a in args.arms)
             if args.study
             else f"`cpu-tiny` + `{' '.join(args.extra)}`, {it} iterations"
         )
@@ -518,7 +726,13 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         f"(a run that never does counts as {it + 1}). Held-out: the final checkpoint, sampled, "
         "seed 0, every task of the split x "
         + " / ".join(f"{e} episodes ({s})" for s, e in final_evals(args))
-        + ".",
+        + "."
+        + (
+            " Score: WebShop's score of the purchase (0 without one), mean over the held-out "
+            "episodes; success = a score of 1.0."
+            if env.scores
+            else ""
+        ),
         "",
     ]
     ws = table["warm_start"]
@@ -527,9 +741,9 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             f"{s} {v:.3f}" for s, v in ws.items()) + ".", ""]  # fmt: skip
     lines += [
         f"| arm | seeds | training success: area | final | iterations to {args.threshold:.0%} "
-        "(per seed) | held-out valid_unseen | valid_seen | zero-adv. ratio, first 5 it. "
+        f"(per seed) | held-out {' | '.join(held_cols)} | zero-adv. ratio, first 5 it. "
         "| minutes / run |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|" + "---|" * len(held_cols) + "---|---|",
     ]
     for arm, r in table["arms"].items():
         per = ", ".join(
@@ -539,7 +753,8 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         lines.append(
             f"| {arm} | {len(r['seeds'])} | {_fmt(r['auc'])} | {_fmt(r['final'])} | "
             f"{_fmt(r['reach'], 1)} ({per}; {r['reached']}/{len(r['seeds'])} reached) | "
-            f"{_fmt(r['valid_unseen'])} | {_fmt(r['valid_seen'])} | {_fmt(r['zero_adv_early'])} "
+            + "".join(f"{_fmt(r[k])} | " for k in heldout_keys(env))
+            + f"{_fmt(r['zero_adv_early'])} "
             f"| {mins:.1f} |"
         )
     if table["pairs"]:
@@ -548,16 +763,18 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             "Paired differences (same seeds; mean [95% bootstrap CI] of the per-seed differences; "
             "a CI that excludes 0 is a difference at this sample size):",
             "",
-            f"| pair | seeds | area | final | iterations to {args.threshold:.0%} | valid_unseen |",
-            "|---|---|---|---|---|---|",
+            f"| pair | seeds | area | final | iterations to {args.threshold:.0%} | {first} |"
+            + (f" {first} score |" if env.scores else ""),
+            "|---|---|---|---|---|---|" + ("---|" if env.scores else ""),
         ]
         for name, p in table["pairs"].items():
             lines.append(
                 f"| {name} | {len(p['seeds'])} | {_fmt(p['auc'])} | {_fmt(p['final'])} | "
-                f"{_fmt(p['reach'], 1)} | {_fmt(p['valid_unseen'])} |"
+                f"{_fmt(p['reach'], 1)} | {_fmt(p[first])} |"
+                + (f" {_fmt(p[f'{first}_score'])} |" if env.scores else "")
             )
-    types = sorted({t for r in table["arms"].values() for t in r.get("valid_unseen_types", {})})
-    if types:
+    types = sorted({t for r in table["arms"].values() for t in r.get(f"{first}_types", {})})
+    if types and env is ALFWORLD:  # WebShop's goals have no task types
         lines += [
             "",
             "Held-out `valid_unseen` success per task type (the seeds' Table 1 columns; mean over "
@@ -569,6 +786,11 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         for arm, r in table["arms"].items():
             cells = [_fmt(r["valid_unseen_types"].get(t)) for t in types]
             lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    cand = Path(args.base) / "warm-candidates" / "candidates.json"
+    if env is not ALFWORLD and cand.is_file():
+        lines += ["", "Warm-start candidates (train split only; `--warm-candidates`, "
+                  "docs/learning_study.md, \"WebShop study\"):", "",
+                  candidates_markdown(json.loads(cand.read_text()))]  # fmt: skip
     missing = [
         a for a in args.arms if len(table["arms"].get(a, {}).get("seeds", [])) < len(args.seeds)
     ]
@@ -580,7 +802,12 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
 
 def study_settings(args: argparse.Namespace) -> dict:
     """What ``learning.json`` records of the study's regime (issue-facing summary)."""
-    held = {s: count_tasks(args.env_kwargs, s) for s, _ in final_evals(args)} if args.study else {}
+    env = study_env(args)
+    held = (
+        {s: count_tasks(args.env_kwargs, s, env.env_id) for s, _ in final_evals(args)}
+        if args.study
+        else {}
+    )
     return {
         "num_groups": args.num_groups,
         "group_size": args.group_size,
@@ -589,11 +816,12 @@ def study_settings(args: argparse.Namespace) -> dict:
         "lr": args.lr,
         "env_kwargs": json.loads(args.env_kwargs or "{}"),
         "extra_flags": list(args.extra),
-        "train_games": count_tasks(args.env_kwargs, "train") if args.study else None,
+        "train_games": count_tasks(args.env_kwargs, "train", env.env_id) if args.study else None,
         "heldout_games": held,
         "final_episodes": {s: e for s, e in final_evals(args)},
         "eval_every": args.eval_every,
         "eval_episodes": args.eval_episodes,
+        **env.extra_settings,
     }
 
 
@@ -608,29 +836,45 @@ def save_results(table: dict, out: Path, draw, write) -> None:
     print(out.read_text())
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The study's arguments; ``--env`` picks the defaults (``args.study_env``)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env", choices=sorted(ENVS), default=ALFWORLD.name)
+    env = ENVS[pre.parse_known_args(argv)[0].env]
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--arms", "--estimators", nargs="+", default=list(DEFAULT_ARMS),
-                   choices=sorted(ARMS), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
+    p.add_argument("--env", choices=sorted(ENVS), default=ALFWORLD.name,
+                   help="the study: alfworld (docs/learning_study.md) or webshop (its section "
+                   "'WebShop study'); sets the defaults below")  # fmt: skip
+    p.add_argument("--arms", "--estimators", nargs="+", default=list(env.arms),
+                   choices=env.arm_names(), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    p.add_argument("--iterations", type=int, default=30)
-    p.add_argument("--num-groups", type=int, default=8, help="tasks per iteration")
+    p.add_argument("--iterations", type=int, default=env.iterations)
+    p.add_argument("--num-groups", type=int, default=env.num_groups, help="tasks per iteration")
     p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
     p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--eval-every", type=int, default=10, help="held-out evaluation during training")
-    p.add_argument("--eval-episodes", type=int, default=4,
-                   help="episodes per valid_unseen task of each evaluation during training")  # fmt: skip
-    p.add_argument("--final-episodes", type=int, nargs=2, metavar=("UNSEEN", "SEEN"),
-                   default=[e for _, e in FINAL_EVALS],
-                   help="episodes per task of the final valid_unseen / valid_seen evaluations")  # fmt: skip
-    p.add_argument("--warm", default=WARM, help="the warm start's folder (made if missing)")
-    p.add_argument("--warm-args", default="",
+    p.add_argument("--eval-every", type=int, default=env.eval_every,
+                   help="held-out evaluation during training")  # fmt: skip
+    splits = [s for s, _ in env.final_evals]
+    p.add_argument("--eval-episodes", type=int, default=env.eval_episodes,
+                   help=f"episodes per {splits[0]} task of each evaluation during training")  # fmt: skip
+    p.add_argument("--final-episodes", type=int, nargs=len(splits),
+                   metavar=tuple(s.upper() for s in splits), default=[e for _, e in env.final_evals],
+                   help=f"episodes per task of the final {' / '.join(splits)} evaluations")  # fmt: skip
+    p.add_argument("--warm", default=env.warm, help="the warm start's folder (made if missing)")
+    p.add_argument("--warm-checked", action="store_true",
+                   help="the caller has just made or checked --warm (e.g. tuning_grid.py, once "
+                   "for all its points): use it as it is")  # fmt: skip
+    p.add_argument("--warm-args", default=env.warm_args,
                    help="flags of `python -m mvpo_train.encoder_policy` for the warm start")  # fmt: skip
-    p.add_argument("--env-kwargs", default="{}",
-                   help="mvpo/ALFWorld-v0 keywords of every run, as JSON (e.g. the full split)")  # fmt: skip
+    p.add_argument("--warm-candidates", type=int, nargs="+", default=None, metavar="STEPS",
+                   help="only measure warm starts of these BC step counts (0 = a fresh head) on "
+                   "the train split (--candidate-tasks tasks x 1 sampled episode, seed 0)")  # fmt: skip
+    p.add_argument("--candidate-tasks", type=int, default=200,
+                   help="train tasks of --warm-candidates (the split's first N)")  # fmt: skip
+    p.add_argument("--env-kwargs", default=env.env_kwargs,
+                   help=f"{env.env_id} keywords of every run, as JSON (e.g. the full split)")  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.2, help="success threshold")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
     p.add_argument(
@@ -642,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run each run as a Ray task: on a cluster (ADDRESS, e.g. 'auto' or "
         "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
     )
-    p.add_argument("--base", default=str(ROOT / "runs" / "learning-study"))
+    p.add_argument("--base", default=env.base)
     p.add_argument("--embedding-cache", default=None,
                    help="embedding cache file of every run (default: BASE/embeddings.npz); "
                    "sweeps over the same games can share one")  # fmt: skip
@@ -653,30 +897,42 @@ def main(argv: list[str] | None = None) -> int:
                    help="plain cpu-tiny runs (+ the extra flags): no warm start, no study flags")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="1 seed, 3 iterations, own --base")
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
-    p.add_argument("--out", default=str(RESULTS / "learning.md"))
+    p.add_argument("--out", default=env.out)
     p.add_argument(
         "extra", nargs="*", help="extra mvpo-train flags after --, e.g. -- --max-steps 20"
     )
     args = p.parse_args(argv)
+    args.study_env = env
     args.argv = [a for a in argv if a != "--analyze-only"]
     if args.quick:
+        quick = "learning-quick" if env is ALFWORLD else f"learning-{env.name}-quick"
         args.seeds, args.iterations, args.eval_every = [0], 3, 3
-        args.base = str(ROOT / "runs" / "learning-quick")
-        args.out = str(ROOT / "runs" / "learning-quick" / "learning.md")
+        args.base = str(ROOT / "runs" / quick)
+        args.out = str(ROOT / "runs" / quick / Path(env.out).name)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    env = args.study_env
     base = Path(args.base)
+    if args.warm_candidates is not None:
+        print(candidates_markdown(warm_candidates(args, base)))
+        return 0
     if not args.analyze_only:
         if args.study:
             warm_start_and_eval(args, base)
         run_all(args, base)
         if args.study:
-            warm_start_and_eval(args, base)  # the warm-start eval needs a run's config
+            warm_start_and_eval(args, base, build=False)  # the eval needs a run's config
     runs = load_runs(base, args.arms, args.seeds, args.iterations)
-    table = summarize(runs, base, args.threshold, args.iterations)
+    table = summarize(runs, base, args.threshold, args.iterations, env=env)
     table["settings"] = study_settings(args)
     save_results(
         table,
         Path(args.out),
-        lambda t, png: plot(t, png, args.threshold),
+        lambda t, png: plot(t, png, args.threshold, env),
         lambda t, out, png: write_markdown(t, args, out, png),
     )
     return 0

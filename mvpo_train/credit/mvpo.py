@@ -122,7 +122,9 @@ class MVPOConfig(StepConfig):
     (optional initial vocabulary, §3.2); ``c_succ``, ``gamma_m`` (None = ``gamma``),
     ``lambda_L``, ``lambda_F`` (§3.3); ``gamma_phi`` (§3.4, 1 = undiscounted); ``beta``,
     ``kappa_min``, ``kappa_schedule`` ('progress' | 'relative' | 'constant' | 'none' |
-    registered), ``kappa_constant`` (§3.5); ``repair_singletons`` (§3.6).
+    registered), ``kappa_constant`` (§3.5); ``repair_singletons``, ``anchor_credit`` (§3.6;
+    ``anchor_credit=False`` drops GiGPO's anchor credit ``A^S`` on informative step groups:
+    the seeds' ablation "w/o GiGPO anchor").
 
     ``form`` ('seeds', the default, | 'v1', §3.8, §3.10) fills every field left at ``None``: ``value``
     ('progress' | 'shaping'), ``loop_stat`` ('dwell' | 'revisit'), ``potential_norm``
@@ -148,6 +150,7 @@ class MVPOConfig(StepConfig):
     kappa_schedule: str = "progress"
     kappa_constant: float = 1.0
     repair_singletons: bool = False
+    anchor_credit: bool = True
     form: str = DEFAULT_FORM
     value: str | None = None
     loop_stat: str | None = None
@@ -479,7 +482,7 @@ class MVPO(BaseEstimator):
         self.ema_success = cfg.beta * self.ema_success + (1.0 - cfg.beta) * success_rate
         kappa = self.kappa
         repair = np.where(routed, kappa * a_phi, 0.0)
-        a_s = np.where(routed, repair, parts.a_s)
+        a_s = np.where(routed, repair, parts.a_s if cfg.anchor_credit else 0.0)
         adv = combine(parts, a_s, cfg.omega)
         self._repair_sorted, self._routed_sorted = repair, routed
 

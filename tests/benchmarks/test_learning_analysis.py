@@ -3,20 +3,18 @@ averages, iterations to threshold, bootstrap CIs and paired differences."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 
+from .helpers import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _learning():
-    spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("learning")
 
 
 def test_moving_average_and_first_reach():
@@ -93,3 +91,30 @@ def test_runs_share_the_embedding_cache_given_or_the_base_one(tmp_path):
     shared = tmp_path / "shared.npz"
     cmd = lm.train_cmd(tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=shared))
     assert cmd[cmd.index("--embedding-cache") + 1] == str(shared)
+
+
+def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
+    """Checking the warm start replays every expert plan (minutes on the full split): a sweep
+    does it once, before its runs, not again after them; ``--warm-checked`` skips it when the
+    folder holds a warm start, and still makes one that is missing."""
+    lm = _learning()
+    calls: list[list[str]] = []
+    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    monkeypatch.setattr(lm, "run_all", lambda args, base: None)
+    monkeypatch.setattr(lm, "load_runs", lambda *a, **k: {})
+    monkeypatch.setattr(lm, "summarize", lambda *a, **k: {"arms": {}, "pairs": {}})
+    monkeypatch.setattr(lm, "save_results", lambda *a, **k: None)
+    warm = tmp_path / "warm"
+    base = ["--base", str(tmp_path / "b"), "--warm", str(warm), "--no-eval", "--seeds", "0"]
+
+    def warm_builds(*flags: str) -> int:
+        calls.clear()
+        assert lm.main([*base, *flags]) == 0
+        return sum("mvpo_train.encoder_policy" in c for c in calls)
+
+    assert warm_builds() == 1
+    assert warm_builds("--warm-checked") == 1  # nothing there yet: made
+    warm.mkdir()
+    (warm / "warm_start.json").write_text("{}")
+    assert warm_builds("--warm-checked") == 0
+    assert warm_builds() == 1

@@ -1,0 +1,134 @@
+"""What the WebShop learning study adds to ``mvpo-train`` / ``mvpo-eval`` (docs/learning_study.md,
+"WebShop study"); ``benchmarks/learning.py --env webshop`` runs every train and eval command
+through this file::
+
+    python benchmarks/learning_webshop.py train_main ARGS...   # = mvpo-train ARGS
+    python benchmarks/learning_webshop.py eval_main ARGS...    # = mvpo-eval ARGS, + WebShop's score
+
+Importing it registers (in this process only, as a child process of the study)
+:data:`SUCCESS_ENV_ID`: ``mvpo/WebShop-v0`` with the seeds' success reward (verl-agent's
+  WebShop worker: a reward only for a won episode; 1.0 here, as on ALFWorld). The env has no
+  keyword for it (its ``reward`` keyword picks WebShop's score rule, docs/webshop.md "Reward"),
+  so this is the one bridge left of ``benchmarks/diagnostics.py``'s (its factory, reused): the
+  search template is the env's own ``search_query="instruction"`` now (docs/webshop.md "Score
+  mode"), and the encoder policy reads WebShop's literal ``[SEP]`` itself. Observations,
+  admissible actions, ``won``, ``info["task_score"]``, the 15-step limit and the prompt templates
+  are ``mvpo/WebShop-v0``'s;
+
+``eval_main`` plays the run's policy on ``mvpo/WebShop-v0`` itself (the study passes
+``--env-id mvpo/WebShop-v0``: the same pages, its own reward = WebShop's score at the
+purchase) and adds WebShop's score to the result file: ``score`` (mean over episodes) and
+``scores`` (one per episode, in the order ``mvpo-eval`` plays them).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+#: ``mvpo/WebShop-v0`` with the seeds' success reward (1.0 for a won episode, else 0)
+SUCCESS_ENV_ID = "mvpo-study/WebShop-SuccessReward-v0"
+WEBSHOP_ID = "mvpo/WebShop-v0"
+
+
+@functools.cache
+def _diagnostics() -> Any:
+    """``benchmarks/diagnostics.py`` as a module (loaded once per process)."""
+    name = "mvpo_bench_diagnostics"
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "diagnostics.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def make_success_reward_webshop(**kwargs: Any) -> Any:
+    """``mvpo/WebShop-v0`` (``kwargs`` as its own) whose reward is 1.0 on the step that wins
+    (``terminated`` with ``info["won"]``), else 0 (``benchmarks/diagnostics.py``'s wrapper)."""
+    return _diagnostics().make_instruction_search_webshop(diag_reward="success", **kwargs)
+
+
+def register() -> None:
+    """Register :data:`SUCCESS_ENV_ID` (with ``mvpo/WebShop-v0``'s step limit and prompt
+    templates); idempotent."""
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the mvpo ids)
+    from mvpo_train.prompts import get_template, register_template
+
+    if SUCCESS_ENV_ID not in gym.registry:
+        gym.register(
+            id=SUCCESS_ENV_ID,
+            entry_point=make_success_reward_webshop,
+            max_episode_steps=gym.spec(WEBSHOP_ID).max_episode_steps,
+        )
+        for style in ("compact", "seed"):  # the same prompts as mvpo/WebShop-v0
+            register_template(SUCCESS_ENV_ID, style, get_template(WEBSHOP_ID, style))
+
+
+def eval_with_scores(argv: list[str]) -> int:
+    """``mvpo-eval ARGV`` that also writes WebShop's score of every episode into ``--out``.
+
+    The score of an episode is its env return on ``mvpo/WebShop-v0`` (0 on every step but the
+    purchase, which pays the score; 0 if it never buys). Read from the batches
+    ``mvpo_train.evaluation.evaluate`` collects; padding episodes (the last chunk of tasks is
+    padded to its size) come last and are dropped, and the kept episodes must give exactly the
+    success ``mvpo-eval`` reports (else this fails rather than misreport).
+    """
+    from mvpo_train import cli, evaluation
+
+    if "--out" not in argv:
+        raise SystemExit("learning_webshop.py eval_main: --out is required (the score goes there)")
+    played: list[tuple[np.ndarray, np.ndarray]] = []  # (return, success) per trajectory, by call
+
+    class ScoreCapture(evaluation.RolloutCollector):
+        def collect(self, *args: Any, **kwargs: Any) -> Any:
+            batch = super().collect(*args, **kwargs)
+            env_reward = np.asarray(batch.extras["env_reward"], dtype=np.float64)
+            ret = np.bincount(batch.traj_index, weights=env_reward, minlength=batch.n_traj)
+            order = np.argsort(batch.traj_group, kind="stable")  # task order, as kept
+            played.append((ret[order], np.asarray(batch.traj_success)[order]))
+            return batch
+
+    evaluation.RolloutCollector = ScoreCapture  # this process only: it exists for this call
+    rc = cli.eval_main(argv)
+    if rc != 0:
+        return rc
+    out = Path(argv[argv.index("--out") + 1])
+    result = json.loads(out.read_text())
+    n = int(result["episodes"])
+    scores = np.concatenate([r for r, _ in played])[:n] if played else np.zeros(0)
+    wins = np.concatenate([s for _, s in played])[:n] if played else np.zeros(0, dtype=bool)
+    if len(scores) != n or not np.isclose(float(np.mean(wins)) if n else 0.0, result["success"]):
+        raise SystemExit(
+            f"learning_webshop.py eval_main: the episodes read ({len(scores)}) do not give "
+            f"mvpo-eval's success {result['success']} over {n} episodes"
+        )
+    result["score"] = float(scores.mean()) if n else 0.0
+    result["scores"] = [round(float(x), 6) for x in scores]
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"score     {result['score']:.3f}  (WebShop's score, mean over {n} episodes)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("train_main", "eval_main"):
+        raise SystemExit("usage: learning_webshop.py {train_main,eval_main} ARGS...")
+    register()
+    if argv[0] == "eval_main":
+        return eval_with_scores(argv[1:])
+    from mvpo_train.cli import train_main
+
+    return train_main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
