@@ -24,6 +24,19 @@ memory and search (query encoding + exact scan of every vector) are measured at 
 scan costs the same whatever the vectors hold; the rankings of that index mean nothing, and the
 time to embed the whole corpus is reported as measured rate x size, not run.
 
+**dense IVF on real embeddings** (``--dense-real``): the passages the resumable embedding
+build has done so far (``python -m mvpo_envs.searchqa.retrievers.build_embeddings``, shards in
+``<work>/cache-d1000000``; the first rows are the bundled world, then distractors) give an
+exact ``IndexFlatIP`` and the retriever's IVF index (:func:`build_ivf`, default nlist, seed 0)
+over the same vectors: recall@1/3/10 of IVF against exact for the 1,000 questions, per
+``nprobe``. Then a full-size IVF index is planted under the retriever's cache key from those
+real vectors repeated (its search cost is that of the real index; its rankings mean nothing)
+and loaded and searched through the env, as the flat one. ``--redo-recall`` measures the
+recall again once more passages are embedded.
+
+**128 async workers** (``--big-workers``): 1, 8 and 128 ``TextAsyncVectorEnv`` workers (bm25)
+at the largest size, the parent importing the env module before it forks them.
+
 Resumable: every finished size is kept in ``<work>/results.json`` and skipped on a rerun. Run
 from the repository root:
 
@@ -36,7 +49,6 @@ writes ``benchmarks/results/searchqa_scale.md`` from what has finished.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -45,75 +57,73 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import proc_stats  # noqa: E402  (benchmarks/ is not a package)
+
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
 #: distractor passages added to the bundled world's 394
 DISTRACTORS = (10_000, 100_000, 1_000_000)
 ENV_COUNTS = (1, 8, 128)
 WORKER_COUNTS = (1, 8)
+#: async workers measured at the largest size only (``--big-workers``)
+BIG_WORKER_COUNTS = (1, 8, 128)
+#: IVF lists probed in the recall sweep on real embeddings
+NPROBES = (1, 2, 4, 8, 16, 32, 64)
+#: nprobe of the IVF index measured at full size
+IVF_NPROBES = (16, 64)
+#: PQ bytes per passage of the IVF-PQ row of the recall sweep (384 dims / 48 = 8 per code)
+PQ_M = 48
 COMMAND = (
     "nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench --dense"
 )
-
-
-_spec = importlib.util.spec_from_file_location(
-    "proc_stats", Path(__file__).with_name("proc_stats.py")
+COMMAND_IVF = (
+    "nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench "
+    "--distractors 1000000 --dense-real"
 )
-_proc_stats = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_proc_stats)
-memory = _proc_stats.memory
+memory = proc_stats.memory
 
 
-def _kwargs(data: str, retriever: str, cache: str) -> dict[str, Any]:
+def _kwargs(data: str, retriever: str, cache: str, extra: dict | None = None) -> dict[str, Any]:
     return {
         "split": "test",
         "corpus_path": str(Path(data) / "corpus.jsonl"),
         "qa_path": data,
         "retriever": retriever,
-        "retriever_kwargs": {"cache_dir": cache, "query_cache_size": 0},
+        "retriever_kwargs": {"cache_dir": cache, "query_cache_size": 0, **(extra or {})},
         "corpus_store": "compact",
     }
 
 
-def _percentiles(times: list[float]) -> dict[str, float]:
-    import numpy as np
-
-    return {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99))}
-
-
-def child(data: str, retriever: str, cache: str, envs: int) -> dict[str, Any]:
-    """In a fresh process: time the first env, grow to ``envs`` envs, time searches."""
+def child(
+    data: str, retriever: str, cache: str, envs: int, extra: dict | None = None
+) -> dict[str, Any]:
+    """In a fresh process: time the first env, grow to ``envs`` envs, time searches (dense:
+    also the faiss search alone, on the queries encoded beforehand)."""
     import torch
 
     torch.set_num_threads(2)
     from mvpo_envs.searchqa.env import SearchQAEnv
 
-    kwargs = _kwargs(data, retriever, cache)
-    out: dict[str, Any] = {"base": memory()}
+    kwargs = _kwargs(data, retriever, cache, extra)
+    out: dict[str, Any] = {"base": memory(), "retriever_kwargs": extra or {}}
     t = time.perf_counter()
     first = SearchQAEnv(**kwargs)
     out["first_s"] = time.perf_counter() - t
     out["passages"] = len(first.retriever.corpus)
     out["corpus"] = type(first.retriever.corpus).__name__
-    first.reset(seed=0)
-    out["mem"] = {"1": memory()}
-    made = [first]
-    for n in ENV_COUNTS[1:]:
-        if n > envs:
-            break
-        while len(made) < n:
-            env = SearchQAEnv(**kwargs)
-            env.reset(seed=len(made))
-            made.append(env)
-        out["mem"][str(n)] = memory()
+    grown = proc_stats.grow_envs(
+        lambda k: first if k == 0 else SearchQAEnv(**kwargs), ENV_COUNTS, envs
+    )
+    out["mem"] = grown["mem"]
     out["envs_s"] = time.perf_counter() - t
     questions = [item.question for item in first.items]
-    for name in ("search_first_ms", "search_ms"):  # first pass: index pages read from disk
-        times = []
-        for q in questions:
-            t = time.perf_counter()
-            first.retriever.search([q], 3)
-            times.append((time.perf_counter() - t) * 1000)
-        out[name] = _percentiles(times)
+    out.update(proc_stats.search_passes(lambda q: first.retriever.search([q], 3), questions))
+    if retriever == "dense":
+        emb = first.retriever.encode(questions)
+        index = first.retriever._index
+        out["faiss_ms"] = proc_stats.p50_p99(
+            proc_stats.time_calls(lambda i: index.search(emb[i : i + 1], 3), range(len(emb)))
+        )
     out["mem_after_search"] = memory()
     return out
 
@@ -130,11 +140,15 @@ class _MakeEnv:
         return SearchQAEnv(**self.kwargs)
 
 
-def async_child(data: str, retriever: str, cache: str, workers: int) -> dict[str, Any]:
-    """``workers`` async worker processes (one env each) mapping the same files."""
+def async_child(
+    data: str, retriever: str, cache: str, workers: int, extra: dict | None = None
+) -> dict[str, Any]:
+    """``workers`` async worker processes (one env each) mapping the same files. The parent
+    imports the env first, as a trainer has, so the forked workers share its imported code."""
+    import mvpo_envs.searchqa.env  # noqa: F401  (shared with the forked workers)
     from mvpo_envs.async_worker import TextAsyncVectorEnv
 
-    kwargs = _kwargs(data, retriever, cache)
+    kwargs = _kwargs(data, retriever, cache, extra)
     t = time.perf_counter()
     venv = TextAsyncVectorEnv([_MakeEnv(kwargs) for _ in range(workers)], shared_memory=False)
     venv.reset(seed=0)
@@ -142,16 +156,13 @@ def async_child(data: str, retriever: str, cache: str, workers: int) -> dict[str
     t = time.perf_counter()
     venv.step(["<search>Who founded the company?</search>"] * workers)
     step_s = time.perf_counter() - t
-    mems = [memory(proc.pid) for proc in venv.processes]
+    t = time.perf_counter()  # a second step: no lazy model load, pages already read
+    venv.step(["<search>Which river is longer?</search>"] * workers)
+    step2_s = time.perf_counter() - t
+    mem = proc_stats.workers_memory([proc.pid for proc in venv.processes])
     venv.close()
-    total = {k: sum(m[k] for m in mems) for k in ("rss", "uss", "pss")}
-    return {
-        "workers": workers,
-        "start_s": start_s,
-        "step_s": step_s,
-        "total": total,
-        "per_worker": mems[0],
-    }
+    out = {"workers": workers, "start_s": start_s, "step_s": step_s, "step2_s": step2_s}
+    return {**out, **mem, "preimport": True}
 
 
 def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
@@ -202,14 +213,145 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
     return out
 
 
-def dense_load_child(data: str, cache: str, envs: int) -> dict[str, Any]:
-    """Cached dense envs in a fresh process (the planted index): load, memory, search."""
-    return child(data, "dense", cache, envs)
+def _real_embeddings(data: str, cache: str) -> tuple[Any, Any, Path, int]:
+    """The corpus, a settings-only dense retriever, the embedding shard folder and how many
+    leading passages have real embeddings in it (``embeddings`` command, resumable)."""
+    from mvpo_envs.searchqa.retrievers.dense import DenseRetriever, embeddings_folder
+    from mvpo_envs.searchqa.retrievers.embeddings import rows_done
+    from mvpo_envs.searchqa.store import load_corpus_compact
+
+    corpus = load_corpus_compact(Path(data) / "corpus.jsonl", cache)
+    probe = DenseRetriever.__new__(DenseRetriever)
+    probe.configure(corpus, None, cache, "cpu", 64, "", "")
+    folder = embeddings_folder(probe)
+    return corpus, probe, folder, rows_done(folder, len(corpus)) if folder.exists() else 0
 
 
-def run_child(args: list[str]) -> tuple[dict[str, Any], float]:
-    """Run a child mode in a new interpreter; its JSON and its peak RSS (MiB)."""
-    return _proc_stats.run_child(__file__, args)
+def _questions(data: str) -> list[str]:
+    from mvpo_envs.searchqa.data import load_qa
+
+    return [
+        item.question
+        for split in ("test", "train")
+        for item in load_qa(Path(data) / f"{split}.jsonl")
+    ]
+
+
+def dense_recall_child(data: str, cache: str, limit: int) -> dict[str, Any]:
+    """Recall of the IVF index against the exact one on the real embeddings there are: the
+    first ``rows`` passages (the bundled world, then distractors), and a quarter and a half of
+    them (how recall at one nprobe moves with the corpus size), for the 1,000 questions."""
+    import torch
+
+    torch.set_num_threads(2)
+    _, probe, folder, rows = _real_embeddings(data, cache)
+    rows = min(rows, limit) if limit else rows
+    if rows < 100:
+        raise SystemExit(f"only {rows} real embeddings in {folder}: run the embeddings build")
+    queries = probe.encode(_questions(data))
+    sizes = sorted({rows // 4, rows // 2, rows})
+    runs = [_recall(folder, n, queries) for n in sizes]
+    runs.append(_recall(folder, rows, queries, pq_m=PQ_M))  # IVF-PQ at the largest size
+    return {"rows": rows, "queries": len(queries), "sizes": runs}
+
+
+def _recall(folder: Path, rows: int, queries: Any, pq_m: int = 0) -> dict[str, Any]:
+    """Exact and IVF (the retriever's defaults at ``rows``, seed 0; ``pq_m``: PQ codes) over
+    the first ``rows`` embeddings: recall@1/3/10 and one query's faiss time, per nprobe."""
+    import faiss
+    import numpy as np
+
+    from mvpo_envs.searchqa.retrievers.dense import (
+        build_flat,
+        build_ivf,
+        default_nlist,
+        default_train_size,
+    )
+
+    exact = build_flat(folder, rows)
+    _, truth = exact.search(queries, 10)
+    nlist = default_nlist(rows)
+    train_size = default_train_size(rows, nlist)
+    t = time.perf_counter()
+    ivf = build_ivf(folder, rows, nlist, train_size, seed=0, pq_m=pq_m)
+    out: dict[str, Any] = {
+        "pq_m": pq_m,
+        "rows": rows,
+        "nlist": nlist,
+        "train_size": train_size,
+        "build_s": time.perf_counter() - t,
+        "sweep": [],
+    }
+    for nprobe in NPROBES:
+        if nprobe > nlist:
+            break
+        faiss.extract_index_ivf(ivf).nprobe = nprobe
+        _, found = ivf.search(queries, 10)
+        pairs = list(zip(truth.tolist(), found.tolist(), strict=True))
+        recall = {
+            str(k): float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in pairs]))
+            for k in (1, 3, 10)
+        }
+        times = proc_stats.time_calls(lambda i: ivf.search(queries[i : i + 1], 3), range(200))
+        out["sweep"].append(
+            {"nprobe": nprobe, "recall": recall, "faiss_ms": proc_stats.p50_p99(times)}
+        )
+    times = proc_stats.time_calls(lambda i: exact.search(queries[i : i + 1], 3), range(200))
+    out["exact_faiss_ms"] = proc_stats.p50_p99(times)
+    return out
+
+
+def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, Any]:
+    """Plant the full-size IVF index under the retriever's cache key: the real embeddings
+    there are (``real_cache``'s shards), repeated to the corpus size (row ``i`` = real vector
+    ``i mod rows``), k-means on a seeded sample of the real ones; nlist and train size are
+    the retriever's defaults for the full corpus. Its search cost is that of the real index
+    (lists of the same shape, scaled); its rankings mean nothing."""
+    import numpy as np
+
+    from mvpo_envs.searchqa.retrievers.dense import (
+        index_folder,
+        ivf_settings,
+        train_ivf,
+        train_rows,
+    )
+    from mvpo_envs.searchqa.retrievers.embeddings import load_rows
+
+    corpus, probe, real_folder, rows = _real_embeddings(data, real_cache)
+    n = len(corpus)
+    settings = ivf_settings(n, None, 0, None, 0)
+    folder = index_folder(Path(cache), corpus.content_hash, probe.params, settings)
+    out: dict[str, Any] = {"passages": n, "real_rows": rows, **settings}
+    if not (folder / "DONE").is_file():
+        import faiss
+
+        real = load_rows(real_folder, np.arange(rows))
+        t = time.perf_counter()
+        index = train_ivf(real[train_rows(rows, min(rows, settings["train_size"]), 0)],
+                          settings["nlist"], 0)  # fmt: skip
+        out["train_s"] = time.perf_counter() - t
+        for start in range(0, n, rows):
+            index.add(real[: min(rows, n - start)])
+        out["add_s"] = time.perf_counter() - t - out["train_s"]
+        tmp = folder.with_name(folder.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        faiss.write_index(index, str(tmp / "index.faiss"))
+        docs = {"num_docs": n, **settings, "planted_real_rows": rows}
+        (tmp / "docs.json").write_text(json.dumps(docs))
+        note = f"planted by benchmarks/searchqa_scale.py: {rows} real vectors repeated\n"
+        (tmp / "DONE").write_text(note)
+        del index
+        os.replace(tmp, folder)
+    out["real_rows"] = json.loads((folder / "docs.json").read_text())["planted_real_rows"]
+    out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
+    return out
+
+
+def run_child(args: list[str], extra: dict | None = None) -> tuple[dict[str, Any], float]:
+    """Run a child mode in a new interpreter (``extra``: retriever kwargs); its JSON and its
+    peak RSS (MiB)."""
+    more = ["--child-kwargs", json.dumps(extra)] if extra else []
+    return proc_stats.run_child(__file__, [*args, *more])
 
 
 def generate(work: Path, distractors: int) -> tuple[Path, float]:
@@ -275,8 +417,113 @@ def measure_dense(work: Path, distractors: int, subset: int, envs: int) -> dict[
     }
 
 
-def _f(value: Any, spec: str = ",.0f") -> str:
-    return "n/a" if value is None else format(value, spec)
+def measure_big_workers(work: Path, distractors: int) -> list[dict[str, Any]]:
+    """Async workers at one size, up to 128 (bm25; mostly memory)."""
+    folder, _ = generate(work, distractors)
+    cache = work / f"cache-d{distractors}"
+    return [run_child(["async", str(folder), str(cache), str(n)])[0] for n in BIG_WORKER_COUNTS]
+
+
+def measure_dense_real(work: Path, distractors: int, envs: int) -> dict[str, Any]:
+    """IVF on the real embeddings there are (recall against exact), then the full-size IVF
+    index (real vectors repeated) through the retriever: load, memory, search."""
+    folder, _ = generate(work, distractors)
+    real_cache = work / f"cache-d{distractors}"
+    cache = work / f"cache-dense-d{distractors}"
+    recall, _ = run_child(["dense-recall", str(folder), str(real_cache), "0"])
+    planted, peak = run_child(["dense-ivf-plant", str(folder), str(cache), str(real_cache)])
+    out: dict[str, Any] = {"recall": recall, "plant": {**planted, "peak_rss": peak}}
+    out["cached"] = []
+    for nprobe in IVF_NPROBES:
+        extra = {"index": "ivf", "nprobe": nprobe}
+        cached, cpeak = run_child(["dense", str(folder), str(cache), str(envs)], extra)
+        out["cached"].append({**cached, "peak_rss": cpeak})
+    extra = {"index": "ivf", "nprobe": IVF_NPROBES[0]}
+    out["async"] = [run_child(["async-dense", str(folder), str(cache), "2"], extra)[0]]
+    return out
+
+
+_f = proc_stats.fmt
+
+
+def ivf_report(ivf: dict[str, Any]) -> list[str]:
+    """The IVF section: recall on real embeddings, then the full-size index."""
+    r, plant = ivf["recall"], ivf["plant"]
+    last = r["sizes"][-1]
+    lines = [
+        "",
+        '## dense IVF (`index="ivf"`: faiss `IndexIVFFlat`, mapped the same way)',
+        "",
+        f"Command: `{COMMAND_IVF}`. **Recall on real embeddings**: the first {r['rows']:,} "
+        "passages of the 1M corpus (the bundled world's 394, then distractors), embedded with "
+        "MiniLM by the resumable build (`python -m mvpo_envs.searchqa.retrievers.build_embeddings`), "
+        "and a quarter and a half of them. For each size, an exact `IndexFlatIP` and the "
+        "retriever's IVF index (`build_ivf`: the default nlist for that size, k-means on a "
+        f"sample drawn with seed 0; at the largest size also `pq_m={PQ_M}`, IVF-PQ) over the "
+        "same vectors; queries: the "
+        f"{r['queries']:,} questions (test + train), encoded with MiniLM. recall@k = the share "
+        "of the exact top k that the IVF top k holds. faiss ms: one query's `index.search` "
+        "(k 3), encoding excluded, over 200 questions. Exact search of the "
+        f"{last['rows']:,} vectors: {last['exact_faiss_ms']['p50']:.2f} ms p50, "
+        f"{last['exact_faiss_ms']['p99']:.2f} ms p99.",
+        "",
+        "| real rows | index | nlist | train | nprobe | lists scanned | recall@1 | recall@3 | "
+        "recall@10 | faiss p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size in r["sizes"]:
+        kind = f"IVF-PQ{size['pq_m']}" if size.get("pq_m") else "IVF-Flat"
+        for row in size["sweep"]:
+            lines.append(
+                f"| {size['rows']:,} | {kind} | {size['nlist']} | {size['train_size']:,} | "
+                f"{row['nprobe']} | {row['nprobe'] / size['nlist']:.1%} | "
+                f"{row['recall']['1']:.3f} | {row['recall']['3']:.3f} | "
+                f"{row['recall']['10']:.3f} | {row['faiss_ms']['p50']:.2f} | "
+                f"{row['faiss_ms']['p99']:.2f} |"
+            )
+    lines += [
+        "",
+        f"**At full size** ({plant['passages']:,} rows): only {plant['real_rows']:,} rows "
+        "are real embeddings; the index holds them repeated (row i = real vector i mod "
+        f"{plant['real_rows']:,}), nlist {plant['nlist']} (the default at this size), "
+        "k-means on the real vectors (seed 0), "
+        f"{plant['index_mib']:,.0f} MiB on disk. A query scans nprobe lists whose sizes have "
+        "the shape the real vectors give them, scaled to a million rows, so the load, memory "
+        "and search cost below are those of an index of this size; its rankings mean nothing "
+        "(every hit comes with its copies), and its recall at this size is not measured (the "
+        "table above is on the real passages only). Search: `retriever.search([question], 3)` over the 200 test questions "
+        "(MiniLM query encoding, 1 torch thread, + faiss); faiss alone: the search of the "
+        "encoded query.",
+        "",
+        "| nprobe | cached first env s | RSS 1 | RSS 128 | PSS 128 | search p50 ms | p99 ms | "
+        "first pass p50 / p99 ms | faiss p50 / p99 ms | RSS after search |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in ivf["cached"]:
+        mem = c["mem"]
+        lines.append(
+            f"| {c['retriever_kwargs'].get('nprobe')} | {c['first_s']:.2f} | "
+            f"{mem['1']['rss']:,.0f} | {_f(mem.get('128', {}).get('rss'))} | "
+            f"{_f(mem.get('128', {}).get('pss'))} | {c['search_ms']['p50']:.1f} | "
+            f"{c['search_ms']['p99']:.1f} | {c['search_first_ms']['p50']:.1f} / "
+            f"{c['search_first_ms']['p99']:.1f} | {c['faiss_ms']['p50']:.2f} / "
+            f"{c['faiss_ms']['p99']:.2f} | {c['mem_after_search']['rss']:,.0f} |"
+        )
+    lines += [_async_line(a, "the IVF index") for a in ivf.get("async", [])]
+    return lines
+
+
+def _async_line(a: dict[str, Any], what: str) -> str:
+    second = (
+        f" (the first of a worker loads MiniLM; a second step: {a['step2_s']:.2f} s)"
+        if "step2_s" in a
+        else ""
+    )
+    return (
+        f"\nAsync, {a['workers']} workers on {what}: start {a['start_s']:.1f} s, one search "
+        f"step {a['step_s']:.2f} s{second}, RSS sum {a['total']['rss']:,.0f}, USS sum "
+        f"{a['total']['uss']:,.0f}, PSS sum {a['total']['pss']:,.0f} MiB."
+    )
 
 
 def report(results: dict[str, Any]) -> str:
@@ -294,49 +541,29 @@ def report(results: dict[str, Any]) -> str:
         "",
         "## bm25 (bm25s, `mmap=True`)",
         "",
-        "| passages | generate s | cold first env s | cold peak RSS | cached first env s | "
-        "RSS 1 | RSS 8 | RSS 128 | USS 128 | PSS 128 | per extra env (RSS) | search p50 ms | "
-        "p99 ms | first pass p50 / p99 ms | RSS after search | disk MiB (store + bm25s) |",
+        "| passages | generate s | cold first env s | cold peak RSS | "
+        f"{proc_stats.ENV_COLUMNS} | disk MiB (store + bm25s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(bm25, key=int):
         r = bm25[key]
         c, cold = r["cached"], r.get("cold", {})
-        mem = c["mem"]
-        last = max(mem, key=int)
-        per_env = (mem[last]["rss"] - mem["1"]["rss"]) / max(1, int(last) - 1)
         disk = r["disk_mib"]
         lines.append(
             f"| {c['passages']:,} | {r['generate_s']:.0f} | {_f(cold.get('first_s'), '.1f')} | "
-            f"{_f(cold.get('peak_rss'))} | {c['first_s']:.2f} | {mem['1']['rss']:,.0f} | "
-            f"{_f(mem.get('8', {}).get('rss'))} | {_f(mem.get('128', {}).get('rss'))} | "
-            f"{_f(mem.get('128', {}).get('uss'))} | {_f(mem.get('128', {}).get('pss'))} | "
-            f"{per_env:.2f} | {c['search_ms']['p50']:.2f} | {c['search_ms']['p99']:.2f} | "
-            f"{c['search_first_ms']['p50']:.2f} / {c['search_first_ms']['p99']:.2f} | "
-            f"{c['mem_after_search']['rss']:,.0f} | "
+            f"{_f(cold.get('peak_rss'))} | {proc_stats.env_cells(c)} | "
             f"{disk.get('corpus', 0):,.0f} + {disk.get('bm25s', 0):,.0f} |"
         )
     sizes = sorted(bm25, key=int)
     if len(sizes) >= 2:
         lo, hi = bm25[sizes[0]], bm25[sizes[-1]]
-        dn = hi["cached"]["passages"] - lo["cached"]["passages"]
 
-        def slope(get) -> str:
-            try:
-                return f"{(get(hi) - get(lo)) / dn * 1e6:,.1f}"
-            except (KeyError, TypeError):
-                return "n/a"
+        def disk(r: dict) -> float:
+            return r["disk_mib"].get("corpus", 0) + r["disk_mib"]["bm25s"]
 
         lines += [
             "",
-            f"Growth per million passages ({lo['cached']['passages']:,} to "
-            f"{hi['cached']['passages']:,}): cold first env "
-            f"{slope(lambda r: r['cold']['first_s'])} s, cold peak RSS "
-            f"{slope(lambda r: r['cold']['peak_rss'])} MiB, cached first env "
-            f"{slope(lambda r: r['cached']['first_s'])} s, RSS of 128 envs "
-            f"{slope(lambda r: r['cached']['mem']['128']['rss'])} MiB, search p50 "
-            f"{slope(lambda r: r['cached']['search_ms']['p50'])} ms, disk "
-            f"{slope(lambda r: r['disk_mib'].get('corpus', 0) + r['disk_mib']['bm25s'])} MiB "
+            proc_stats.growth_line(lo, hi, "passages", "passages", disk) + " "
             "(store + bm25s). Per extra env: the column "
             "above (MiB, the same at every size: an env holds its 200 questions and a "
             "reference to the shared corpus and index).",
@@ -396,13 +623,29 @@ def report(results: dict[str, Any]) -> str:
             f"{c['search_first_ms']['p50']:.1f} / {c['search_first_ms']['p99']:.1f} | "
             f"{c['mem_after_search']['rss']:,.0f} | {c['peak_rss']:,.0f} |",
         ]
-        for a in dense.get("async", []):
-            lines += [
-                "",
-                f"Async, {a['workers']} workers on the dense index: start {a['start_s']:.1f} s, "
-                f"one search step {a['step_s']:.2f} s, RSS sum {a['total']['rss']:,.0f}, USS "
-                f"sum {a['total']['uss']:,.0f}, PSS sum {a['total']['pss']:,.0f} MiB.",
-            ]
+        lines += [_async_line(a, "the dense index") for a in dense.get("async", [])]
+    big = results.get("big_workers")
+    if big:
+        lines += [
+            "",
+            f"Async workers at {results[max(bm25, key=int)]['cached']['passages']:,} passages "
+            "(`--big-workers`): the parent imports the env module first, as a trainer has, so "
+            "the forked workers share its imported code (the rows above did not: each worker "
+            "imported it itself).",
+            "",
+            "| workers | start s | step s | RSS sum | USS sum | PSS sum | USS per worker | "
+            "PSS per worker |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for a in big:
+            lines.append(
+                f"| {a['workers']} | {a['start_s']:.1f} | {a['step_s']:.2f} | "
+                f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | "
+                f"{a['total']['pss']:,.0f} | {a['per_worker']['uss']:,.1f} | "
+                f"{a['total']['pss'] / a['workers']:,.1f} |"
+            )
+    if results.get("dense_ivf"):
+        lines += ivf_report(results["dense_ivf"])
     return "\n".join(lines) + "\n"
 
 
@@ -413,6 +656,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--envs", type=int, default=128)
     p.add_argument("--dense", action="store_true", help="also the dense part (largest size)")
     p.add_argument("--dense-subset", type=int, default=2_000)
+    p.add_argument(
+        "--dense-real",
+        action="store_true",
+        help="IVF: recall on the real embeddings built so far, full-size load and search",
+    )
+    p.add_argument(
+        "--redo-recall",
+        action="store_true",
+        help="with --dense-real: only the recall again, on the real embeddings there are now",
+    )
+    p.add_argument(
+        "--big-workers", action="store_true", help="1, 8 and 128 async workers (largest size)"
+    )
     p.add_argument("--report", action="store_true", help="only write the results page")
     p.add_argument(
         "--redo-cached",
@@ -420,40 +676,58 @@ def main(argv: list[str] | None = None) -> int:
         help="measure finished sizes' cached loads, searches and workers again (cold kept)",
     )
     p.add_argument("--child", nargs=4, metavar=("MODE", "DATA", "CACHE", "N"))
+    p.add_argument("--child-kwargs", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         mode, data, cache, n = args.child
+        extra = json.loads(args.child_kwargs) if args.child_kwargs else None
         if mode in ("async", "async-dense"):
-            out = async_child(data, "dense" if mode == "async-dense" else "bm25", cache, int(n))
+            retriever = "dense" if mode == "async-dense" else "bm25"
+            out = async_child(data, retriever, cache, int(n), extra)
         elif mode == "dense-plant":
             out = dense_child(data, cache, int(n))
+        elif mode == "dense-recall":
+            out = dense_recall_child(data, cache, int(n))
+        elif mode == "dense-ivf-plant":
+            out = dense_ivf_plant_child(data, cache, n)
         else:
-            out = child(data, mode, cache, int(n))
+            out = child(data, mode, cache, int(n), extra)
         print(json.dumps(out))
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
     store = args.work / "results.json"
     results: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
+
+    def save(key: str, value: Any, what: str, t: float) -> None:
+        results[key] = value
+        store.write_text(json.dumps(results, indent=1))
+        print(f"{what} done in {time.time() - t:.0f}s", flush=True)
+
     if not args.report:
         for distractors in args.distractors:
+            t = time.time()
             if str(distractors) in results:
                 if args.redo_cached:
                     done = results[str(distractors)]
                     redo = measure(args.work, distractors, args.envs)
                     done.update({k: v for k, v in redo.items() if k != "cold"})
-                    store.write_text(json.dumps(results, indent=1))
-                    print(f"distractors={distractors} cached again", flush=True)
+                    save(str(distractors), done, f"distractors={distractors} cached again", t)
                 continue
-            t = time.time()
-            results[str(distractors)] = measure(args.work, distractors, args.envs)
-            store.write_text(json.dumps(results, indent=1))
-            print(f"distractors={distractors} done in {time.time() - t:.0f}s", flush=True)
+            result = measure(args.work, distractors, args.envs)
+            save(str(distractors), result, f"distractors={distractors}", t)
+        largest = max(args.distractors)
+        t = time.time()
         if args.dense and "dense" not in results:
-            t = time.time()
-            largest = max(args.distractors)
-            results["dense"] = measure_dense(args.work, largest, args.dense_subset, args.envs)
-            store.write_text(json.dumps(results, indent=1))
-            print(f"dense done in {time.time() - t:.0f}s", flush=True)
+            dense = measure_dense(args.work, largest, args.dense_subset, args.envs)
+            save("dense", dense, "dense", t)
+        if args.big_workers:
+            save("big_workers", measure_big_workers(args.work, largest), "big workers", t)
+        if args.dense_real and args.redo_recall and "dense_ivf" in results:
+            folder, real_cache = args.work / f"d{largest}", args.work / f"cache-d{largest}"
+            recall, _ = run_child(["dense-recall", str(folder), str(real_cache), "0"])
+            save("dense_ivf", {**results["dense_ivf"], "recall": recall}, "recall", t)
+        elif args.dense_real:
+            save("dense_ivf", measure_dense_real(args.work, largest, args.envs), "dense ivf", t)
     if results:
         RESULTS.write_text(report(results))
         print(f"wrote {RESULTS}")

@@ -1,8 +1,10 @@
 """Load on the retrieval server: requests/s, latency and memory under many concurrent clients.
 
-docs/searchqa.md, "Server". Starts ``mvpo-searchqa-server`` (bm25 on the bundled corpus,
-default limits: 256 connections served at once, backlog 1024) in a subprocess on a free
-loopback port, then for each concurrency level C opens C client connections at a time from one
+docs/searchqa.md, "Server". Starts ``mvpo-searchqa-server`` (bm25 on the bundled corpus, or
+on ``--data DIR``: a ``corpus.jsonl`` with its ``test.jsonl`` questions, such as the
+1,000,394-passage corpus of ``mvpo-searchqa-generate --distractors 1000000``, served from its
+compact store and memory-mapped bm25s index in ``--cache_dir``; default limits: 256
+connections served at once, backlog 1024) in a subprocess on a free loopback port, then for each concurrency level C opens C client connections at a time from one
 asyncio process, each a fresh connection with ``Connection: close`` (what the env's HTTP client
 does), until ``--requests`` requests were answered; queries are test questions drawn with a
 fixed seed, ``topk`` 3, scores on. Reported per level: requests/s, latency from connect to the
@@ -13,8 +15,9 @@ A last row sends ``--abusers`` concurrent bodies of ``max_body`` (8 MiB) that pa
 of empty lists (``[[],[],...]``, about 25 times their size in memory once parsed): each must be
 a ``400``, and the peak memory shows what the parse budget (2 bodies at a time) bounds.
 
-Run from the repository root: ``python benchmarks/searchqa_server_load.py`` (writes
-``benchmarks/results/searchqa_server_load.md``); bounded: every request has a 60 s timeout and a
+Run from the repository root: ``python benchmarks/searchqa_server_load.py`` (writes its
+section of ``benchmarks/results/searchqa_server_load.md``, one section per corpus, the others
+kept); bounded: every request has a 60 s timeout and a
 level stops after ``--requests`` requests. Linux only (``/proc``).
 """
 
@@ -32,22 +35,18 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
-from mvpo_envs.searchqa.data import bundled_qa_path, load_qa
-from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import proc_stats  # noqa: E402  (benchmarks/ is not a package)
+
+from mvpo_envs.searchqa.data import bundled_qa_path, load_qa  # noqa: E402
+from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS, MAX_SEARCHES  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "searchqa_server_load.md"
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60.0
-
-
-def memory_mib(pid: int) -> tuple[float, float]:
-    """``(VmRSS, VmHWM)`` of a process in MiB."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    return tuple(int(fields[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM"))  # type: ignore[return-value]
 
 
 def somaxconn() -> str:
@@ -94,7 +93,11 @@ async def level(port: int, requests: list[bytes], concurrency: int) -> list[tupl
     return results
 
 
-def start_server(cache_dir: str) -> tuple[subprocess.Popen, int]:
+def start_server(
+    cache_dir: str, corpus_path: Path | None, query_cache: int
+) -> tuple[subprocess.Popen, int]:
+    corpus = ["--corpus_path", str(corpus_path)] if corpus_path else []
+    corpus += ["--query_cache_size", str(query_cache)]
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -104,7 +107,8 @@ def start_server(cache_dir: str) -> tuple[subprocess.Popen, int]:
             "0",
             "--cache_dir",
             cache_dir,
-        ],
+            *corpus,
+        ],  # fmt: skip
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -120,9 +124,26 @@ def start_server(cache_dir: str) -> tuple[subprocess.Popen, int]:
     return proc, int(match.group(1))
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def row(name: str, results: list[tuple[int, float]], expect: int, seconds: float, pid: int):
+    """One table row: requests, not answered ``expect``, requests/s, latency, server memory."""
+    latencies = [dt * 1000 for status, dt in results if status == expect] or [float("nan")]
+    rss, hwm = proc_stats.rss_hwm(pid)
+    return (
+        name,
+        len(results),
+        sum(status != expect for status, _ in results),
+        len(results) / seconds,
+        statistics.median(latencies),
+        proc_stats.percentile(latencies, 0.99),
+        max(latencies),
+        rss,
+        hwm,
+    )
+
+
+def health(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=TIMEOUT) as answer:
+        return json.loads(answer.read())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,17 +152,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=2000, help="requests per level")
     p.add_argument("--abusers", type=int, default=8, help="concurrent 8 MiB nested bodies")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", type=Path, default=None, help="folder: corpus.jsonl + test.jsonl")
+    p.add_argument("--cache_dir", default=None, help="index cache (default: a temporary one)")
+    p.add_argument(
+        "--query_cache_size", type=int, default=4096, help="the server's query cache (0: off)"
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     rng = random.Random(args.seed)
-    questions = [item.question for item in load_qa(bundled_qa_path("test"))]
+    qa = args.data / "test.jsonl" if args.data else bundled_qa_path("test")
+    questions = [item.question for item in load_qa(qa)]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = []
-    with tempfile.TemporaryDirectory() as cache:
-        proc, port = start_server(cache)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        corpus = args.data / "corpus.jsonl" if args.data else None
+        proc, port = start_server(args.cache_dir or tmp, corpus, args.query_cache_size)
+        start_s = time.perf_counter() - start
         try:
-            idle_rss, _ = memory_mib(proc.pid)
+            idle_rss, _ = proc_stats.rss_hwm(proc.pid)
+            passages = health(port).get("num_docs", 0)
             for concurrency in levels:
                 bodies = [
                     json.dumps(
@@ -152,62 +183,82 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 results = asyncio.run(level(port, [request_bytes(b) for b in bodies], concurrency))
                 seconds = time.perf_counter() - start
-                rss, hwm = memory_mib(proc.pid)
-                latencies = [dt * 1000 for status, dt in results if status == 200]
-                rows.append(
-                    (
-                        f"{concurrency} clients",
-                        len(results),
-                        sum(status != 200 for status, _ in results),
-                        len(results) / seconds,
-                        statistics.median(latencies),
-                        percentile(latencies, 0.99),
-                        max(latencies),
-                        rss,
-                        hwm,
-                    )
-                )
+                rows.append(row(f"{concurrency} clients", results, 200, seconds, proc.pid))
                 print(rows[-1], flush=True)
             abuse = b"[" + b",".join([b"[]"] * ((MAX_BODY - 2) // 3)) + b"]"
             start = time.perf_counter()
             results = asyncio.run(level(port, [request_bytes(abuse)] * args.abusers, args.abusers))
             seconds = time.perf_counter() - start
-            rss, hwm = memory_mib(proc.pid)
-            latencies = [dt * 1000 for _, dt in results]
-            rows.append(
-                (
-                    f"{args.abusers} x 8 MiB nested body",
-                    len(results),
-                    sum(status != 400 for status, _ in results),
-                    len(results) / seconds,
-                    statistics.median(latencies),
-                    percentile(latencies, 0.99),
-                    max(latencies),
-                    rss,
-                    hwm,
-                )
-            )
+            name = f"{args.abusers} x 8 MiB nested body"
+            rows.append(row(name, results, 400, seconds, proc.pid))
             print(rows[-1], flush=True)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    write(args, rows, idle_rss, load)
-    return 0 if all(row[2] == 0 for row in rows) else 1
+    write(args, rows, idle_rss, load, passages, start_s, questions)
+    return 0 if all(r[2] == 0 for r in rows) else 1
 
 
-def write(args: argparse.Namespace, rows: list[tuple], idle_rss: float, load: str) -> None:
+HEADER = [
+    "# Retrieval server under load: requests/s, latency, memory",
+    "",
+    '`benchmarks/searchqa_server_load.py` (docs/searchqa.md, "Server"), one section per '
+    "corpus. Server: `mvpo-searchqa-server --retriever bm25` in its own process "
+    f"({MAX_CONNECTIONS} connections served at once, backlog 1024, at most {MAX_SEARCHES} "
+    "searches at once); clients: one asyncio "
+    "process on the same machine, a fresh loopback connection per request (`Connection: "
+    "close`), one test question per request, topk 3. *Not answered as expected*: a load "
+    "request without a `200`, or an abusive body without a `400` (timeouts and resets "
+    "included); every level must show 0. Latency counts from connect to the last byte, so at "
+    "1,000 clients it includes the wait in the listen backlog behind the 256 connections being "
+    "served. Peak RSS is the server's high-water mark since it started. The abusive row: "
+    "bodies of 8 MiB that parse into about 2.8 million empty lists each (about 210 MiB once "
+    "parsed); the server's parse budget lets at most 2 of them be parsed and checked at once, "
+    "so the peak stays near 2 x 210 MiB above idle whatever the number of abusers. The machine "
+    "is shared: absolute numbers are noisy, failures are not.",
+    "",
+]
+SECTION = re.compile(r"<!-- section: (\S+) -->\n.*?<!-- end: \1 -->\n", re.S)
+
+
+def write(
+    args: argparse.Namespace,
+    rows: list[tuple],
+    idle_rss: float,
+    load: str,
+    passages: int,
+    start_s: float,
+    questions: list[str],
+) -> None:
+    """Write (or replace) this corpus's section of the results page; other sections stay."""
+    key = f"d{passages}" if args.data else "bundled"
+    command = (
+        f"python benchmarks/searchqa_server_load.py --levels {args.levels} --requests "
+        f"{args.requests} --abusers {args.abusers} --query_cache_size {args.query_cache_size}"
+    )
+    if args.data:
+        command = f"nice -n 10 {command} --data {args.data} --cache_dir {args.cache_dir}"
+        title = (
+            f"## {passages:,} passages (`mvpo-searchqa-generate --distractors "
+            f"{passages - 394}`; compact store, bm25s memory-mapped)"
+        )
+    else:
+        title = f"## Bundled corpus ({passages:,} passages, in memory)"
     lines = [
-        "# Retrieval server under load: requests/s, latency, memory",
+        f"<!-- section: {key} -->",
+        title,
         "",
-        f"Command: `python benchmarks/searchqa_server_load.py --levels {args.levels} --requests "
-        f"{args.requests} --abusers {args.abusers}`. Server: `mvpo-searchqa-server --retriever "
-        f"bm25` (bundled corpus, {MAX_CONNECTIONS} connections served at once, backlog 1024) in "
-        "its own process; clients: one asyncio process on the same machine, a fresh loopback "
-        "connection per request (`Connection: close`), one test question per request, topk 3. "
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"Command: `{command}`. Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}, net.core.somaxconn {somaxconn()}; load average at start "
-        f"{load} (the machine is shared: "
-        "absolute numbers are noisy, failures are not).",
+        f"{load}. Server start until it listens: {start_s:.1f} s (from the cache when it "
+        "holds the corpus's store and index). Query cache: "
+        + (
+            f"{args.query_cache_size:,} entries (the {len(set(questions))} test questions repeat, "
+            "so most answers after the first pass come from it)"
+            if args.query_cache_size
+            else "off (every request is a full search)"
+        )
+        + ".",
         "",
         "| load | requests | not answered as expected | requests/s | p50 ms | p99 ms | max ms "
         "| server RSS MiB | server peak RSS MiB |",
@@ -215,25 +266,16 @@ def write(args: argparse.Namespace, rows: list[tuple], idle_rss: float, load: st
     ]
     for name, n, bad, rate, p50, p99, worst, rss, hwm in rows:
         lines.append(
-            f"| {name} | {n} | {bad} | {rate:.{0 if rate >= 10 else 2}f} | {p50:.1f} | {p99:.1f} | "
-            f"{worst:.1f} | "
-            f"{rss:.0f} | {hwm:.0f} |"
+            f"| {name} | {n} | {bad} | {rate:.{0 if rate >= 10 else 2}f} | {p50:.1f} | {p99:.1f} "
+            f"| {worst:.1f} | {rss:.0f} | {hwm:.0f} |"
         )
-    lines += [
-        "",
-        f"Idle server RSS: {idle_rss:.0f} MiB. *Not answered as expected*: a load request "
-        "without a `200`, or an abusive body without a `400` (timeouts and resets included); "
-        "every level must show 0. Latency counts from connect to the last byte, so at 1,000 "
-        "clients it includes the wait in the listen backlog behind the 256 connections being "
-        "served. Peak RSS is the server's high-water mark since it started. The abusive row: "
-        "bodies of 8 MiB that parse into about 2.8 million empty lists each (about 210 MiB "
-        "once parsed); the server's parse budget lets at most 2 of them be parsed and checked at "
-        "once, so the peak stays near 2 x 210 MiB above idle whatever the number of abusers.",
-        "",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(f"wrote {args.out}")
+    lines += ["", f"Idle server RSS: {idle_rss:.0f} MiB.", f"<!-- end: {key} -->", ""]
+    old = args.out.read_text() if args.out.is_file() else ""
+    sections = {m.group(1): m.group(0) for m in SECTION.finditer(old)}
+    sections[key] = "\n".join(lines)
+    order = ["bundled"] + sorted(k for k in sections if k != "bundled")
+    body = [sections[k] for k in order if k in sections]
+    proc_stats.write_page(args.out, [*HEADER, "\n".join(body)])
 
 
 if __name__ == "__main__":

@@ -31,17 +31,12 @@ import threading
 import time
 from pathlib import Path
 
-from mvpo_envs.serve import MvpoEnvClient, ServeError
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import proc_stats  # noqa: E402  (benchmarks/ is not a package)
+
+from mvpo_envs.serve import MvpoEnvClient, ServeError  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "serve_load.md"
-
-
-def memory_mb(pid: int) -> tuple[float, float]:
-    """``(VmRSS, VmHWM)`` of process ``pid`` in MiB."""
-    text = Path(f"/proc/{pid}/status").read_text()
-    rss = int(re.search(r"VmRSS:\s+(\d+)", text).group(1)) / 1024
-    hwm = int(re.search(r"VmHWM:\s+(\d+)", text).group(1)) / 1024
-    return rss, hwm
 
 
 def start_server(env_id: str, env_kwargs: str, max_sessions: int) -> tuple[subprocess.Popen, str]:
@@ -108,7 +103,7 @@ def level(url: str, sessions: int, steps: int, transport: str, seed: int, pid: i
     start = time.perf_counter()
     done.wait()
     seconds = time.perf_counter() - start
-    rss, hwm = memory_mb(pid)
+    rss, hwm = proc_stats.rss_hwm(pid)
     for t in threads:
         t.join(timeout=60)
     ms = sorted(x * 1000 for x in latencies)
@@ -119,7 +114,7 @@ def level(url: str, sessions: int, steps: int, transport: str, seed: int, pid: i
         "failed": failures[0],
         "steps_per_s": len(ms) / seconds if seconds else 0.0,
         "p50": statistics.median(ms) if ms else 0.0,
-        "p99": ms[min(len(ms) - 1, int(0.99 * len(ms)))] if ms else 0.0,
+        "p99": proc_stats.percentile(ms, 0.99) if ms else 0.0,
         "max": ms[-1] if ms else 0.0,
         "rss": rss,
         "hwm": hwm,
@@ -158,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     proc, url = start_server(args.env_id, args.env_kwargs, max(levels))
     rows = []
     try:
-        idle = memory_mb(proc.pid)[0]
+        idle = proc_stats.rss_hwm(proc.pid)[0]
         for sessions in levels:
             for transport in transports:
                 row = level(url, sessions, args.steps, transport, args.seed, proc.pid)
@@ -209,9 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "a CPU (steps/s stays flat from 8 sessions on).",
         "",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print(f"wrote {args.out}")
+    proc_stats.write_page(args.out, lines)
     return 0 if refused and not any(r["failed"] for r in rows) else 1
 
 

@@ -22,7 +22,6 @@ then ``.venv/bin/python benchmarks/webshop_scale.py --work /tmp/wsscale --report
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -31,24 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import proc_stats  # noqa: E402  (benchmarks/ is not a package)
+
 RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"
 #: products per type; x25 types: 10k, 50k, 200k, 500k, 1.18M (WebShop's full catalog)
 PER_TYPE = (400, 2000, 8000, 20000, 47200)
 ENV_COUNTS = (1, 8, 128)
-
-
-_spec = importlib.util.spec_from_file_location(
-    "proc_stats", Path(__file__).with_name("proc_stats.py")
-)
-_proc_stats = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_proc_stats)
-memory = _proc_stats.memory
+memory = proc_stats.memory
 
 
 def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
     """In a fresh process: time the first env, grow to ``envs`` envs, time searches."""
-    import numpy as np
-
     from mvpo_envs.webshop.env import WebShopEnv
 
     out: dict[str, Any] = {"base": memory()}
@@ -58,28 +51,20 @@ def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
     out["catalog"] = type(first.data).__name__
     out["products"] = len(first.data.products)
     out["goals"] = len(first.data.goals)
-    first.reset(seed=0)
-    out["mem"] = {"1": memory()}
-    made = [first]
-    for n in ENV_COUNTS[1:]:
-        if n > envs:
-            break
-        while len(made) < n:
-            env = WebShopEnv(split="all", data_dir=data_dir, catalog="compact")
-            env.reset(seed=len(made))
-            made.append(env)
-        out["mem"][str(n)] = memory()
+    grown = proc_stats.grow_envs(
+        lambda k: (
+            first if k == 0 else WebShopEnv(split="all", data_dir=data_dir, catalog="compact")
+        ),
+        ENV_COUNTS,
+        envs,
+    )
+    out["mem"] = grown["mem"]
     retriever = first.engine.retriever
     goals = first.data.goals
     step = max(1, len(goals) // queries)
     texts = [goals[i]["instruction_text"] for i in range(0, len(goals), step)][:queries]
-    for name in ("search_first_ms", "search_ms"):  # first pass: pages read from disk/cache
-        times = []
-        for q in texts:
-            t = time.perf_counter()
-            retriever.search(q, 50)
-            times.append((time.perf_counter() - t) * 1000)
-        out[name] = {"p50": float(np.percentile(times, 50)), "p99": float(np.percentile(times, 99))}
+    # first pass: pages read from disk/cache
+    out.update(proc_stats.search_passes(lambda q: retriever.search(q, 50), texts))
     out["mem_after_search"] = memory()  # the index pages the searches touched
     # a step that opens a product and renders (uncached engine path)
     obs, info = first.reset(seed=1)
@@ -111,15 +96,14 @@ def async_child(data_dir: str, workers: int) -> dict[str, Any]:
     venv.reset(seed=0)
     start_s = time.perf_counter() - t
     venv.step(["search[red shoes]"] * workers)
-    mems = [memory(proc.pid) for proc in venv.processes]
+    mem = proc_stats.workers_memory([proc.pid for proc in venv.processes])
     venv.close()
-    total = {k: sum(m[k] for m in mems) for k in ("rss", "uss", "pss")}
-    return {"workers": workers, "start_s": start_s, "total": total, "per_worker": mems[0]}
+    return {"workers": workers, "start_s": start_s, **mem}
 
 
 def run_child(args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
     """Run :func:`child` in a new interpreter; its JSON and its peak RSS (MiB)."""
-    return _proc_stats.run_child(__file__, args, env)
+    return proc_stats.run_child(__file__, args, env)
 
 
 def measure(work: Path, per_type: int, envs: int, queries: int, workers: int) -> dict[str, Any]:
@@ -163,53 +147,25 @@ def report(results: dict[str, Any]) -> str:
         "new process. RSS/USS/PSS in MiB after 1 / 8 / 128 envs of one process; search is "
         "`retriever.search(instruction, 50)`.",
         "",
-        "| products | goals | cold first env s | cold peak RSS | cached first env s | RSS 1 | "
-        "RSS 8 | RSS 128 | USS 128 | PSS 128 | per extra env (RSS) | search p50 ms | p99 ms | "
-        "first pass p50 / p99 ms | "
-        "RSS after search | peak RSS | disk MiB |",
+        "| products | goals | cold first env s | cold peak RSS | "
+        f"{proc_stats.ENV_COLUMNS} | peak RSS | disk MiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(results, key=int):
         r = results[key]
-        c = r["cached"]
-        mem = c["mem"]
-        last = max(mem, key=int)
-        per_env = (mem[last]["rss"] - mem["1"]["rss"]) / max(1, int(last) - 1)
-        cold = r.get("cold", {})
+        c, cold = r["cached"], r.get("cold", {})
         lines.append(
-            f"| {c['products']:,} | {c['goals']:,} | {cold.get('first_s', float('nan')):.1f} | "
-            f"{cold.get('peak_rss', float('nan')):,.0f} | {c['first_s']:.2f} | "
-            f"{mem['1']['rss']:,.0f} | {mem.get('8', {}).get('rss', float('nan')):,.0f} | "
-            f"{mem.get('128', {}).get('rss', float('nan')):,.0f} | "
-            f"{mem.get('128', {}).get('uss', float('nan')):,.0f} | "
-            f"{mem.get('128', {}).get('pss', float('nan')):,.0f} | {per_env:.2f} | "
-            f"{c['search_ms']['p50']:.2f} | {c['search_ms']['p99']:.2f} | "
-            f"{c.get('search_first_ms', {}).get('p50', float('nan')):.2f} / "
-            f"{c.get('search_first_ms', {}).get('p99', float('nan')):.2f} | "
-            f"{c.get('mem_after_search', {}).get('rss', float('nan')):,.0f} | "
-            f"{c['peak_rss']:,.0f} | {r['disk_mib']:,.0f} |"
+            f"| {c['products']:,} | {c['goals']:,} | "
+            f"{proc_stats.fmt(cold.get('first_s'), '.1f')} | {proc_stats.fmt(cold.get('peak_rss'))} "
+            f"| {proc_stats.env_cells(c)} | {c['peak_rss']:,.0f} | {r['disk_mib']:,.0f} |"
         )
     sizes = sorted(results, key=int)
     if len(sizes) >= 2:
         lo, hi = results[sizes[0]], results[sizes[-1]]
-        dn = hi["cached"]["products"] - lo["cached"]["products"]
-
-        def slope(get) -> str:
-            try:
-                return f"{(get(hi) - get(lo)) / dn * 1e6:,.1f}"
-            except (KeyError, TypeError):
-                return "n/a"
-
+        growth = proc_stats.growth_line(lo, hi, "products", "products", lambda r: r["disk_mib"])
         lines += [
             "",
-            f"Growth per million products ({lo['cached']['products']:,} to "
-            f"{hi['cached']['products']:,}): cold first env "
-            f"{slope(lambda r: r['cold']['first_s'])} s, cold peak RSS "
-            f"{slope(lambda r: r['cold']['peak_rss'])} MiB, cached first env "
-            f"{slope(lambda r: r['cached']['first_s'])} s, RSS of 128 envs "
-            f"{slope(lambda r: r['cached']['mem']['128']['rss'])} MiB, search p50 "
-            f"{slope(lambda r: r['cached']['search_ms']['p50'])} ms, disk "
-            f"{slope(lambda r: r['disk_mib'])} MiB. Per extra env: the column above (MiB).",
+            f"{growth}. Per extra env: the column above (MiB).",
         ]
     lines += [
         "",

@@ -1,4 +1,4 @@
-"""Dense retrieval: sentence-transformer embeddings in a faiss ``IndexFlatIP``.
+"""Dense retrieval: sentence-transformer embeddings in a faiss ``IndexFlatIP`` or IVF index.
 
 docs/environments.md, "mvpo/SearchQA-v0". Search-R1's dense baseline is e5-base-v2 + a flat faiss
 inner-product index over L2-normalised mean-pooled embeddings. Here the model is any local
@@ -12,8 +12,15 @@ previous count is restored): one short query gains nothing from more threads and
 a loaded machine (measured: 27 ms with 1 thread against 180-580 ms with 2 on a busy 2-core box).
 ``query_threads=None`` leaves torch alone.
 
-The passage embeddings are computed once and cached (``index.faiss``) under a key made of the
-corpus hash, the model identity (:func:`model_fingerprint`) and the prefixes.
+The passage embeddings are computed once, in resumable shards
+(:mod:`~mvpo_envs.searchqa.retrievers.embeddings`), and the index built from them is cached
+(``index.faiss``) under a key made of the corpus hash, the model identity
+(:func:`model_fingerprint`), the prefixes and the index settings. ``index="flat"`` (default) is
+an exact ``IndexFlatIP`` scan, as Search-R1's; ``index="ivf"`` is a faiss ``IndexIVFFlat`` (or
+IVF-PQ with ``pq_m``) with ``nlist`` lists, its k-means trained on ``train_size`` passages
+drawn with ``seed``, searched with ``nprobe`` lists (docs/searchqa.md, "Large corpora"). Both
+are memory-mapped from the cache (:func:`read_index_mmap`), so every env and process of a
+machine shares one copy.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from mvpo_envs.searchqa.retrievers.base import (
     hits_from_rows,
     index_key,
 )
+from mvpo_envs.searchqa.retrievers.embeddings import embed_corpus, iter_shards, load_rows
 
 
 def default_model_path() -> Path:
@@ -75,34 +83,121 @@ def _torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-#: passages encoded per step of a build (the progress bar's step)
-ENCODE_CHUNK = 4096
 #: ``show_progress=None`` shows a progress bar while embedding this many passages or more
 PROGRESS_FROM = 50_000
+#: ``index=``: exact flat scan (default, Search-R1's) or an IVF index
+INDEX_KINDS = ("flat", "ivf")
+#: ``nprobe`` default: inverted lists scanned per query of an IVF index
+DEFAULT_NPROBE = 64
 
 
-def _bar(total: int, show: bool) -> Any:
-    if not show:
-        return None
-    from tqdm import tqdm
+def default_nlist(num_docs: int) -> int:
+    """IVF lists for ``num_docs`` passages: about sqrt(N), at most N / 39 (faiss warns below
+    39 training points per list); 1,000 at a million passages."""
+    return max(1, min(round(num_docs**0.5), num_docs // 39))
 
-    return tqdm(total=total, desc="dense index", unit="psg", mininterval=1.0)
+
+def default_train_size(num_docs: int, nlist: int) -> int:
+    """k-means training passages: 64 per list, at most the corpus."""
+    return min(num_docs, 64 * nlist)
+
+
+def train_rows(num_docs: int, train_size: int, seed: int) -> np.ndarray:
+    """The passages (sorted indices) an IVF index is trained on: a seeded sample."""
+    if train_size >= num_docs:
+        return np.arange(num_docs, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(num_docs, size=train_size, replace=False)).astype(np.int64)
+
+
+def ivf_settings(
+    num_docs: int, nlist: int | None, pq_m: int, train_size: int | None, seed: int
+) -> dict[str, int]:
+    """The settings that key an IVF index in the cache (``None``: the defaults)."""
+    lists = nlist if nlist is not None else default_nlist(num_docs)
+    if lists > num_docs:
+        raise ValueError(f"nlist {lists} is over the corpus size {num_docs}")
+    size = train_size if train_size is not None else default_train_size(num_docs, lists)
+    return {"nlist": lists, "pq_m": pq_m, "train_size": min(size, num_docs), "seed": seed}
+
+
+def index_folder(
+    cache_root: Path, corpus_hash: str, params: dict[str, Any], settings: dict[str, int]
+) -> Path:
+    """The cache folder of a dense index: flat (no ``settings``) or IVF."""
+    backend = "faiss-ivf" if settings else "faiss-flatip"
+    return cache_root / index_key(corpus_hash, backend, **params, **settings)
 
 
 def read_index_mmap(path: str | Path) -> Any:
     """A faiss index memory-mapped read-only in place (``IO_FLAG_MMAP_IFC``: a flat index's
-    vectors are not copied; every env and process of a machine shares the page-cache copy).
-    faiss builds without that flag map what ``IO_FLAG_MMAP`` can."""
+    vectors and an IVF index's inverted lists are not copied; every env and process of a
+    machine shares the page-cache copy). faiss builds without that flag map what
+    ``IO_FLAG_MMAP`` can."""
     faiss = require_extra("faiss", "dense", "the dense retriever")
     flag = getattr(faiss, "IO_FLAG_MMAP_IFC", None) or faiss.IO_FLAG_MMAP
     return faiss.read_index(str(path), flag | getattr(faiss, "IO_FLAG_READ_ONLY", 0))
 
 
+def build_flat(folder: Path, num_docs: int) -> Any:
+    """An ``IndexFlatIP`` of the first ``num_docs`` embeddings of shard folder ``folder``."""
+    faiss = require_extra("faiss", "dense", "the dense retriever")
+    index = None
+    for shard in iter_shards(folder, num_docs):
+        if index is None:
+            index = faiss.IndexFlatIP(shard.shape[1])
+        index.add(np.ascontiguousarray(shard))
+    if index is None:
+        raise RuntimeError(f"no embeddings in {folder}")
+    return index
+
+
+def train_ivf(sample: np.ndarray, nlist: int, seed: int, pq_m: int = 0) -> Any:
+    """An empty inner-product IVF index (``IVF{nlist},Flat``, or ``PQ{pq_m}`` codes of 8 bits)
+    whose k-means (seeded with ``seed``) ran on ``sample``."""
+    faiss = require_extra("faiss", "dense", "the dense retriever")
+    dim = sample.shape[1]
+    if pq_m and dim % pq_m:
+        raise ValueError(f"pq_m must divide the embedding size {dim}, got {pq_m}")
+    if pq_m and len(sample) < 256:
+        raise ValueError(f"pq_m needs at least 256 training passages, got {len(sample)}")
+    codes = f"PQ{pq_m}" if pq_m else "Flat"
+    index = faiss.index_factory(dim, f"IVF{nlist},{codes}", faiss.METRIC_INNER_PRODUCT)
+    ivf = faiss.extract_index_ivf(index)
+    ivf.cp.seed = seed
+    ivf.cp.max_points_per_centroid = max(256, -(-len(sample) // nlist))  # no second subsample
+    index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    return index
+
+
+def build_ivf(
+    folder: Path, num_docs: int, nlist: int, train_size: int, seed: int, pq_m: int = 0
+) -> Any:
+    """The IVF index of the first ``num_docs`` embeddings of ``folder``: :func:`train_ivf` on
+    the passages :func:`train_rows` draws, then every passage added in order. Same inputs,
+    same index."""
+    index = train_ivf(load_rows(folder, train_rows(num_docs, train_size, seed)), nlist, seed, pq_m)
+    for shard in iter_shards(folder, num_docs):
+        index.add(np.ascontiguousarray(shard))
+    return index
+
+
+def _check_int(name: str, value: Any, low: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
 class DenseRetriever(Retriever):
-    """faiss flat inner-product search over normalised sentence-transformer embeddings.
+    """faiss inner-product search over normalised sentence-transformer embeddings.
 
     ``model`` passes an already loaded encoder (anything with sentence-transformers' ``encode``)
     to share it; the cache key still uses ``model_path``'s fingerprint when that folder exists.
+    ``index="ivf"`` searches an IVF index (``nlist``: :func:`default_nlist`; ``train_size``:
+    :func:`default_train_size`; ``seed``; ``pq_m``: 0 for exact vectors in the lists, else PQ
+    codes) scanning ``nprobe`` lists per query; ``nprobe`` is a search setting, not part of
+    the cache key.
     """
 
     name = "dense"
@@ -119,9 +214,71 @@ class DenseRetriever(Retriever):
         model: Any = None,
         query_threads: int | None = 1,
         show_progress: bool | None = None,
+        index: str = "flat",
+        nlist: int | None = None,
+        nprobe: int = DEFAULT_NPROBE,
+        pq_m: int = 0,
+        train_size: int | None = None,
+        seed: int = 0,
     ):
-        faiss = require_extra("faiss", "dense", "the dense retriever")
+        if index not in INDEX_KINDS:
+            raise ValueError(f"index must be one of {INDEX_KINDS}, got {index!r}")
+        _check_int("nlist", nlist, 1, allow_none=True)
+        _check_int("nprobe", nprobe, 1)
+        _check_int("pq_m", pq_m, 0)
+        _check_int("train_size", train_size, 1, allow_none=True)
+        _check_int("seed", seed, 0)
+        require_extra("faiss", "dense", "the dense retriever")
+        self.configure(
+            corpus, model_path, cache_dir, device, batch_size, query_prefix, passage_prefix, model
+        )
+        self.query_threads = query_threads
+        self.kind, self.nprobe = index, nprobe
+        n = len(corpus)
+        settings = ivf_settings(n, nlist, pq_m, train_size, seed) if index == "ivf" else {}
+        self.nlist = settings.get("nlist", 0)
+        folder = index_folder(self.cache_root, corpus.content_hash, self.params, settings)
+        show = n >= PROGRESS_FROM if show_progress is None else show_progress
 
+        def build(tmp: Path) -> None:
+            emb = embeddings_folder(self)
+            embed_corpus(
+                corpus,
+                self.encode,
+                emb,
+                self.embedding_meta(),
+                passage_prefix=self.passage_prefix,
+                show_progress=show,
+            )
+            if index == "flat":
+                built = build_flat(emb, n)
+            else:
+                built = build_ivf(emb, n, self.nlist, settings["train_size"], seed, pq_m)
+            faiss = require_extra("faiss", "dense", "the dense retriever")
+            faiss.write_index(built, str(tmp / "index.faiss"))
+            (tmp / "docs.json").write_text(json.dumps({"num_docs": n, **settings}))
+
+        self.index_dir, self.built_now = cached_build(folder, build)
+        self._index = read_index_mmap(self.index_dir / "index.faiss")
+        if self._index.ntotal != n:
+            raise RuntimeError(f"dense cache {self.index_dir} does not match the corpus; delete it")
+        if index == "ivf":
+            faiss = require_extra("faiss", "dense", "the dense retriever")
+            faiss.extract_index_ivf(self._index).nprobe = min(nprobe, self.nlist)
+
+    def configure(
+        self,
+        corpus: Corpus,
+        model_path: str | Path | None,
+        cache_dir: str | Path | None,
+        device: str,
+        batch_size: int,
+        query_prefix: str,
+        passage_prefix: str,
+        model: Any = None,
+    ) -> None:
+        """The encoder and cache settings (no index is opened): what
+        :func:`~mvpo_envs.searchqa.retrievers.build_embeddings.main` needs to embed a corpus."""
         self.corpus = corpus
         self.model_path = Path(model_path) if model_path is not None else default_model_path()
         has_folder = (self.model_path / "config.json").is_file()
@@ -130,7 +287,6 @@ class DenseRetriever(Retriever):
         self.device, self.batch_size = device, batch_size
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self._model = model
-        self.query_threads = query_threads
         self.params = {
             "model": self.model_path.name,
             # model= shares an already loaded model: its identity is still that of model_path
@@ -139,31 +295,11 @@ class DenseRetriever(Retriever):
             else f"object-{id(model)}",
             "passage_prefix": passage_prefix,
         }
-        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        folder = root / index_key(corpus.content_hash, "faiss-flatip", **self.params)
+        self.cache_root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
 
-        show = len(corpus) >= PROGRESS_FROM if show_progress is None else show_progress
-
-        def build(tmp: Path) -> None:
-            index = None
-            bar = _bar(len(corpus), show)
-            for start in range(0, len(corpus), ENCODE_CHUNK):
-                stop = min(start + ENCODE_CHUNK, len(corpus))
-                emb = self.encode([passage_prefix + corpus[i].contents for i in range(start, stop)])
-                if index is None:
-                    index = faiss.IndexFlatIP(emb.shape[1])
-                index.add(emb)
-                if bar is not None:
-                    bar.update(stop - start)
-            if bar is not None:
-                bar.close()
-            faiss.write_index(index, str(tmp / "index.faiss"))
-            (tmp / "docs.json").write_text(json.dumps({"num_docs": len(corpus)}))
-
-        self.index_dir, self.built_now = cached_build(folder, build)
-        self._index = read_index_mmap(self.index_dir / "index.faiss")
-        if self._index.ntotal != len(corpus):
-            raise RuntimeError(f"dense cache {self.index_dir} does not match the corpus; delete it")
+    def embedding_meta(self) -> dict[str, Any]:
+        """What an embedding folder's ``meta.json`` records besides its size."""
+        return dict(self.params)
 
     @property
     def model(self) -> Any:
@@ -198,8 +334,19 @@ class DenseRetriever(Retriever):
         return hits_from_rows(self.corpus, idxs.tolist(), scores.tolist(), lambda i, sc: i >= 0)
 
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "backend": self.name,
             "num_docs": len(self.corpus),
             "model_path": str(self.model_path),
+            "index": self.kind,
         }
+        if self.kind == "ivf":
+            out.update(nlist=self.nlist, nprobe=self.nprobe)
+        return out
+
+
+def embeddings_folder(retriever: DenseRetriever) -> Path:
+    """The shard folder of ``retriever``'s passage embeddings in its cache."""
+    return retriever.cache_root / index_key(
+        retriever.corpus.content_hash, "embeddings", **retriever.params
+    )
