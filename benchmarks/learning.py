@@ -246,7 +246,20 @@ def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list
         cmd.append("--resume")
     elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
         cmd.append("--overwrite")
-    return cmd + list(args.extra)
+    return cmd + list(args.extra) + arm_flags(args).get(arm, [])
+
+
+def arm_flags(args: argparse.Namespace) -> dict[str, list[str]]:
+    """``--arm-flags ARM='FLAGS'``: mvpo-train flags of one arm's runs only, after every other
+    flag (so ``--lr``/``--kl-coef`` there win): the tuning grid's choice per arm."""
+    out: dict[str, list[str]] = {}
+    for item in getattr(args, "arm_flags", None) or []:
+        arm, sep, flags = item.partition("=")
+        if not sep or arm not in args.arms:
+            raise SystemExit(f"--arm-flags: expected ARM='FLAGS' with ARM one of --arms "
+                             f"{list(args.arms)}, got {item!r}")  # fmt: skip
+        out[arm] = out.get(arm, []) + shlex.split(flags)
+    return out
 
 
 def embedding_cache(args: argparse.Namespace) -> str:
@@ -816,6 +829,7 @@ def study_settings(args: argparse.Namespace) -> dict:
         "lr": args.lr,
         "env_kwargs": json.loads(args.env_kwargs or "{}"),
         "extra_flags": list(args.extra),
+        "arm_flags": arm_flags(args),
         "train_games": count_tasks(args.env_kwargs, "train", env.env_id) if args.study else None,
         "heldout_games": held,
         "final_episodes": {s: e for s, e in final_evals(args)},
@@ -887,6 +901,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
     )
     p.add_argument("--base", default=env.base)
+    p.add_argument("--arm-flags", action="append", default=[], metavar="ARM='FLAGS'",
+                   help="mvpo-train flags of one arm only (repeatable), e.g. the tuning grid's "
+                   "choice: --arm-flags \"grpo=--lr 0.001 --kl-coef 0.05\"")  # fmt: skip
     p.add_argument("--embedding-cache", default=None,
                    help="embedding cache file of every run (default: BASE/embeddings.npz); "
                    "sweeps over the same games can share one")  # fmt: skip

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from .helpers import load_benchmark
 
@@ -118,3 +119,19 @@ def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
     (warm / "warm_start.json").write_text("{}")
     assert warm_builds("--warm-checked") == 0
     assert warm_builds() == 1
+
+
+def test_arm_flags_reach_only_their_arm_and_come_last(tmp_path):
+    """The tuning grid's choice per arm: ``--arm-flags ARM='FLAGS'`` ends that arm's train
+    command (its ``--lr`` wins over the study's), leaves the other arms alone, and is recorded."""
+    lm = _learning()
+    args = lm.parse_args(["--base", str(tmp_path), "--arms", "grpo", "gigpo", "--lr", "3e-4",
+                          "--arm-flags", "grpo=--lr 0.001 --kl-coef 0.05"])  # fmt: skip
+    grpo = lm.train_cmd(tmp_path / "a", "grpo", 0, args)
+    gigpo = lm.train_cmd(tmp_path / "b", "gigpo", 0, args)
+    assert grpo[-4:] == ["--lr", "0.001", "--kl-coef", "0.05"]
+    assert "--kl-coef" not in gigpo and gigpo[gigpo.index("--lr") + 1] == "0.0003"
+    assert lm.arm_flags(args) == {"grpo": ["--lr", "0.001", "--kl-coef", "0.05"]}
+    bad = lm.parse_args(["--base", str(tmp_path), "--arms", "grpo", "--arm-flags", "mvpo=--lr 1"])
+    with pytest.raises(SystemExit, match="--arm-flags: expected ARM='FLAGS'"):
+        lm.arm_flags(bad)
