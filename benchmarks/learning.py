@@ -814,7 +814,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
 
 
 def study_settings(args: argparse.Namespace) -> dict:
-    """What ``learning.json`` records of the study's regime (issue-facing summary)."""
+    """What ``learning.json`` records of the study's regime (its settings, for the reader)."""
     env = study_env(args)
     held = (
         {s: count_tasks(args.env_kwargs, s, env.env_id) for s, _ in final_evals(args)}

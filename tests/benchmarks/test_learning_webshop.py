@@ -37,7 +37,7 @@ def _flag(cmd: list[str], name: str) -> str:
     return cmd[cmd.index(name) + 1]
 
 
-def test_defaults_are_the_issue_regime(lm):
+def test_defaults_are_the_seeds_regime(lm):
     args = lm.parse_args(["--env", "webshop"])
     assert args.study_env is lm.WEBSHOP
     assert args.arms == ["gigpo", "mvpo", "mvpo-no-anchor", "mvpo-no-kappa-decay"]
