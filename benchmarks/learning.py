@@ -311,6 +311,21 @@ def warm_cmd(args: argparse.Namespace, out: str, *extra: str) -> list[str]:
     return cmd + list(extra)
 
 
+def ensure_warm(args: argparse.Namespace, head: str, *extra: str) -> None:
+    """Make or check the warm start in ``head`` (``warm_cmd``: replays every expert plan of
+    the split, minutes on the full ALFWorld split). With ``--warm-checked`` and a warm start
+    already there, only its saved settings are compared with the study's ``--warm-args``
+    (``--settings-only``: seconds): another warm start in the folder stops the study in one
+    line instead of being used."""
+    cmd = warm_cmd(args, head, *extra)
+    quick = args.warm_checked and (Path(head) / "warm_start.json").is_file()
+    run = subprocess.run(cmd + ["--settings-only"] if quick else cmd, cwd=ROOT,
+                         env={**os.environ, **_RUN_ENV})  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"warm start {head}: `{shlex.join(cmd)}` failed "
+                         f"(exit {run.returncode}; its message is above)")  # fmt: skip
+
+
 def warm_candidates(args: argparse.Namespace, base: Path) -> list[dict]:
     """Train-split success of the warm start after each ``--warm-candidates`` BC step count
     (0 = a fresh head): the split's first ``--candidate-tasks`` tasks x 1 sampled episode,
@@ -328,10 +343,8 @@ def warm_candidates(args: argparse.Namespace, base: Path) -> list[dict]:
     rows = []
     for steps in args.warm_candidates:
         head = f"{args.warm}-steps{steps}" if steps else "fresh"
-        checked = args.warm_checked and (Path(head) / "warm_start.json").is_file()
-        if steps and not checked:
-            subprocess.run(warm_cmd(args, head, "--steps", str(steps)), cwd=ROOT, env=run_env,
-                           check=True)  # fmt: skip
+        if steps:
+            ensure_warm(args, head, "--steps", str(steps))
         out = work / f"train-steps{steps}-tasks{args.candidate_tasks}.json"
         if not out.is_file():
             cmd = [*_py("eval_main", env.child), "--config", str(config), "--model", head,
@@ -364,9 +377,8 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path, build: bool = True
     folder holds one), and the held-out success of the warm start itself (once: it is the
     same for every arm and seed), evaluated through the first seed's first run folder."""
     env = {**os.environ, **_RUN_ENV}
-    checked = args.warm_checked and (Path(args.warm) / "warm_start.json").is_file()
-    if build and not checked:
-        subprocess.run(warm_cmd(args, args.warm), cwd=ROOT, env=env, check=True)
+    if build:
+        ensure_warm(args, args.warm)
     if not args.eval:
         return
     first = run_dir(base, args.arms[0], args.seeds[0])
@@ -879,7 +891,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--warm", default=env.warm, help="the warm start's folder (made if missing)")
     p.add_argument("--warm-checked", action="store_true",
                    help="the caller has just made or checked --warm (e.g. tuning_grid.py, once "
-                   "for all its points): use it as it is")  # fmt: skip
+                   "for all its points): only compare its saved settings with --warm-args "
+                   "(seconds), without replaying the expert plans")  # fmt: skip
     p.add_argument("--warm-args", default=env.warm_args,
                    help="flags of `python -m mvpo_train.encoder_policy` for the warm start")  # fmt: skip
     p.add_argument("--warm-candidates", type=int, nargs="+", default=None, metavar="STEPS",

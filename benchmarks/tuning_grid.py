@@ -41,7 +41,7 @@ def learning_cmd(
 ) -> list[str]:
     """The learning.py sweep of one grid point (its own base folder, no held-out evaluation).
     Only the ``first`` point makes or checks the warm start (it replays every expert plan of
-    the split); the later ones use it as it is (``--warm-checked``)."""
+    the split); the later ones only compare its saved settings (``--warm-checked``)."""
     base = Path(args.base) / point_name(lr, epochs, kl)
     return [
         sys.executable, str(ROOT / "benchmarks" / "learning.py"),

@@ -719,10 +719,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--settings-only",
+        action="store_true",
+        help="only check that --out holds a warm start made with these arguments (exit 0) or "
+        "not (exit 2), without replaying the expert plans (their digest is not re-checked)",
+    )
     args = p.parse_args(argv)
     if args.history_length < 0:
         p.error(f"--history-length must be >= 0, not {args.history_length}")
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "threads")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "threads", "settings_only")}
     out = Path(args.out)
     meta_path = out / "warm_start.json"
     saved = json.loads(meta_path.read_text()) if meta_path.is_file() else None
@@ -734,6 +740,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"warm start: {out} holds another warm start ({other}); choose another --out",
                   file=sys.stderr)  # fmt: skip
             return 2
+    if args.settings_only:
+        if saved is None or not (out / "model.safetensors").is_file():
+            print(f"warm start: {out} holds no warm start; make it without --settings-only",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        print(f"warm start: {out} was made with these arguments (expert plans not replayed)")
+        return 0
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     embedder = SegmentEmbedder()

@@ -4,6 +4,7 @@ averages, iterations to threshold, bootstrap CIs and paired differences."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -96,11 +97,18 @@ def test_runs_share_the_embedding_cache_given_or_the_base_one(tmp_path):
 
 def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
     """Checking the warm start replays every expert plan (minutes on the full split): a sweep
-    does it once, before its runs, not again after them; ``--warm-checked`` skips it when the
-    folder holds a warm start, and still makes one that is missing."""
+    does it once, before its runs, not again after them; ``--warm-checked`` replaces it by the
+    settings-only check when the folder holds a warm start, and still makes one that is
+    missing; a failed check stops the sweep in one line."""
     lm = _learning()
     calls: list[list[str]] = []
-    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    rc = {"value": 0}
+
+    def fake_run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, rc["value"])
+
+    monkeypatch.setattr(lm.subprocess, "run", fake_run)
     monkeypatch.setattr(lm, "run_all", lambda args, base: None)
     monkeypatch.setattr(lm, "load_runs", lambda *a, **k: {})
     monkeypatch.setattr(lm, "summarize", lambda *a, **k: {"arms": {}, "pairs": {}})
@@ -108,17 +116,22 @@ def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
     warm = tmp_path / "warm"
     base = ["--base", str(tmp_path / "b"), "--warm", str(warm), "--no-eval", "--seeds", "0"]
 
-    def warm_builds(*flags: str) -> int:
+    def warm_builds(*flags: str) -> tuple[int, int]:
         calls.clear()
         assert lm.main([*base, *flags]) == 0
-        return sum("mvpo_train.encoder_policy" in c for c in calls)
+        warm_calls = [c for c in calls if "mvpo_train.encoder_policy" in c]
+        quick = sum("--settings-only" in c for c in warm_calls)
+        return len(warm_calls) - quick, quick
 
-    assert warm_builds() == 1
-    assert warm_builds("--warm-checked") == 1  # nothing there yet: made
+    assert warm_builds() == (1, 0)
+    assert warm_builds("--warm-checked") == (1, 0)  # nothing there yet: made
     warm.mkdir()
     (warm / "warm_start.json").write_text("{}")
-    assert warm_builds("--warm-checked") == 0
-    assert warm_builds() == 1
+    assert warm_builds("--warm-checked") == (0, 1)
+    assert warm_builds() == (1, 0)
+    rc["value"] = 2  # the folder holds another warm start: stop, do not train on it
+    with pytest.raises(SystemExit, match="warm start .*failed \\(exit 2"):
+        lm.main([*base, "--warm-checked"])
 
 
 def test_arm_flags_reach_only_their_arm_and_come_last(tmp_path):

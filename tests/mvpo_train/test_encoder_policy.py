@@ -226,6 +226,28 @@ def test_learns_a_fixed_mini_task(tmp_path):
     assert succ[-3:].mean() >= succ[:3].mean() + 0.4, succ.round(2).tolist()
 
 
+def test_settings_only_checks_the_folder_without_replaying(tmp_path, capsys, monkeypatch):
+    """``--settings-only`` (what ``benchmarks/learning.py --warm-checked`` runs): 0 for a
+    folder made with the same arguments, 2 in one line for other arguments or no warm start,
+    and no expert plan replayed either way."""
+    args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "8"]
+    out = tmp_path / "w"
+    assert warm_start_main(["--out", str(out), *args, "--threads", "1"]) == 0
+    import mvpo_train.encoder_policy as ep
+
+    def no_replay(*a, **k):
+        raise AssertionError("replayed the expert plans")
+
+    monkeypatch.setattr(ep, "collect_demonstrations", no_replay)
+    capsys.readouterr()
+    assert warm_start_main(["--out", str(out), *args, "--settings-only"]) == 0
+    assert "made with these arguments" in capsys.readouterr().out
+    assert warm_start_main(["--out", str(out), *args[:-1], "16", "--settings-only"]) == 2
+    assert "another warm start ({'batch_size': 8})" in capsys.readouterr().err
+    assert warm_start_main(["--out", str(tmp_path / "none"), *args, "--settings-only"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "8"]
     assert warm_start_main(["--out", str(tmp_path / "a"), *args, "--threads", "1"]) == 0
