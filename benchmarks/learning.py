@@ -47,6 +47,7 @@ as a Ray task (docs/scaling.md, "Sweeps on Ray").
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import platform
@@ -375,7 +376,9 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path, build: bool = True
     """The cached warm start (``build``: made or checked, which replays every expert plan of
     the split, minutes on the full ALFWorld split; skipped with ``--warm-checked`` when the
     folder holds one), and the held-out success of the warm start itself (once: it is the
-    same for every arm and seed), evaluated through the first seed's first run folder."""
+    same for every arm and seed), evaluated through the first seed's first run folder. When
+    the study runs as one process per arm on the same ``--base``, only one of them evaluates
+    it (a lock in ``BASE/warm-start``); the others go on with their runs."""
     env = {**os.environ, **_RUN_ENV}
     if build:
         ensure_warm(args, args.warm)
@@ -384,13 +387,20 @@ def warm_start_and_eval(args: argparse.Namespace, base: Path, build: bool = True
     first = run_dir(base, args.arms[0], args.seeds[0])
     start = base / "warm-start"
     start.mkdir(parents=True, exist_ok=True)
-    for split, episodes in final_evals(args):
-        out = start / f"eval-{split}.json"
-        if out.is_file() or not (first / "config.yaml").is_file():
-            continue
-        cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm), env=study_env(args))
-        cmd[cmd.index("--out") + 1] = str(out)
-        subprocess.run(cmd, cwd=ROOT, env=env, check=True)
+    with open(start / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"[warm start] another process of this study is evaluating it ({start})")
+            return
+        for split, episodes in final_evals(args):
+            out = start / f"eval-{split}.json"
+            if out.is_file() or not (first / "config.yaml").is_file():
+                continue
+            cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm),
+                           env=study_env(args))  # fmt: skip
+            cmd[cmd.index("--out") + 1] = str(out)
+            subprocess.run(cmd, cwd=ROOT, env=env, check=True)
 
 
 _RUN_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}

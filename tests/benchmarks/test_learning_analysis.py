@@ -148,3 +148,26 @@ def test_arm_flags_reach_only_their_arm_and_come_last(tmp_path):
     bad = lm.parse_args(["--base", str(tmp_path), "--arms", "grpo", "--arm-flags", "mvpo=--lr 1"])
     with pytest.raises(SystemExit, match="--arm-flags: expected ARM='FLAGS'"):
         lm.arm_flags(bad)
+
+
+def test_one_process_evaluates_the_warm_start(tmp_path, monkeypatch, capsys):
+    """The study as one process per arm on one ``--base``: the warm start's held-out
+    evaluation (minutes) is run by whichever process takes ``BASE/warm-start/.lock`` first;
+    another finds it taken and goes on without evaluating; once free, it is evaluated."""
+    import fcntl
+
+    lm = _learning()
+    calls: list[list[str]] = []
+    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    args = lm.parse_args(["--base", str(tmp_path), "--arms", "gigpo", "--seeds", "0"])
+    first = lm.run_dir(tmp_path, "gigpo", 0)
+    first.mkdir()
+    (first / "config.yaml").write_text("seed: 0\n")
+    (tmp_path / "warm-start").mkdir()
+    with open(tmp_path / "warm-start" / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lm.warm_start_and_eval(args, tmp_path, build=False)
+        assert calls == []
+        assert "another process of this study is evaluating it" in capsys.readouterr().out
+    lm.warm_start_and_eval(args, tmp_path, build=False)
+    assert [c[c.index("--split") + 1] for c in calls] == [s for s, _ in lm.final_evals(args)]
