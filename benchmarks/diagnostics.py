@@ -8,7 +8,17 @@ From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per ite
   seeds and the per-seed spread (docs/estimators.md §2/§3.7);
 * MVPO's kappa and EMA success over training;
 * MVPO's mean prefix potential Phi of successful vs failed trajectories over training, and the
-  check whether the sign of the gap ever flips;
+  check whether the sign of the gap ever flips (circular by construction, docs/estimators.md
+  §3.7: kept for the seeds' Figure 3);
+* MVPO's non-circular statistic ``adv/phi_split_spearman_failed`` over training (first -> last,
+  mean, share above 0, the rows ``adv/phi_split_rows`` it is computed on; docs/estimators.md
+  §3.7): on failed trajectories, the Spearman correlation between a region's value estimated
+  from the *other* half of the rollout group and the milestones the row's own trajectory
+  still fires;
+* the step-level alignment of MVPO's repair with the ALFWorld progress oracle (docs/
+  alignment.md), read from ``--alignment-json`` files of ``python benchmarks/alignment.py
+  --run-dir RUN --relabel --json OUT`` (mean AUC over iterations per variant, min..max, the
+  command); a run without a file is "not measured yet";
 * the grouping ratio over training: GiGPO's and MVPO's step groups (rows whose anchor-state
   group holds at least 2 rows, ``1 - adv/singleton_ratio``) and MVPO's regions
   (``adv/grouping_ratio``);
@@ -21,7 +31,20 @@ Written to ``benchmarks/results/diagnostics.md`` (+ ``.json``) with one figure p
 fewer seeds or iterations than asked is marked partial; config fields that differ between the
 runs of a set are listed ("not like for like").
 
-Run sets:
+Run sets, the headline first (the studies in the seeds' regime, docs/learning_study.md; their
+arms, seeds 0-4 and 60 iterations as ``benchmarks/learning.py`` plans them, so a set in
+progress is marked partial):
+
+* ``alfworld-full`` (``--alfworld-full-base``, default ``runs/full/learning``): the ALFWorld
+  full-split study, arms ``grpo``, ``gigpo``, ``mvpo``, 16 x 8 x 50. Its committed compact
+  copies (``benchmarks/study_archive.py export``) redraw it from the repository alone:
+  ``--alfworld-full-base benchmarks/results/learning_full_runs``.
+* ``webshop-study`` (``--webshop-study-base``, default ``runs/webshop/learning``): the WebShop
+  study (the seeds' Table 2), arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor``,
+  ``mvpo-no-kappa-decay``; its tables show the seeds' early zero-advantage ratios beside ours.
+
+The earlier sets (committed history; a history set whose runs are not on disk is carried over,
+marked, from ``--previous-json``, default the committed ``diagnostics.json``):
 
 * ``alfworld``: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run
   folders ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
@@ -60,6 +83,9 @@ Commands (from the repository root)::
     python benchmarks/learning.py                      # the ALFWorld sweep (the lead's)
     python benchmarks/diagnostics.py --run-webshop     # WebShop runs (~10 min), then analysis
     python benchmarks/diagnostics.py --analyze-only    # rebuild md + figures from the runs
+    python benchmarks/diagnostics.py --analyze-only \
+        --alfworld-full-base benchmarks/results/learning_full_runs \
+        --alignment-json OUT                           # the full study from the repository
 """
 
 from __future__ import annotations
@@ -84,6 +110,23 @@ ALFWORLD_BASE = ROOT / "runs" / "learning-study"
 WEBSHOP_BASE = ROOT / "runs" / "diagnostics-webshop"
 ALFWORLD_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
 WEBSHOP_ARMS = ("grpo", "gigpo", "mvpo")
+#: the two studies in the seeds' regime (docs/learning_study.md, "The seeds' regime" and
+#: "WebShop study"): their run folders, arms, seeds and iterations as ``benchmarks/learning.py``
+#: plans them; the headline of the md when found
+ALFWORLD_FULL_BASE = ROOT / "runs" / "full" / "learning"
+ALFWORLD_FULL_COPIES = RESULTS / "learning_full_runs"  # the committed compact copies
+ALFWORLD_FULL_ARMS = ("grpo", "gigpo", "mvpo")
+WEBSHOP_STUDY_BASE = ROOT / "runs" / "webshop" / "learning"
+WEBSHOP_STUDY_ARMS = ("gigpo", "mvpo", "mvpo-no-anchor", "mvpo-no-kappa-decay")
+STUDY_ITERATIONS = 60
+#: the sets carried over from the previous json when their runs are not on disk (committed
+#: history); the headline sets never are: they are drawn from their runs or "not run yet"
+HISTORY_SETS = ("alfworld", "webshop", "webshop-score")
+HEADLINE_SETS = ("alfworld-full", "webshop-study")
+#: the trainer's non-circular statistic of MVPO's potential (docs/estimators.md §3.7)
+PHI_SPLIT = "adv/phi_split_spearman_failed"
+PHI_SPLIT_ROWS = "adv/phi_split_rows"
+ALIGNMENT_CMD = "python benchmarks/alignment.py --run-dir RUN --relabel --json OUT"
 DIAG_WEBSHOP_ID = "mvpo-diag/WebShop-InstructionSearch-v0"
 SEARCH_TEMPLATE = "search[<query>]"
 #: derived per-iteration key: share of rows in anchor-state step groups of >= 2 rows
@@ -98,6 +141,9 @@ PHASES = {
 }
 #: the seeds' numbers (issue text of the MVPO paper's diagnostics) shown next to ours
 SEEDS_ZERO_ADV_WEBSHOP = {"grpo": ">0.90", "gigpo": "~0.65"}
+#: the sets with the seeds' binary WebShop reward: their tables show the paper's numbers
+SEEDS_ZERO_ADV_SETS = ("webshop", "webshop-study")
+NAMES = {"grpo": "GRPO", "gigpo": "GiGPO"}
 SEEDS_KAPPA = {
     "alfworld": "1 -> ~0.2 (EMA success 0.82)",
     "webshop": "1 -> ~0.4 (EMA success 0.61)",
@@ -287,6 +333,7 @@ class RunSet:
     arms: tuple[str, ...]
     seeds: tuple[int, ...]
     runs: dict[str, dict[int, Run]] = field(default_factory=dict)
+    plan: int | None = None  # the study's iterations per run, where a config.yaml lacks them
 
     def found(self) -> bool:
         return any(self.runs.get(a) for a in self.arms)
@@ -374,8 +421,12 @@ def derive(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def load_runset(env: str, base: Path, arms: Iterable[str], seeds: Iterable[int]) -> RunSet:
-    rs = RunSet(env=env, base=base, arms=tuple(arms), seeds=tuple(seeds))
+def load_runset(
+    env: str, base: Path, arms: Iterable[str], seeds: Iterable[int], plan: int | None = None
+) -> RunSet:
+    """The runs ``base/<arm>-seed<k>/`` with metrics; ``plan``: the iterations a run is planned
+    for when its ``config.yaml`` does not say."""
+    rs = RunSet(env=env, base=base, arms=tuple(arms), seeds=tuple(seeds), plan=plan)
     for arm in rs.arms:
         for seed in rs.seeds:
             path = base / f"{arm}-seed{seed}"
@@ -384,7 +435,7 @@ def load_runset(env: str, base: Path, arms: Iterable[str], seeds: Iterable[int])
                 if rows:
                     cfg = read_config(path)
                     it = cfg.get("iterations")
-                    planned = int(it) if isinstance(it, int) else None
+                    planned = int(it) if isinstance(it, int) else plan
                     rs.runs.setdefault(arm, {})[seed] = Run(path, rows, planned, cfg)
     return rs
 
@@ -481,6 +532,39 @@ def phi_sign_check(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
+def phi_split_summary(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    """MVPO's non-circular statistic :data:`PHI_SPLIT` over training (docs/estimators.md
+    §3.7): first / last iteration (mean over the seeds that have it, as the other first -> last
+    columns), every (seed, iteration) value's mean, min, max and share above 0, per-seed means,
+    and the rows it was computed on (:data:`PHI_SPLIT_ROWS`). NaN iterations (fewer than 3
+    failed rows with an estimate, or no spread) are counted, not averaged."""
+    c = curve(by_seed, PHI_SPLIT)
+    vals = np.concatenate([series(rows, PHI_SPLIT) for rows in by_seed.values()])
+    finite = vals[~np.isnan(vals)]
+    rows = np.concatenate([series(r, PHI_SPLIT_ROWS) for r in by_seed.values()])
+    rows = rows[~np.isnan(rows)]
+    per_seed = {}
+    for seed, rs in by_seed.items():
+        ys = series(rs, PHI_SPLIT)
+        if (~np.isnan(ys)).any():
+            per_seed[seed] = float(np.nanmean(ys))
+    nan = float("nan")
+    return {
+        "first": float(c["mean"][0]),
+        "last": float(c["mean"][-1]),
+        "values": int(len(finite)),
+        "iterations": int(len(vals)),
+        "mean": float(finite.mean()) if len(finite) else nan,
+        "min": float(finite.min()) if len(finite) else nan,
+        "max": float(finite.max()) if len(finite) else nan,
+        "positive_share": float((finite > 0).mean()) if len(finite) else nan,
+        "per_seed_mean": per_seed,
+        "rows_mean": float(rows.mean()) if len(rows) else nan,
+        "rows_min": float(rows.min()) if len(rows) else nan,
+        "rows_max": float(rows.max()) if len(rows) else nan,
+    }
+
+
 def milestones(
     by_seed: dict[int, list[dict[str, Any]]], prefix: str = "adv/amp_weights/"
 ) -> list[str]:
@@ -498,6 +582,14 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
     """Every number of the md for one run set (JSON-friendly)."""
     out: dict[str, Any] = {"env": rs.env, "base": str(rs.base), "found": rs.found(), "arms": {}}
     out["partial"] = rs.partial_notes()
+    done = sum(len(r.rows) for by in rs.runs.values() for r in by.values())
+    out["plan"] = {
+        "arms": list(rs.arms),
+        "seeds": list(rs.seeds),
+        "iterations": rs.plan,
+        "iterations_done": done,
+        "iterations_planned": None if rs.plan is None else rs.plan * len(rs.arms) * len(rs.seeds),
+    }
     out["settings"], out["settings_differ"] = settings(rs)
     lengths = [len(r.rows) for by in rs.runs.values() for r in by.values()]
     # "first iterations": one window k for every run of the set (at most the longest run);
@@ -536,6 +628,8 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
                 a[key] = {"first": float(c["mean"][0]), "last": float(c["mean"][-1])}
         if has_key(by_seed, "adv/phi_success_mean") or has_key(by_seed, "adv/phi_failure_mean"):
             a["phi"] = phi_sign_check(by_seed)
+        if has_key(by_seed, PHI_SPLIT) or has_key(by_seed, PHI_SPLIT_ROWS):
+            a["phi_split"] = phi_split_summary(by_seed)
         ms = milestones(by_seed)
         if ms:
             a["amp_weights"] = {
@@ -550,11 +644,93 @@ def summarize(rs: RunSet, early: int) -> dict[str, Any]:
     return out
 
 
+# ====================================================================== step-level alignment
+
+
+def read_alignment(path: Path) -> dict[str, Any]:
+    """One file of ``benchmarks/alignment.py --run-dir RUN --relabel --json OUT`` (docs/
+    alignment.md): ``{"run": RUN, "variants": {NAME: {"iterations": [..], "auc": [..],
+    "repaired_rows": [..]}}, "unverified_trajectories": N, "trajectories": M, "command": ..}``.
+    Anything else: ValueError, one line naming the file."""
+    where = f"--alignment-json {path}"
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{where}: no such file") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where}: not JSON ({e.msg}, line {e.lineno})") from None
+    if not (
+        isinstance(doc, dict)
+        and isinstance(doc.get("run"), str)
+        and isinstance(doc.get("variants"), dict)
+    ):
+        raise ValueError(
+            f"{where}: expected an object with 'run' (a run folder) and 'variants', as written "
+            f"by `{ALIGNMENT_CMD}`"
+        )
+    for name, v in doc["variants"].items():
+        keys = ("iterations", "auc", "repaired_rows")
+        if not (isinstance(v, dict) and all(isinstance(v.get(k), list) for k in keys)):
+            raise ValueError(f"{where}: variant {name!r} needs the lists {', '.join(keys)}")
+        if len({len(v[k]) for k in keys}) != 1:
+            raise ValueError(f"{where}: variant {name!r} has lists of different lengths")
+    return doc
+
+
+def alignment_summary(doc: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Per variant: iterations scored, those with an AUC (NaN where the repaired rows' known
+    labels are all of one kind, docs/alignment.md "The measure"), the AUC's mean over them,
+    min, max, the mean repaired rows per iteration, and the curve for the figure."""
+    variants = {}
+    for name, v in doc["variants"].items():
+        auc = np.array([np.nan if x is None else float(x) for x in v["auc"]], dtype=float)
+        fin = auc[~np.isnan(auc)]
+        rep = [float(x) for x in v["repaired_rows"] if x is not None]
+        nan = float("nan")
+        variants[name] = {
+            "iterations": len(auc),
+            "measured": int(len(fin)),
+            "mean": float(fin.mean()) if len(fin) else nan,
+            "min": float(fin.min()) if len(fin) else nan,
+            "max": float(fin.max()) if len(fin) else nan,
+            "repaired_mean": float(np.mean(rep)) if rep else nan,
+            "curve": {"iterations": [int(i) for i in v["iterations"]], "auc": auc.tolist()},
+        }
+    return {
+        "file": _rel(Path(path)),
+        "run": doc["run"],
+        "name": Path(doc["run"]).name,
+        "variants": variants,
+        "unverified_trajectories": doc.get("unverified_trajectories"),
+        "trajectories": doc.get("trajectories"),
+        "command": doc.get("command") or "",
+    }
+
+
+def run_key(run: str) -> tuple[Path, str, int] | None:
+    """``(folder holding the run, arm, seed)`` of a run folder ``.../<arm>-seed<k>`` (a
+    relative path is read from the repository root); None for another name."""
+    import re
+
+    p = Path(run) if Path(run).is_absolute() else ROOT / run
+    m = re.fullmatch(r"(.+)-seed(\d+)", p.name)
+    return (p.resolve().parent, m.group(1), int(m.group(2))) if m else None
+
+
+def belongs(al: dict[str, Any], bases: Iterable[Path], arms: Iterable[str]) -> bool:
+    """Whether an alignment file's run is ``<base>/<arm>-seed<k>`` of a set: ``bases`` are the
+    set's folder and its study's default folder, so a file made on the live runs matches the
+    set drawn from their compact copies too."""
+    key = run_key(al["run"])
+    return key is not None and key[1] in arms and key[0] in {b.resolve() for b in bases}
+
+
 # ====================================================================== figures
 
 
-def plot(rs: RunSet, out: Path, early: int) -> bool:
-    """Six panels for one run set; False (nothing drawn) when no run was found."""
+def plot(rs: RunSet, out: Path, early: int, alignment: Sequence[dict[str, Any]] = ()) -> bool:
+    """Eight panels for one run set (the last: the step-level alignment files matched to it);
+    False (nothing drawn) when no run was found."""
     if not rs.found():
         return False
     import matplotlib
@@ -563,7 +739,7 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(2, 3, figsize=(12.5, 6.8))
+    fig, axes = plt.subplots(2, 4, figsize=(16.5, 6.8))
     colors = {a: f"C{i}" for i, a in enumerate(rs.arms)}
 
     def band(
@@ -589,19 +765,32 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
         band(axes[0, 2], arm, "adv/ema_success", f"{arm} EMA success", "--")
         band(axes[1, 1], arm, "adv/phi_success_mean", f"{arm} successful", "-")
         band(axes[1, 1], arm, "adv/phi_failure_mean", f"{arm} failed", ":")
+        band(axes[0, 3], arm, PHI_SPLIT, arm)
+    if axes[0, 3].lines:
+        axes[0, 3].axhline(0.0, color="grey", lw=0.8)
+    for j, al in enumerate(alignment):
+        for k, (v, d) in enumerate(al["variants"].items()):
+            c = d["curve"]
+            axes[1, 3].plot(c["iterations"], c["auc"], marker="o", ms=2.5, color=f"C{j}",
+                            ls=("-", "--", ":", "-.")[k % 4], label=f"{al['name']} {v}")  # fmt: skip
+    if axes[1, 3].lines:
+        axes[1, 3].axhline(0.5, color="grey", lw=0.8)
     if "mvpo" in mv:
         by_seed = rs.rows("mvpo")
         for j, m in enumerate(milestones(by_seed)):
             band(axes[1, 2], "mvpo", f"adv/amp_weights/{m}", m, color=f"C{j}")
-    titles = [
-        ("zero-advantage ratio", "share of rows"),
-        ("zero-credit ratio", "share of rows"),
-        ("MVPO kappa (solid) and EMA success (dashed)", ""),
-        ("grouping ratio: step groups (dashed), MVPO regions (solid)", "share of rows"),
-        ("MVPO mean prefix potential Phi per trajectory", "Phi"),
-        ("MVPO AMP weights per milestone (arm mvpo)", "weight"),
-    ]
-    for ax, (title, ylab) in zip(axes.flat, titles, strict=True):
+    titles = {
+        (0, 0): ("zero-advantage ratio", "share of rows"),
+        (0, 1): ("zero-credit ratio", "share of rows"),
+        (0, 2): ("MVPO kappa (solid) and EMA success (dashed)", ""),
+        (1, 0): ("grouping ratio: step groups (dashed), MVPO regions (solid)", "share of rows"),
+        (1, 1): ("MVPO mean prefix potential Phi per trajectory", "Phi"),
+        (1, 2): ("MVPO AMP weights per milestone (arm mvpo)", "weight"),
+        (0, 3): ("MVPO phi_split_spearman_failed (non-circular)", "Spearman rho"),
+        (1, 3): ("step-level alignment: oracle AUC of the repair", "AUC"),
+    }
+    for (i, j), (title, ylab) in titles.items():
+        ax = axes[i, j]
         ax.set(title=title, xlabel="iteration", ylabel=ylab)
         ax.title.set_fontsize(10)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -609,7 +798,8 @@ def plot(rs: RunSet, out: Path, early: int) -> bool:
         if ax.lines:
             ax.legend(fontsize=7)
         else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            empty = "not measured yet" if (i, j) == (1, 3) else "no data"
+            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
     for ax in (axes[0, 0], axes[0, 1]):
         ax.axvspan(0.5, early + 0.5, color="grey", alpha=0.08)
     fig.suptitle(f"{rs.env}: mean over seeds, band = min..max over seeds ({_rel(rs.base)})")
@@ -641,15 +831,30 @@ def _r(x: float, nd: int) -> float:
 def _spread(d: dict[str, Any] | None) -> str:
     if not d:
         return "-"
-    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items()))
+    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=_seed))
     return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
 
 
+#: under the heading of a carried-over history set (its runs predate MVPO's seeds form)
+FORM_V1_NOTE = (
+    '**MVPO form.** The `mvpo` runs of this set used `form="v1"`, MVPO\'s default until '
+    "2026-12-01 (docs/estimators.md §3.10); the same commands now run the seeds form."
+)
 #: one line under each run set's heading
 SET_NOTES = {
     "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
     "`benchmarks/results/learning.md`).",
     "alfworld-quick": "ALFWorld: the learning sweep's smoke runs.",
+    "alfworld-full": "ALFWorld, the seeds' regime (docs/learning_study.md, \"The seeds' "
+    'regime"): the full train split (3,553 games), 16 tasks x 8 rollouts x 50 steps, 60 '
+    "iterations, the history-aware encoder policy warm-started by 300 BC steps, the tuning "
+    "grid's settings per arm (GRPO lr 3e-4, GiGPO lr 1e-3, MVPO lr 3e-4 with KL 0.05; "
+    'MVPO\'s default `form="seeds"`).',
+    "webshop-study": "WebShop study, the seeds' Table 2 (docs/learning_study.md, \"WebShop "
+    "study\"): the seeds' win-only reward (`mvpo-study/WebShop-SuccessReward-v0`), 16 goals "
+    "x 8 rollouts x 15 steps, 60 iterations, the encoder policy warm-started by 50 BC steps; "
+    "`mvpo-no-anchor` = MVPO without GiGPO's anchor credit, `mvpo-no-kappa-decay` = kappa 1 "
+    "throughout.",
     "webshop": "WebShop, the seeds' reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
     "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
     "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
@@ -658,16 +863,128 @@ SET_NOTES = {
 }
 
 
+def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The table of :data:`PHI_SPLIT` per MVPO arm (nothing when no arm logged it)."""
+    rows = [(arm, a["phi_split"]) for arm, a in arms.items() if a.get("phi_split")]
+    if not rows:
+        return []
+    lines = [
+        "### Non-circular check of the potential: `adv/phi_split_spearman_failed`",
+        "",
+        "Logged by the trainer for every MVPO batch (docs/estimators.md §3.7). The trajectories "
+        "of each rollout group are split in two halves by position (even, odd); each row gets "
+        "its region's value estimated from the *other* half's visits only (the potential's "
+        "formula, before batch normalisation). Over the rows of *failed* trajectories that have "
+        "such an estimate (`adv/phi_split_rows`): the Spearman rank correlation between that "
+        "estimate and the number of milestones the row's own trajectory still fires from that "
+        "step on. Non-circular: the rows are failures (no success in their own return), the "
+        "estimate comes from other trajectories (it does not move with the row's own value, as "
+        "a leave-one-out mean would), and the milestones are the row's own future, which the "
+        "estimate does not see. Positive: regions from which the other half went on to progress "
+        "are regions from which failed rollouts still progressed; 0: the potential does not "
+        "predict progress. NaN iterations (fewer than 3 such rows, or no spread) are counted "
+        "apart.",
+        "",
+        "| estimator | rho, first -> last iteration (mean over seeds) | rho, all iterations: "
+        "mean (min..max) | iterations with rho > 0 | iterations with a value, of logged "
+        "| per-seed mean | rows per iteration, mean (min..max) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm, p in rows:
+        per = ", ".join(f"{v:+.3f}" for _, v in sorted(p["per_seed_mean"].items(), key=_seed))
+        pos = "-" if math.isnan(p["positive_share"]) else f"{100 * p['positive_share']:.0f}%"
+        lines.append(
+            f"| {arm} | {_g(p['first'])} -> {_g(p['last'])} | {_g(p['mean'])} "
+            f"({_g(p['min'])}..{_g(p['max'])}) | {pos} | {p['values']} of {p['iterations']} "
+            f"| {per or '-'} | {_f(p['rows_mean'], 0)} ({_f(p['rows_min'], 0)}.."
+            f"{_f(p['rows_max'], 0)}) |"
+        )
+    return lines + [""]
+
+
+def alignment_lines(s: dict[str, Any]) -> list[str]:
+    """The step-level alignment table of one set from the ``--alignment-json`` files matched
+    to it; "not measured yet" for its MVPO runs without one."""
+    lines = [
+        "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
+        "",
+    ]
+    missing = s.get("alignment_missing", [])
+    if not s.get("oracle", True) and not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
+            "(docs/alignment.md), so this set's repair has no step-level label.",
+            "",
+        ]
+    if not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: no `--alignment-json` file for this set's MVPO runs"
+            + (f" ({', '.join(f'`{m}`' for m in missing)})" if missing else "")
+            + f". Measure a run with `{ALIGNMENT_CMD}`, then pass `--alignment-json OUT` here.",
+            "",
+        ]
+    lines += [
+        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
+        "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
+        "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
+        "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
+        "Mean over the iterations with an AUC (NaN where the repaired rows' known labels are "
+        "all of one kind). Read from the files named below, not recomputed here.",
+        "",
+        "| run | variant | iterations with an AUC, of scored | AUC, mean over iterations "
+        "| min..max | repaired rows per iteration (mean) | unverified trajectories, of all |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for al in s["alignment"]:
+        unv = al.get("unverified_trajectories")
+        tot = al.get("trajectories")
+        unv_s = "-" if unv is None else f"{unv} of {'-' if tot is None else tot}"
+        for v, d in al["variants"].items():
+            lines.append(
+                f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
+                f"| {_f(d['mean'])} | {_f(d['min'])}..{_f(d['max'])} "
+                f"| {_f(d['repaired_mean'], 0)} | {unv_s} |"
+            )
+    lines += ["", "Made by:"]
+    lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
+              for al in s["alignment"]]  # fmt: skip
+    if missing:
+        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
+    return lines + [""]
+
+
+def _g(x: float | None) -> str:
+    """A signed statistic (``+0.123``), ``-`` for NaN."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.3f}"
+
+
+def _seed(item: tuple[Any, Any]) -> int:
+    """Sort key of a per-seed item whose seed may be a JSON string (a carried-over set)."""
+    return int(item[0])
+
+
 def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
     env = s["env"]
     early = s.get("early", 0)
     lines = [f"## {env}", "", SET_NOTES.get(env, ""), ""]
+    if s.get("carried_from"):  # drawn before 2026-12-01: the v1 form
+        lines += [FORM_V1_NOTE, ""]
     lines.append(f"Runs: `{s['base_rel']}/<arm>-seed<k>/`, made by `{command}`.")
     lines.append("")
     if s.get("note"):
         lines += [s["note"], ""]
     if not s["found"]:
         return lines + ["**Not run yet**: no run folder with metrics was found.", ""]
+    plan = s.get("plan") or {}
+    if plan.get("iterations_planned"):
+        seeds = plan["seeds"]
+        lines += [
+            f"Planned: arms {', '.join(f'`{a}`' for a in plan['arms'])} x seeds "
+            f"{seeds[0]}-{seeds[-1] if len(seeds) > 1 else seeds[0]} x {plan['iterations']} "
+            f"iterations; done {plan['iterations_done']} of {plan['iterations_planned']} "
+            "run-iterations.",
+            "",
+        ]
     shown = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in s["settings"].items())
     lines += [f"Settings shared by the runs (their `config.yaml`): {shown}.", ""]
     if s["settings_differ"]:
@@ -683,7 +1000,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         lines += [f"![{env} diagnostics]({png})", ""]
     arms = s["arms"]
     # --- zero advantage
-    seeds_col = env == "webshop"
+    seeds_col = env in SEEDS_ZERO_ADV_SETS
     head = (
         f"| estimator | seeds in the window, of found | iterations | zero-advantage ratio, it. 1 "
         f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
@@ -692,7 +1009,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     )
     sep = "|---|---|---|---|---|---|---|---|"
     if seeds_col:
-        head += " seeds' paper, early |"
+        head += " the paper's (seeds), WebShop, early |"
         sep += "---|"
     lines += [f"### Zero-advantage and zero-credit ratio, first {early} iterations", "", head, sep]
     for arm, a in arms.items():
@@ -707,6 +1024,13 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
             row += f" {SEEDS_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
         lines.append(row)
     lines.append("")
+    paper = ", ".join(f"{NAMES[a]} {v}" for a, v in SEEDS_ZERO_ADV_WEBSHOP.items())
+    if seeds_col:
+        lines += [f"Last column: the seeds' paper's early zero-advantage ratio on WebShop "
+                  f"({paper}; their win-only reward), quoted, not measured here.", ""]  # fmt: skip
+    else:
+        lines += [f"For reference, the seeds' paper reports the early zero-advantage ratio on "
+                  f"WebShop only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
     # --- kappa / EMA / grouping
     lines += [
         "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
@@ -732,7 +1056,20 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     )
     lines.append("")
     # --- Phi
-    lines += ["### Prefix potential Phi: successful vs failed trajectories", ""]
+    lines += [
+        "### Prefix potential Phi: successful vs failed trajectories",
+        "",
+        "Circular by construction, kept for the seeds' Figure 3: the potential averages the "
+        "returns of the trajectories through a region, so successful trajectories raise their "
+        "own regions' Phi (docs/estimators.md §3.7). "
+        + (
+            "The non-circular check is the next table."
+            if any(a.get("phi_split") for a in arms.values())
+            else "The trainer's non-circular statistic (`adv/phi_split_spearman_failed`) is "
+            "not in these runs' metrics."
+        ),
+        "",
+    ]
     any_phi = False
     for arm, a in arms.items():
         p = a.get("phi")
@@ -746,7 +1083,8 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
             "never flips: successful trajectories always have the higher mean Phi"
             if not p["flips"]
             else f"**flips** in {len(p['flips'])} of {p['iterations_with_both']} iterations "
-            f"(seed, iteration): {p['flips'][:12]}{' ...' if len(p['flips']) > 12 else ''}"
+            f"(seed, iteration): {[tuple(f) for f in p['flips'][:12]]}"
+            f"{' ...' if len(p['flips']) > 12 else ''}"
         )
         lines.append(
             f"* `{arm}`: {p['iterations_with_both']} (seed, iteration) pairs with both kinds; "
@@ -756,6 +1094,9 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     if not any_phi:
         lines.append("No MVPO run in this set.")
     lines.append("")
+    lines += phi_split_lines(arms)
+    if s.get("alignment") is not None:
+        lines += alignment_lines(s)
     # --- AMP
     for arm, a in arms.items():
         if not a.get("amp_weights"):
@@ -800,12 +1141,29 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
     lines = [
         "# Training diagnostics: GRPO vs GiGPO vs MVPO (ALFWorld and WebShop)",
         "",
-        "Built by `python benchmarks/diagnostics.py --analyze-only` from the runs on disk "
+        f"Built by `{args.command}` from the runs on disk "
         f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-        f"{os.cpu_count()} CPU cores); the WebShop runs by "
-        "`python benchmarks/diagnostics.py --run-webshop`, the ALFWorld runs by "
-        "`python benchmarks/learning.py`. Every number below is read from the runs' "
-        "`metrics.jsonl`.",
+        f"{os.cpu_count()} CPU cores); each set's section names the command that made its "
+        "runs. Every number below is read from the runs' `metrics.jsonl` (and, for the "
+        "step-level alignment, from the `--alignment-json` files named there).",
+        "",
+    ]
+    headline = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
+    if headline:
+        lines.append(
+            "**Headline**: the studies in the seeds' regime, "
+            + ", ".join(
+                f"`{s['env']}` ({'partial' if s['partial'] else 'complete'})" for s in headline
+            )
+            + ", first; then the earlier run sets (committed history)."
+        )
+    else:
+        lines.append(
+            "The studies in the seeds' regime (`alfworld-full`, `webshop-study`) have no runs "
+            "here yet (their sections, last, say where they are looked for); the sections "
+            "below are the earlier run sets."
+        )
+    lines += [
         "",
         "Definitions (docs/estimators.md §2/§3.7): *zero-advantage ratio* = share of rows whose "
         "final advantage is exactly 0 (no policy gradient); *zero-credit ratio* = share of rows in "
@@ -823,9 +1181,10 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         "",
     ]
     web = next((s for s in summaries if s["env"] == "webshop"), None)
-    if web is not None:
+    if web is not None and web["found"]:
         lines += [
-            "WebShop setting (both WebShop sets; every field in each set's settings line): "
+            "WebShop setting of the sets `webshop` and `webshop-score` (every field in each "
+            "set's settings line): "
             f"`{DIAG_WEBSHOP_ID}` is registered by this script: `mvpo/WebShop-v0` with its "
             "bundled catalog, split, 15-step episodes, protocol and abstraction, except that the "
             "search template `search[<query>]` is filled with the task's instruction (a "
@@ -848,43 +1207,159 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
 # ====================================================================== main
 
 
+def read_previous(path: str) -> dict[str, dict[str, Any]]:
+    """The summaries of the previous ``diagnostics.json`` (``''`` or a missing file: none), by
+    set name; read before this call overwrites it."""
+    if not path or not Path(path).is_file():
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--previous-json {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    return {s["env"]: s for s in data if isinstance(s, dict) and "env" in s}
+
+
+def carry(prev: dict[str, Any], src: Path, out: Path) -> tuple[dict[str, Any], str | None]:
+    """A history set whose runs are not on disk: its summary as last drawn (from ``src``, the
+    previous json), marked as such, with its figure copied beside ``out`` when it exists."""
+    s = dict(prev)
+    s.setdefault("carried_from", _rel(src))
+    s["note"] = (
+        f"**Carried over**: the runs (`{s['base_rel']}`) are not on this machine; this section "
+        f"is the set as last drawn, read back from `{s['carried_from']}` (its history: "
+        f"`git log -- {s['carried_from']}`)."
+        + (f" {prev['note']}" if prev.get("note") and "Carried over" not in prev["note"] else "")
+    )
+    fig = src.parent / f"{src.stem}_{s['env']}.png"
+    dst = out.parent / f"{out.stem}_{s['env']}.png"
+    if fig.is_file() and fig.resolve() != dst.resolve():
+        import shutil
+
+        shutil.copyfile(fig, dst)
+    return s, (dst.name if dst.is_file() else None)
+
+
+@dataclass
+class SetSpec:
+    """One run set of the md: where its runs are, what its study plans, who made them."""
+
+    name: str
+    base: Path
+    arms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    command: str
+    plan: int | None = None  # iterations per run
+    default_base: Path | None = None  # the study's own folder (alignment files name it)
+    oracle: bool = False  # a step-level oracle exists (ALFWorld): the alignment section
+    note: str = ""
+
+
+def set_specs(args: argparse.Namespace) -> list[SetSpec]:
+    """The headline sets (the two studies in the seeds' regime), then the history sets."""
+    full = Path(args.alfworld_full_base)
+    copies = full.resolve() == ALFWORLD_FULL_COPIES.resolve()
+    specs = [
+        SetSpec(
+            "alfworld-full", full, ALFWORLD_FULL_ARMS, tuple(args.alfworld_full_seeds),
+            "python benchmarks/learning.py --arms grpo gigpo mvpo --seeds 0 1 2 3 4 "
+            "--iterations 60 --num-groups 16 --group-size 8 ... --base runs/full/learning",
+            STUDY_ITERATIONS, ALFWORLD_FULL_BASE, oracle=True,
+            note="The full command: docs/learning_study.md, \"The seeds' regime\". " + (
+                "Read from the committed compact copies (`metrics.jsonl`, `config.yaml` and "
+                "evaluations of each run, as far as the study had run when they were exported "
+                "by `python benchmarks/study_archive.py export --base runs/full/learning --to "
+                f"{_rel(ALFWORLD_FULL_COPIES)}`)." if copies else
+                "The committed compact copies redraw this set without the runs: "
+                f"`--alfworld-full-base {_rel(ALFWORLD_FULL_COPIES)}`."),
+        ),
+        SetSpec(
+            "webshop-study", Path(args.webshop_study_base), WEBSHOP_STUDY_ARMS,
+            tuple(args.webshop_study_seeds),
+            "python benchmarks/learning.py --env webshop --base runs/webshop/learning",
+            STUDY_ITERATIONS, WEBSHOP_STUDY_BASE,
+        ),
+        SetSpec("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, tuple(args.alfworld_seeds),
+                "python benchmarks/learning.py", default_base=ALFWORLD_BASE, oracle=True),
+    ]  # fmt: skip
+    specs += [
+        SetSpec(ws.name, ws.base, WEBSHOP_ARMS, tuple(ws.seeds),
+                "python benchmarks/diagnostics.py --run-webshop")
+        for ws in webshop_sets(args)
+    ]  # fmt: skip
+    return specs
+
+
 def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    alf = load_runset("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, args.alfworld_seeds)
-    commands = {"alfworld": "python benchmarks/learning.py"}
-    notes: dict[str, str] = {}
-    sets = [alf]
-    if args.alfworld_preview and (not alf.found() or alf.partial_notes()):
+    previous = read_previous(args.previous_json)
+    alignments = [alignment_summary(read_alignment(Path(f)), Path(f)) for f in args.alignment_json]
+    specs = {sp.name: sp for sp in set_specs(args)}
+    loaded = {n: load_runset(n, sp.base, sp.arms, sp.seeds, sp.plan) for n, sp in specs.items()}
+    alf = loaded["alfworld"]
+    carried = {
+        n for n in HISTORY_SETS if not loaded[n].found() and previous.get(n, {}).get("found")
+    }
+    if (
+        args.alfworld_preview
+        and "alfworld" not in carried
+        and (not alf.found() or alf.partial_notes())
+    ):
         quick = load_runset("alfworld-quick", Path(args.alfworld_preview), ALFWORLD_ARMS, [0])
         if quick.found():  # the study is not complete: its smoke sweep as a preview
-            notes["alfworld-quick"] = (
-                f"**Preview only**, shown while the study (`{_rel(alf.base)}`) is incomplete: "
-                "the sweep's smoke runs (one seed, a few iterations, otherwise the study's "
-                "settings). Rerun `--analyze-only` when the study is complete; this section "
-                "then goes."
-            )
-            commands["alfworld-quick"] = "python benchmarks/learning.py --quick"
-            sets.append(quick)
-    sets += [load_runset(ws.name, ws.base, WEBSHOP_ARMS, ws.seeds) for ws in webshop_sets(args)]
-    summaries, pngs = [], {}
-    for rs in sets:
+            specs["alfworld-quick"] = SetSpec(
+                "alfworld-quick", quick.base, ALFWORLD_ARMS, (0,),
+                "python benchmarks/learning.py --quick",
+                note=(f"**Preview only**, shown while the study (`{_rel(alf.base)}`) is "
+                      "incomplete: the sweep's smoke runs (one seed, a few iterations, "
+                      "otherwise the study's settings). Rerun `--analyze-only` when the study "
+                      "is complete; this section then goes."),
+            )  # fmt: skip
+            loaded["alfworld-quick"] = quick
+    summaries, pngs, matched = [], {}, set()
+    for name, rs in loaded.items():
+        sp = specs[name]
+        png = out.parent / f"{out.stem}_{name}.png"
+        if name in carried:
+            s, pngs[name] = carry(previous[name], Path(args.previous_json), out)
+            summaries.append(s)
+            continue
         s = summarize(rs, args.early)
-        s["command"] = commands.get(rs.env, "python benchmarks/diagnostics.py --run-webshop")
-        s["note"] = notes.get(rs.env, "")
-        s["base_rel"] = _rel(rs.base)
-        png = out.parent / f"{out.stem}_{rs.env}.png"
-        drawn = plot(rs, png, s["early"])
+        s["command"], s["note"], s["base_rel"] = sp.command, sp.note, _rel(rs.base)
+        bases = [rs.base] + ([sp.default_base] if sp.default_base else [])
+        mine = [al for al in alignments if belongs(al, bases, rs.arms)]
+        matched |= {al["file"] for al in mine}
+        if mine or name in HEADLINE_SETS:
+            s["oracle"] = sp.oracle
+            s["alignment"] = mine
+            have = {al["name"] for al in mine}
+            s["alignment_missing"] = [
+                f"{arm}-seed{seed}"
+                for arm in rs.arms if arm.startswith("mvpo")
+                for seed in sorted(rs.runs.get(arm, {}))
+                if f"{arm}-seed{seed}" not in have
+            ]  # fmt: skip
+        drawn = plot(rs, png, s["early"], mine)
         if not drawn:
             png.unlink(missing_ok=True)  # never a figure of runs that are gone
-        pngs[rs.env] = png.name if drawn else None
+        pngs[name] = png.name if drawn else None
         summaries.append(s)
-    for name in ("alfworld", "alfworld-quick", *(ws.name for ws in webshop_sets(args))):
+    unmatched = [al for al in alignments if al["file"] not in matched]
+    if unmatched:  # said, never dropped silently
+        raise ValueError(
+            "--alignment-json: no run set shown holds the run of "
+            + "; ".join(f"{al['file']} (run {al['run']})" for al in unmatched)
+        )
+    for name in ("alfworld-quick", *specs):
         if name not in pngs:  # a set not shown this time: never a figure of it left behind
             (out.parent / f"{out.stem}_{name}.png").unlink(missing_ok=True)
-    write_markdown(summaries, args, out, pngs)
-    out.with_suffix(".json").write_text(json.dumps(summaries, indent=1, default=float) + "\n")
-    return summaries
+    # the headline sets first when found; then the history; headline sets not run yet last
+    order = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
+    order += [s for s in summaries if s["env"] not in HEADLINE_SETS]
+    order += [s for s in summaries if s["env"] in HEADLINE_SETS and not s["found"]]
+    write_markdown(order, args, out, pngs)
+    out.with_suffix(".json").write_text(json.dumps(order, indent=1, default=float) + "\n")
+    return order
 
 
 def _rel(path: Path) -> str:
@@ -903,6 +1378,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the WebShop runs not finished yet, then analyse")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true",
                    help="only rebuild the md, json and figures from the runs on disk")  # fmt: skip
+    p.add_argument("--alfworld-full-base", default=str(ALFWORLD_FULL_BASE),
+                   help="the ALFWorld full-split study's runs (headline set `alfworld-full`); "
+                   f"its committed compact copies: {_rel(ALFWORLD_FULL_COPIES)}")  # fmt: skip
+    p.add_argument("--alfworld-full-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--webshop-study-base", default=str(WEBSHOP_STUDY_BASE),
+                   help="the WebShop study's runs (headline set `webshop-study`)")  # fmt: skip
+    p.add_argument("--webshop-study-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--alignment-json", action="append", default=[], metavar="PATH",
+                   help=f"a file of `{ALIGNMENT_CMD}` (repeatable): its run's step-level "
+                   "alignment, shown in the section of the set holding the run")  # fmt: skip
+    p.add_argument("--previous-json", default=str(RESULTS / "diagnostics.json"),
+                   help="history sets (alfworld, webshop, webshop-score) whose runs are not on "
+                   "disk are carried over from this json as last drawn; '' for none")  # fmt: skip
     p.add_argument("--alfworld-base", default=str(ALFWORLD_BASE), help="ALFWorld sweep folder")
     p.add_argument("--alfworld-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--alfworld-preview", default=str(ROOT / "runs" / "learning-quick"),
@@ -931,9 +1419,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_webshop and args.analyze_only:
         print("--run-webshop and --analyze-only exclude each other", file=sys.stderr)
         return 2
+    args.command = "python benchmarks/diagnostics.py " + " ".join(
+        a if a and all(c.isalnum() or c in "-_./=" for c in a) else repr(a) for a in argv
+    )
     if args.run_webshop:
         run_webshop(args)
-    analyze(args)
+    try:
+        analyze(args)
+    except ValueError as e:  # bad input (an alignment file, the previous json): one line
+        print(f"diagnostics: {e}", file=sys.stderr)
+        return 2
     print(Path(args.out).read_text())
     return 0
 

@@ -31,6 +31,13 @@ def _write_run(path: Path, rows: list[dict], planned: int, torn: bool = False) -
     (path / "config.yaml").write_text(f"iterations: {planned}\nestimator: x\nlr: 0.001\n")
 
 
+def _elsewhere(tmp_path: Path) -> list[str]:
+    """The flags that keep a test off the machine's own runs: the headline studies' folders
+    empty, no history carried over from the committed json."""
+    none = str(tmp_path / "none")
+    return ["--alfworld-full-base", none, "--webshop-study-base", none, "--previous-json", ""]
+
+
 def _row(it: int, zero_adv: float, **extra) -> dict:
     base = {
         "iteration": it,
@@ -125,7 +132,8 @@ def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path
     out = tmp_path / "res" / "diag.md"
     rc = diag.main(
         ["--analyze-only", "--alfworld-base", str(runs), "--alfworld-seeds", "0", "1",
-         "--webshop-base", str(tmp_path / "none"), "--early", "2", "--out", str(out)]
+         "--webshop-base", str(tmp_path / "none"), "--early", "2", "--out", str(out),
+         *_elsewhere(tmp_path)]
     )  # fmt: skip
     assert rc == 0
     md = out.read_text()
@@ -137,7 +145,7 @@ def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path
     # the planned iterations differ (3 vs 5): said, with the runs of each value
     assert "`iterations` differs between runs: 3 in grpo-seed0, mvpo-seed0; 5 in grpo-seed1" in md
     assert "Settings shared by the runs (their `config.yaml`): `lr` 0.001." in md
-    assert md.count("**Not run yet**") == 2  # both WebShop sets
+    assert md.count("**Not run yet**") == 4  # both WebShop sets and both headline studies
     assert (out.parent / "diag_alfworld.png").stat().st_size > 10_000
     assert not (out.parent / "diag_webshop.png").exists()
     data = json.loads(out.with_suffix(".json").read_text())
@@ -186,7 +194,7 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     """Study incomplete: the ``--quick`` runs are shown too, marked as a preview; study
     complete (or no preview asked): no preview."""
     out = tmp_path / "res" / "diag.md"
-    rest = ["--webshop-base", str(tmp_path / "none"), "--out", str(out)]
+    rest = ["--webshop-base", str(tmp_path / "none"), "--out", str(out), *_elsewhere(tmp_path)]
     # not started
     args = ["--analyze-only", "--alfworld-base", str(tmp_path / "study-not-started"), *rest]
     assert diag.main([*args, "--alfworld-preview", str(runs)]) == 0
@@ -195,7 +203,7 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     assert "made by `python benchmarks/learning.py --quick`" in md
     assert "| grpo | 1 of 1 | 3..3 | 1.000 |" in md  # seed 0 only
     assert "### Zero-advantage and zero-credit ratio, first 3 iterations" in md  # 5 > 3 done
-    assert md.count("**Not run yet**") == 3  # the study and both WebShop sets
+    assert md.count("**Not run yet**") == 5  # the study, both WebShop sets, both headline sets
     assert (out.parent / "diag_alfworld-quick.png").is_file()
     # the study incomplete (gigpo and mvpo-learned have no run): the preview stays
     study = ["--analyze-only", "--alfworld-base", str(runs), "--alfworld-seeds", "0", *rest]
@@ -213,7 +221,7 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     assert not (out.parent / "diag_alfworld-quick.png").exists()  # no figure of a dropped set
     assert diag.main([*args, "--alfworld-preview", ""]) == 0
     md = out.read_text()
-    assert "**Preview only**" not in md and md.count("**Not run yet**") == 3
+    assert "**Preview only**" not in md and md.count("**Not run yet**") == 5
 
 
 def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
@@ -239,3 +247,207 @@ def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
         assert SegmentEmbedder.ids(emb, alfworld_text, 128) == before
     finally:
         SegmentEmbedder.ids = original
+
+
+# ---------------------------------------------------------------- the studies in the seeds' regime
+
+
+def _mvpo_row(it: int, rho: float | None, rows: int) -> dict:
+    return _row(it, 0.3, **{"adv/kappa": 1.0 - 0.01 * it, "adv/phi_success_mean": 1.0,
+                            "adv/phi_failure_mean": 0.2, "adv/phi_split_spearman_failed": rho,
+                            "adv/phi_split_rows": rows})  # fmt: skip
+
+
+@pytest.fixture
+def studies(tmp_path: Path) -> tuple[Path, Path]:
+    """A partial ALFWorld full-split study (60 iterations planned) and a partial WebShop study."""
+    full = tmp_path / "full"
+    _write_run(full / "grpo-seed0", [_row(i, 0.6) for i in (1, 2, 3)], planned=60)
+    _write_run(full / "mvpo-seed0", [_mvpo_row(1, 0.4, 100), _mvpo_row(2, None, 2),
+                                     _mvpo_row(3, -0.2, 120)], planned=60)  # fmt: skip
+    _write_run(full / "mvpo-seed1", [_mvpo_row(1, 0.2, 80), _mvpo_row(2, 0.3, 90)], planned=60)
+    (full / "mvpo-seed1" / "config.yaml").write_text("lr: 0.001\n")  # no `iterations`: the plan's
+    web = tmp_path / "web"
+    _write_run(web / "gigpo-seed0", [_row(i, 0.7) for i in (1, 2)], planned=60)
+    _write_run(web / "mvpo-seed0", [_mvpo_row(i, 0.1, 50) for i in (1, 2)], planned=60)
+    return full, web
+
+
+def _study_args(tmp_path: Path, full: Path, web: Path, *extra: str) -> list[str]:
+    none = str(tmp_path / "none")
+    return ["--analyze-only", "--alfworld-full-base", str(full), "--webshop-study-base", str(web),
+            "--alfworld-base", none, "--webshop-base", none, "--previous-json", "",
+            "--alfworld-preview", "", "--early", "2", "--out", str(tmp_path / "res" / "d.md"),
+            *extra]  # fmt: skip
+
+
+def test_the_studies_are_the_headline_and_marked_partial(diag, studies, tmp_path: Path) -> None:
+    full, web = studies
+    assert diag.main(_study_args(tmp_path, full, web)) == 0
+    md = (tmp_path / "res" / "d.md").read_text()
+    # headline first, the history sets after them
+    assert md.index("## alfworld-full") < md.index("## webshop-study") < md.index("## alfworld\n")
+    assert "**Headline**: the studies in the seeds' regime, `alfworld-full` (partial), " in md
+    # partial against the study's plan: 3 arms x 5 seeds x 60 iterations
+    assert "`grpo`: seeds not found [1, 2, 3, 4]; iterations done/planned seed 0: 3/60" in md
+    assert "`gigpo`: seeds not found [0, 1, 2, 3, 4]" in md
+    assert "seed 0: 3/60, seed 1: 2/60" in md  # seed 1's config lacks `iterations`: the plan's 60
+    assert "x seeds 0-4 x 60 iterations; done 8 of 900 run-iterations." in md
+    assert "`mvpo-no-kappa-decay`: seeds not found [0, 1, 2, 3, 4]" in md  # WebShop's 4 arms
+    assert "done 4 of 1200 run-iterations." in md
+    # the seeds' early zero-advantage numbers: a column on WebShop, a sentence on ALFWorld
+    web_md = md[md.index("## webshop-study") : md.index("## alfworld\n")]
+    assert "the paper's (seeds), WebShop, early |" in web_md
+    assert "| gigpo | 1 of 1 | 2..2 | 0.700 | 0.700 (0.700..0.700; 0.700) |" in web_md
+    assert web_md.rstrip().count("| ~0.65 |") == 1 and "| mvpo |" in web_md
+    full_md = md[: md.index("## webshop-study")]
+    assert "the paper's (seeds)" not in full_md
+    assert "reports the early zero-advantage ratio on WebShop only (GRPO >0.90, GiGPO ~0.65)" in md
+    assert (tmp_path / "res" / "d_alfworld-full.png").stat().st_size > 10_000
+    assert (tmp_path / "res" / "d_webshop-study.png").is_file()
+
+
+def test_phi_split_is_tabled_over_training(diag, studies, tmp_path: Path) -> None:
+    full, web = studies
+    rs = diag.load_runset("alfworld-full", full, diag.ALFWORLD_FULL_ARMS, range(5), 60)
+    p = diag.summarize(rs, early=2)["arms"]["mvpo"]["phi_split"]
+    # iteration 1: seeds 0.4, 0.2; iteration 3: seed 0 alone (-0.2); seed 0's 2nd is NaN
+    assert (p["first"], p["last"]) == (pytest.approx(0.3), pytest.approx(-0.2))
+    assert (p["values"], p["iterations"]) == (4, 5)
+    assert p["mean"] == pytest.approx((0.4 - 0.2 + 0.2 + 0.3) / 4)
+    assert (p["min"], p["max"], p["positive_share"]) == (-0.2, 0.4, 0.75)
+    assert p["per_seed_mean"] == {0: pytest.approx(0.1), 1: pytest.approx(0.25)}
+    assert p["rows_mean"] == pytest.approx((100 + 2 + 120 + 80 + 90) / 5)
+    assert "phi_split" not in diag.summarize(rs, early=2)["arms"]["grpo"]
+    assert diag.main(_study_args(tmp_path, full, web)) == 0
+    md = (tmp_path / "res" / "d.md").read_text()
+    assert "### Non-circular check of the potential: `adv/phi_split_spearman_failed`" in md
+    assert "| mvpo | +0.300 -> -0.200 | +0.175 (-0.200..+0.400) | 75% | 4 of 5 " in md
+    assert "| +0.100, +0.250 | 78 (2..120) |" in md
+
+
+def _alignment(path: Path, run: Path | str, **variants: list) -> Path:
+    doc = {"run": str(run), "variants": {
+        name: {"iterations": [1, 2, 3][: len(auc)], "auc": auc, "repaired_rows": [10, 20, 30][: len(auc)]}
+        for name, auc in variants.items()}, "unverified_trajectories": 1, "trajectories": 384,
+        "command": f"python benchmarks/alignment.py --run-dir {run} --relabel --json {path}"}  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_alignment_json_is_tabled_per_set(diag, studies, tmp_path: Path) -> None:
+    full, web = studies
+    md_path = tmp_path / "res" / "d.md"
+    # no file: "not measured yet", never a number; WebShop has no oracle
+    assert diag.main(_study_args(tmp_path, full, web)) == 0
+    md = md_path.read_text()
+    assert ("**Not measured yet**: no `--alignment-json` file for this set's MVPO runs "
+            "(`mvpo-seed0`, `mvpo-seed1`)") in md  # fmt: skip
+    assert "the exact progress oracle exists for ALFWorld only" in md
+    assert "AUC, mean over iterations" not in md
+    # one file for seed 0 (two variants, one NaN iteration); seed 1 still not measured
+    f = _alignment(tmp_path / "a0.json", full / "mvpo-seed0", trained=[0.6, None, 0.8],
+                   **{"mvpo:form=v1": [0.4, 0.5]})  # fmt: skip
+    assert diag.main(_study_args(tmp_path, full, web, "--alignment-json", str(f))) == 0
+    md = md_path.read_text()
+    al = md[md.index("### Step-level alignment") : md.index("## webshop-study")]
+    assert "| `mvpo-seed0` | `trained` | 2 of 3 | 0.700 | 0.600..0.800 | 20 | 1 of 384 |" in al
+    assert "| `mvpo-seed0` | `mvpo:form=v1` | 2 of 2 | 0.450 | 0.400..0.500 | 15 |" in al
+    assert f"--run-dir {full / 'mvpo-seed0'} --relabel --json {f}`" in al
+    assert "Not measured yet: `mvpo-seed1`." in al
+    data = json.loads(md_path.with_suffix(".json").read_text())
+    assert data[0]["env"] == "alfworld-full" and data[0]["alignment"][0]["name"] == "mvpo-seed0"
+    # a file made on the live study's folder matches the set drawn from its compact copies
+    live = _alignment(tmp_path / "a1.json", "runs/full/learning/mvpo-seed1", trained=[0.55])
+    assert diag.main(_study_args(tmp_path, full, web, "--alignment-json", str(live))) == 0
+    assert "| `mvpo-seed1` | `trained` | 1 of 1 | 0.550 |" in md_path.read_text()
+
+
+def test_bad_alignment_input_is_one_line(diag, studies, tmp_path: Path, capsys) -> None:
+    full, web = studies
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"run": "x"}')
+    assert diag.main(_study_args(tmp_path, full, web, "--alignment-json", str(bad))) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.json" in err and "'variants'" in err
+    assert (
+        diag.main(_study_args(tmp_path, full, web, "--alignment-json", str(tmp_path / "no"))) == 2
+    )
+    assert "no such file" in capsys.readouterr().err
+    other = _alignment(tmp_path / "o.json", tmp_path / "elsewhere" / "mvpo-seed0", trained=[0.5])
+    assert diag.main(_study_args(tmp_path, full, web, "--alignment-json", str(other))) == 2
+    assert "no run set shown holds the run" in capsys.readouterr().err
+
+
+def test_history_sets_are_carried_over_when_their_runs_are_gone(diag, runs, tmp_path: Path) -> None:
+    """A history set drawn once, then its runs gone: the next drawing carries it over from the
+    previous json, figure included, marked; a headline set is never carried."""
+    none = str(tmp_path / "none")
+    first = tmp_path / "first" / "d.md"
+    assert diag.main(["--analyze-only", "--alfworld-base", str(runs), "--alfworld-seeds", "0", "1",
+                      "--webshop-base", none, "--alfworld-full-base", none,
+                      "--webshop-study-base", none, "--previous-json", "", "--early", "2",
+                      "--out", str(first)]) == 0  # fmt: skip
+    table = "| grpo | 2 of 2 | 3..3 | 0.750 | 0.700 (0.500..0.900; 0.900, 0.500)"
+    assert table in first.read_text()
+    again = tmp_path / "again" / "d.md"
+    assert diag.main(["--analyze-only", "--alfworld-base", none, "--webshop-base", none,
+                      "--alfworld-full-base", none, "--webshop-study-base", none,
+                      "--previous-json", str(first.with_suffix(".json")), "--early", "2",
+                      "--out", str(again)]) == 0  # fmt: skip
+    md = again.read_text()
+    assert table in md and "**Carried over**" in md and "**MVPO form.**" in md
+    assert "**flips** in 1 of 2 iterations" in md
+    assert (again.parent / "d_alfworld.png").read_bytes() == (
+        first.parent / "d_alfworld.png"
+    ).read_bytes()
+    assert md.count("**Not run yet**") == 4  # the WebShop history sets were never found
+    # carried again from the carried json: still the same numbers
+    third = tmp_path / "third" / "d.md"
+    assert diag.main(["--analyze-only", "--alfworld-base", none, "--webshop-base", none,
+                      "--alfworld-full-base", none, "--webshop-study-base", none,
+                      "--previous-json", str(again.with_suffix(".json")), "--out", str(third)]) == 0  # fmt: skip
+    assert table in third.read_text() and third.read_text().count("**Carried over**") == 1
+
+
+def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path) -> None:
+    """``benchmarks/results/learning_full_runs``: found, checked against its own files, and
+    partial exactly where a run has fewer than 60 iterations or a seed is missing."""
+    copies = diag.ALFWORLD_FULL_COPIES
+    rs = diag.load_runset("alfworld-full", copies, diag.ALFWORLD_FULL_ARMS, range(5), 60)
+    assert rs.found()
+    on_disk = {d.name: sum(1 for x in (d / "metrics.jsonl").open() if x.strip())
+               for d in copies.iterdir() if (d / "metrics.jsonl").is_file()}  # fmt: skip
+    loaded = {f"{a}-seed{s}": len(r.rows) for a, by in rs.runs.items() for s, r in by.items()}
+    assert loaded == on_disk and all(
+        r.planned == 60 for by in rs.runs.values() for r in by.values()
+    )
+    s = diag.summarize(rs, early=5)
+    complete = len(on_disk) == 15 and all(n >= 60 for n in on_disk.values())
+    assert bool(s["partial"]) == (not complete)
+    for name, n in on_disk.items():
+        arm, seed = name.rsplit("-seed", 1)
+        note = next(x for x in s["partial"] if x.startswith(f"`{arm}`")) if n < 60 else ""
+        assert n >= 60 or f"seed {seed}: {n}/60" in note
+    assert "phi_split" in s["arms"]["mvpo"]  # the seeds form logs its non-circular statistic
+    out = tmp_path / "d.md"
+    none = str(tmp_path / "none")
+    assert diag.main(["--analyze-only", "--alfworld-full-base", str(copies),
+                      "--webshop-study-base", none, "--alfworld-base", none, "--webshop-base", none,
+                      "--previous-json", "", "--out", str(out)]) == 0  # fmt: skip
+    md = out.read_text()
+    assert md.index("## alfworld-full") < md.index("## alfworld\n")
+    assert "Runs: `benchmarks/results/learning_full_runs/<arm>-seed<k>/`" in md
+    assert "Read from the committed compact copies" in md
+    assert ("**Partial run set**" in md) == (not complete)
+
+
+def test_the_study_sets_follow_the_studys_plan(diag) -> None:
+    """The arms and iterations the sets are marked partial against are the study harness's."""
+    learning = load_benchmark("learning", name="learning_for_diagnostics", register=True)
+    try:
+        assert diag.WEBSHOP_STUDY_ARMS == learning.WEBSHOP.arms
+        assert diag.STUDY_ITERATIONS == learning.WEBSHOP.iterations
+        assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning.ALFWORLD.arms)
+    finally:
+        sys.modules.pop("learning_for_diagnostics", None)
