@@ -15,9 +15,34 @@ Two sources of batches:
   so a rerun only recomputes the estimators;
 * a training run's recorded batches (``--run-dir RUN``: ``RUN/records/iter-*.npz``, written
   with ``--record-every``; docs/inspect.md): labels are read from the records, which hold them
-  when the run played ``mvpo/ALFWorld-v0`` with ``--env-kwargs '{"progress_oracle": true}'``.
-  The trained estimator is recomputed in its recorded pre-call state; a variant overrides its
-  recorded config.
+  when the run played ``mvpo/ALFWorld-v0`` with ``--env-kwargs '{"progress_oracle": true}'``;
+  with ``--relabel`` they are recovered by replaying every recorded trajectory on the env the
+  run played (``RUN/config.yaml``), the oracle on (:mod:`mvpo_train.relabel`; docs/alignment.md,
+  "Relabelling a run after the fact"). A trajectory the replay does not reproduce step for
+  step is *unverified*: its rows count as unknown (``-1``), it is counted and its reason kept,
+  and the command exits 1 when more than ``--max-unverified`` (default 1%) of the run's
+  trajectories are. The trained MVPO is recomputed in its recorded pre-call state (variant
+  ``trained``); a variant of the trained estimator overrides its recorded config and takes its
+  recorded state; any other variant (the default ``mvpo`` and ``mvpo:lambda_L=0`` on a GRPO or
+  GiGPO run) takes the run's ``gamma`` and, with ``--state chained`` (default), is one
+  estimator called on the run's batches in order (the state an MVPO would have had at that
+  iteration of this run), with ``--state fresh`` a new one per batch.
+
+  The run JSON (printed, and written to ``--json OUT``)::
+
+      {"run": RUN, "command": "python benchmarks/alignment.py ...",
+       "variants": {VARIANT: {"iterations": [1, 2, ...], "auc": [...], "repaired_rows": [...],
+                              "positives": [...], "negatives": [...],
+                              "labelled_fraction": [...]}},
+       "trajectories": M, "unverified_trajectories": N,
+       "unverified": [{"iteration", "group", "traj", "reason"}, ...],
+       "relabelled": bool, "state": "chained" | "fresh", "max_unverified": 0.01,
+       "reset_map": {"tasks", "distinct_first_observations", "build_seconds", "from_cache"},
+       "iterations": [{"iteration", "rows", "unverified_trajectories", "variants": {...}}],
+       "seconds": S}
+
+  (``auc`` is NaN where a batch's labelled repaired rows hold one class only; ``reset_map``
+  only with ``--relabel``).
 
 Variants: ``NAME`` or ``NAME:key=value,key=value`` (estimator config fields, values read as
 JSON when they parse, else as text), e.g. ``--variant mvpo --variant 'mvpo:lambda_L=0'
@@ -28,12 +53,14 @@ Run from the repository root::
 
     python benchmarks/alignment.py                      # writes benchmarks/results/alignment.md/.json
     python benchmarks/alignment.py --run-dir runs/x     # a run's recorded batches (printed)
+    python benchmarks/alignment.py --run-dir runs/x --relabel --json x.json  # ... without labels
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import shlex
 import sys
@@ -52,6 +79,7 @@ import gymnasium as gym  # noqa: E402
 import mvpo_envs  # noqa: E402, F401
 from mvpo_train.alignment import LABEL_KEY, auc, gigpo_twin, repair_alignment  # noqa: E402
 from mvpo_train.batch import StepBatch, canonical_action  # noqa: E402
+from mvpo_train.config import ConfigError, load_config  # noqa: E402
 from mvpo_train.credit import get_estimator  # noqa: E402
 from mvpo_train.records import (  # noqa: E402
     RecordError,
@@ -59,12 +87,19 @@ from mvpo_train.records import (  # noqa: E402
     read_batch_record,
     write_batch_record,
 )
+from mvpo_train.relabel import (  # noqa: E402
+    RelabelResult,
+    cached_reset_map,
+    relabel_batch,
+    replay_env_settings,
+)
 
 ENV_ID = "mvpo/ALFWorld-v0"
 DEFAULT_PS = (0.15, 0.3, 0.5)
 DEFAULT_SEEDS = (0, 1, 2)
 DEFAULT_VARIANTS = ("mvpo", "mvpo:lambda_L=0")
 CACHE = ROOT / "runs" / "alignment-cache"
+MAX_UNVERIFIED = 0.01  # --relabel: above this fraction of unverified trajectories, exit 1
 OUT = ROOT / "benchmarks" / "results" / "alignment"
 
 
@@ -238,36 +273,240 @@ def _auc_summary(variants: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def run_records(args: argparse.Namespace) -> dict[str, Any]:
-    records = find_records(args.run_dir)
-    if not records:
-        raise BenchError(
-            f"--run-dir {args.run_dir}: no records/iter-*.npz (train with --record-every)"
-        )
-    variants = list(args.variant or [])
-    out: dict[str, Any] = {"run_dir": str(args.run_dir), "iterations": []}
-    for it, path in records.items():
-        rec = read_batch_record(path)
-        if LABEL_KEY not in rec.extras:
+class RunReplayer:
+    """Replays a run's recorded trajectories on the env it played, ``progress_oracle`` on
+    (docs/alignment.md, "Relabelling a run after the fact"; :mod:`mvpo_train.relabel`)."""
+
+    def __init__(self, run_dir: Path, cache: Path, workers: int = 1):
+        config_path = run_dir / "config.yaml"
+        if not config_path.is_file():
+            raise BenchError(f"--relabel: {config_path} not found (the run's settings)")
+        self.config = load_config(config_path)
+        env_id, kwargs = replay_env_settings(self.config)
+        if env_id != ENV_ID:
             raise BenchError(
-                f"{path}: no {LABEL_KEY!r} column: the run did not play mvpo/ALFWorld-v0 with "
-                "--env-kwargs '{\"progress_oracle\": true}'"
+                f"--relabel: the run played {env_id}; only {ENV_ID} has the progress oracle"
             )
-        labels = rec.extras[LABEL_KEY].astype(np.int64)
-        batch = StepBatch(**{f: getattr(rec.batch, f) for f in _FIELDS}, extras={LABEL_KEY: labels})
-        row: dict[str, Any] = {"iteration": it, "rows": len(batch), "variants": {}}
-        if rec.estimator_name == "mvpo":
-            row["variants"]["trained"] = score(batch, rec.make_estimator(), labels)
-        for v in variants:
-            name, _ = parse_variant(v)
-            base = rec.estimator_config if name == rec.estimator_name else None
-            est = make_variant(v, base)
-            if name == rec.estimator_name and rec.estimator_state:
+        kwargs = {**kwargs, "engine": "fast"}  # identical step for step, and the fastest
+        kwargs.pop("progress_oracle", None)
+        self.check_abstraction = self.config.get("abstraction") != "learned"
+        # the games are chosen by every keyword but the time limit: one map serves any max_steps
+        games = {k: v for k, v in kwargs.items() if k != "max_episode_steps"}
+        self.map, self.map_seconds, self.map_cached = cached_reset_map(
+            cache, env_id, games, lambda: gym.make(env_id, **games)
+        )
+        self.env_id, self.env_kwargs = env_id, kwargs
+        self.env = gym.make(env_id, **kwargs, progress_oracle=True)
+        self.workers = workers
+        self.pool: Any = None
+        if workers > 1:  # forked workers, each with its own env, sharing out a batch's groups
+            ctx = multiprocessing.get_context("fork")
+            self.pool = ctx.Pool(workers, initializer=_init_worker, initargs=(self,))
+
+    def relabel(self, rec: Any, groups: Sequence[int] | None = None) -> RelabelResult:
+        """The verified labels of a record's batch (of ``groups`` only, if given)."""
+        if self.pool is None or groups is not None:
+            return relabel_batch(
+                rec.batch, rec.extras, self.env, self.map,
+                check_abstraction=self.check_abstraction, groups=groups,
+            )  # fmt: skip
+        batch = rec.batch
+        gs = np.unique(batch.group).tolist()
+        chunks = [gs[k :: self.workers] for k in range(self.workers) if gs[k :: self.workers]]
+        parts = self.pool.map(_worker_relabel, [(str(rec.path), c) for c in chunks])
+        out = RelabelResult(labels=np.full(len(batch), -1, dtype=np.int64), trajectories=0)
+        for chunk, part in zip(chunks, parts, strict=True):
+            rows = np.isin(batch.group, chunk)
+            out.labels[rows] = part.labels[rows]
+            out.trajectories += part.trajectories
+            out.unverified += part.unverified
+            out.tasks.update(part.tasks)
+        out.unverified.sort(key=lambda u: (u.group, u.traj))
+        return out
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+        self.env.close()
+
+
+_WORKER: dict[str, RunReplayer] = {}
+
+
+def _init_worker(replayer: RunReplayer) -> None:
+    """A forked worker's own env (the parent's map and settings)."""
+    replayer.env = gym.make(replayer.env_id, **replayer.env_kwargs, progress_oracle=True)
+    replayer.pool = None
+    _WORKER["replayer"] = replayer
+
+
+def _worker_relabel(job: tuple[str, list[int]]) -> RelabelResult:
+    path, groups = job
+    return _WORKER["replayer"].relabel(read_batch_record(path), groups)
+
+
+def _variant_estimator(v: str, rec: Any, gamma: float, chained: dict[str, Any], state: str) -> Any:
+    """The estimator of variant ``v`` for record ``rec`` (docs/alignment.md, "Relabelling a
+    run after the fact": which state): over the trained estimator's recorded config and
+    pre-call state when ``v`` names it; else with the run's ``gamma``, one estimator carried
+    over the run's batches in order (``state="chained"``) or a fresh one per batch."""
+    name, _ = parse_variant(v)
+    if name == rec.estimator_name:
+        est = make_variant(v, rec.estimator_config)
+        if rec.estimator_state:
+            try:
                 est.load_state_dict(rec.estimator_state)
-            row["variants"][v] = score(batch, est, labels)
-        out["iterations"].append(row)
-        print(f"iteration {it}: " + _auc_summary(row["variants"]), flush=True)
+            except ValueError as err:
+                raise BenchError(f"--variant {v!r}: {err}") from None
+        return est
+    if state == "chained" and v in chained:
+        return chained[v]
+    try:
+        est = make_variant(v, {"gamma": gamma})
+    except BenchError:
+        est = make_variant(v)  # an estimator without a discount
+    if state == "chained":
+        chained[v] = est
+    return est
+
+
+def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """Score a run's recorded batches; ``(results, exit status)`` (docs/alignment.md)."""
+    run_dir = Path(args.run_dir)
+    records = find_records(run_dir)
+    if not records:
+        raise BenchError(f"--run-dir {run_dir}: no records/iter-*.npz (train with --record-every)")
+    first = read_batch_record(next(iter(records.values())))
+    trained_mvpo = first.estimator_name == "mvpo"
+    variants = list(args.variant or ([] if trained_mvpo else DEFAULT_VARIANTS))
+    for v in variants:
+        make_variant(v)  # a bad variant fails before any replay
+    if args.state == "chained" and any(
+        parse_variant(v)[0] != first.estimator_name for v in variants
+    ):
+        if list(records) != list(range(1, len(records) + 1)):
+            raise BenchError(
+                f"--state chained needs the record of every iteration from 1 ({run_dir} has "
+                f"{len(records)} from {min(records)} to {max(records)}); use --state fresh"
+            )
+    config_path = run_dir / "config.yaml"
+    gamma = float(load_config(config_path).get("gamma", 0.95)) if config_path.is_file() else 0.95
+    t0 = time.perf_counter()
+    replayer = RunReplayer(run_dir, Path(args.cache), args.workers) if args.relabel else None
+    names = (["trained"] if trained_mvpo else []) + variants
+    out: dict[str, Any] = {
+        "run": str(args.run_dir),
+        "variants": {v: {k: [] for k in _SERIES} for v in names},
+        "unverified_trajectories": 0,
+        "trajectories": 0,
+        "command": args.command,
+        "relabelled": bool(args.relabel),
+        "state": args.state,
+        "max_unverified": args.max_unverified,
+        "complete": False,
+        "unverified": [],
+        "iterations": [],
+    }
+    if replayer is not None:
+        out["reset_map"] = {
+            "tasks": sum(len(v) for v in replayer.map.values()),
+            "distinct_first_observations": len(replayer.map),
+            "build_seconds": replayer.map_seconds,
+            "from_cache": replayer.map_cached,
+        }
+    chained: dict[str, Any] = {}
+    selected = parse_iterations(args.iterations) if args.iterations else None
+    try:
+        for it, path in records.items():
+            rec = read_batch_record(path)
+            if selected is not None and it not in selected:
+                for v in variants:  # a chained variant still sees the batch, in order
+                    if parse_variant(v)[0] != rec.estimator_name and args.state == "chained":
+                        _variant_estimator(v, rec, gamma, chained, args.state)(rec.batch)
+                continue
+            row: dict[str, Any] = {"iteration": it, "rows": len(rec.batch), "variants": {}}
+            if replayer is not None:
+                res = replayer.relabel(rec)
+                labels = res.labels
+                out["trajectories"] += res.trajectories
+                out["unverified_trajectories"] += len(res.unverified)
+                out["unverified"] += [
+                    {"iteration": it, "group": u.group, "traj": u.traj, "reason": u.reason}
+                    for u in res.unverified
+                ]
+                row["unverified_trajectories"] = len(res.unverified)
+            elif LABEL_KEY in rec.extras:
+                labels = rec.extras[LABEL_KEY].astype(np.int64)
+                out["trajectories"] += len(np.unique(rec.batch.traj))
+            else:
+                raise BenchError(
+                    f"{path}: no {LABEL_KEY!r} column: the run did not play {ENV_ID} with "
+                    "--env-kwargs '{\"progress_oracle\": true}' (add --relabel to recover the "
+                    "labels by replay)"
+                )
+            batch = StepBatch(
+                **{f: getattr(rec.batch, f) for f in _FIELDS}, extras={LABEL_KEY: labels}
+            )
+            if trained_mvpo:
+                row["variants"]["trained"] = score(batch, rec.make_estimator(), labels)
+            for v in variants:
+                est = _variant_estimator(v, rec, gamma, chained, args.state)
+                row["variants"][v] = score(batch, est, labels)
+            for v, s in row["variants"].items():
+                series = out["variants"][v]
+                series["iterations"].append(it)
+                for k in _SERIES[1:]:
+                    series[k].append(s[k])
+            out["iterations"].append(row)
+            lost = f"{row['unverified_trajectories']} unverified, " if replayer else ""
+            print(f"iteration {it}: {lost}" + _auc_summary(row["variants"]), flush=True)
+            out["seconds"] = time.perf_counter() - t0
+            write_json(args.json, out)  # after every batch: a long replay shows its progress
+    finally:
+        if replayer is not None:
+            replayer.close()
+    out["seconds"] = time.perf_counter() - t0
+    out["complete"] = True
+    m, n = out["trajectories"], out["unverified_trajectories"]
+    status = 0
+    if m and n / m > args.max_unverified:
+        print(
+            f"alignment: {n} of {m} trajectories unverified ({n / m:.1%} > --max-unverified "
+            f"{args.max_unverified:.1%}); the reasons are in the JSON's 'unverified'",
+            file=sys.stderr,
+        )
+        status = 1
+    return out, status
+
+
+def write_json(path: str | None, results: dict[str, Any]) -> None:
+    """``results`` to ``path`` (atomically; nothing when ``path`` is None)."""
+    if not path:
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
+    tmp.replace(target)
+
+
+def parse_iterations(text: str) -> set[int]:
+    """``"1,5,10-12"`` -> ``{1, 5, 10, 11, 12}`` (``--iterations``)."""
+    out: set[int] = set()
+    try:
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    except ValueError:
+        raise BenchError(f"--iterations {text!r}: a list such as 1,5,10-12") from None
+    if not out:
+        raise BenchError(f"--iterations {text!r}: no iteration")
     return out
+
+
+#: the per-variant series of the run JSON (docs/alignment.md), "iterations" first
+_SERIES = ("iterations", "auc", "repaired_rows", "positives", "negatives", "labelled_fraction")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -355,16 +594,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=str(CACHE), help="folder of the cached rollouts")
     ap.add_argument("--out", default=str(OUT), help="results path without suffix")
     ap.add_argument("--run-dir", help="score a training run's recorded batches instead")
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--relabel", action="store_true", help="with --run-dir: recover the labels by replay"
+    )
+    ap.add_argument("--json", help="with --run-dir: write the results JSON here")
+    ap.add_argument(
+        "--workers", type=int, default=1, help="with --relabel: processes sharing each batch"
+    )
+    ap.add_argument(
+        "--iterations", help="with --run-dir: score only these recorded iterations (1,5,10-12)"
+    )
+    ap.add_argument(
+        "--state",
+        choices=("chained", "fresh"),
+        default="chained",
+        help="with --run-dir, a variant the run did not train: carried over the batches "
+        "(chained) or fresh per batch",
+    )
+    ap.add_argument(
+        "--max-unverified",
+        type=float,
+        default=MAX_UNVERIFIED,
+        help="with --relabel: fail (exit 1) above this fraction of unverified trajectories",
+    )
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = ap.parse_args(raw)
     try:
         if min(args.tasks, args.rollouts, args.steps) < 1:
             raise BenchError("--tasks, --rollouts and --steps must be >= 1")
         if args.run_dir:
-            res = run_records(args)
+            if args.workers < 1:
+                raise BenchError("--workers must be >= 1")
+            if not 0.0 <= args.max_unverified <= 1.0:
+                raise BenchError("--max-unverified: a fraction in [0, 1]")
+            args.command = shlex.join(["python", "benchmarks/alignment.py", *raw])
+            res, status = run_records(args)
+            write_json(args.json, res)
             print(json.dumps(res, indent=1, allow_nan=True))
-            return 0
+            return status
+        if args.relabel or args.json or args.iterations:
+            raise BenchError("--relabel, --json and --iterations go with --run-dir")
         res = run_noisy(args)
-    except (BenchError, RecordError) as err:
+    except (BenchError, RecordError, ConfigError) as err:
         print(f"alignment: {err}", file=sys.stderr)
         return 2
     out = Path(args.out)
