@@ -68,9 +68,9 @@ WORKER_COUNTS = (1, 8)
 #: async workers measured at the largest size only (``--big-workers``)
 BIG_WORKER_COUNTS = (1, 8, 128)
 #: IVF lists probed in the recall sweep on real embeddings
-NPROBES = (1, 2, 4, 8, 16, 32, 64)
+NPROBES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: nprobe of the IVF index measured at full size
-IVF_NPROBES = (16, 64)
+IVF_NPROBES = (16, 64, 128)
 #: PQ bytes per passage of the IVF-PQ row of the recall sweep (384 dims / 48 = 8 per code)
 PQ_M = 48
 COMMAND = (

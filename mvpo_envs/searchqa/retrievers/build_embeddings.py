@@ -61,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         corpus, args.model_path, args.cache_dir, "cpu", args.batch_size, "", args.passage_prefix
     )
     folder = embeddings_folder(probe)
-    before = rows_written(folder, len(corpus)) if folder.exists() else 0
+    part = _part(args.part)
+    # this part's own shards: the other parts write theirs meanwhile (their rate is their own)
+    before = rows_written(folder, len(corpus), part=part) if folder.exists() else 0
     t0, c0 = time.perf_counter(), time.process_time()
     complete = embed_corpus(
         corpus,
@@ -71,16 +73,16 @@ def main(argv: list[str] | None = None) -> int:
         passage_prefix=args.passage_prefix,
         limit=args.limit,
         show_progress=True,
-        part=_part(args.part),
+        part=part,
     )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    after = rows_written(folder, len(corpus))
+    after = rows_written(folder, len(corpus), part=part)
     report = {
         "folder": str(folder),
         "passages": len(corpus),
         "part": args.part,
         "rows_done": rows_done(folder, len(corpus)),
-        "rows_written": after,
+        "rows_written": rows_written(folder, len(corpus)),
         "embedded_now": after - before,
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),

@@ -75,12 +75,16 @@ def rows_done(folder: Path, num_docs: int, shard_rows: int = SHARD_ROWS) -> int:
     return done
 
 
-def rows_written(folder: Path, num_docs: int, shard_rows: int = SHARD_ROWS) -> int:
-    """How many passages have their shard written, gaps or not (a build shared by parts)."""
+def rows_written(
+    folder: Path, num_docs: int, shard_rows: int = SHARD_ROWS, part: tuple[int, int] = (0, 1)
+) -> int:
+    """How many passages have their shard written, gaps or not (a build shared by parts);
+    ``part=(i, n)``: only the shards of that part (shard ``k`` with ``k % n == i``)."""
+    which, parts = part
     return sum(
         min(shard_rows, num_docs - i * shard_rows)
         for i in range(shard_count(num_docs, shard_rows))
-        if shard_path(folder, i).is_file()
+        if i % parts == which and shard_path(folder, i).is_file()
     )
 
 

@@ -193,6 +193,9 @@ def test_embedding_build_resumes_where_it_stopped(flat, corpus, tmp_path: Path) 
     shared = tmp_path / "parts"
     assert not embed_corpus(small, flat.encode, shared, meta, shard_rows=8, part=(0, 2))
     assert rows_done(shared, 20, 8) == 8 and rows_written(shared, 20, 8) == 12
+    # a part's own rows (its rate in the build report): the other part's shards not counted
+    assert rows_written(shared, 20, 8, part=(0, 2)) == 12
+    assert rows_written(shared, 20, 8, part=(1, 2)) == 0
     assert embed_corpus(small, flat.encode, shared, meta, shard_rows=8, part=(1, 2))
     assert np.array_equal(np.concatenate(list(iter_shards(shared))), reference)
     with pytest.raises(ValueError, match="part must be"):
