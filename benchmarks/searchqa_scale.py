@@ -111,6 +111,8 @@ def child(
     out["first_s"] = time.perf_counter() - t
     out["passages"] = len(first.retriever.corpus)
     out["corpus"] = type(first.retriever.corpus).__name__
+    if getattr(first.retriever, "kind", "") == "ivf":
+        out["nprobe"] = first.retriever.nprobe  # the one searched (the default when not given)
     grown = proc_stats.grow_envs(
         lambda k: first if k == 0 else SearchQAEnv(**kwargs), ENV_COUNTS, envs
     )
@@ -265,6 +267,7 @@ def _recall(folder: Path, rows: int, queries: Any, pq_m: int = 0) -> dict[str, A
         build_flat,
         build_ivf,
         default_nlist,
+        default_nprobe,
         default_train_size,
     )
 
@@ -282,7 +285,9 @@ def _recall(folder: Path, rows: int, queries: Any, pq_m: int = 0) -> dict[str, A
         "build_s": time.perf_counter() - t,
         "sweep": [],
     }
-    for nprobe in NPROBES:
+    default = default_nprobe(nlist)
+    out["default_nprobe"] = default
+    for nprobe in sorted({*NPROBES, default}):
         if nprobe > nlist:
             break
         faiss.extract_index_ivf(ivf).nprobe = nprobe
@@ -434,8 +439,8 @@ def measure_dense_real(work: Path, distractors: int, envs: int) -> dict[str, Any
     planted, peak = run_child(["dense-ivf-plant", str(folder), str(cache), str(real_cache)])
     out: dict[str, Any] = {"recall": recall, "plant": {**planted, "peak_rss": peak}}
     out["cached"] = []
-    for nprobe in IVF_NPROBES:
-        extra = {"index": "ivf", "nprobe": nprobe}
+    for nprobe in (*IVF_NPROBES, None):  # None: the retriever's default for the corpus
+        extra = {"index": "ivf", **({} if nprobe is None else {"nprobe": nprobe})}
         cached, cpeak = run_child(["dense", str(folder), str(cache), str(envs)], extra)
         out["cached"].append({**cached, "peak_rss": cpeak})
     extra = {"index": "ivf", "nprobe": IVF_NPROBES[0]}
@@ -476,7 +481,8 @@ def ivf_report(ivf: dict[str, Any]) -> list[str]:
         for row in size["sweep"]:
             lines.append(
                 f"| {size['rows']:,} | {kind} | {size['nlist']} | {size['train_size']:,} | "
-                f"{row['nprobe']} | {row['nprobe'] / size['nlist']:.1%} | "
+                f"{row['nprobe']}{' (default)' if row['nprobe'] == size.get('default_nprobe') else ''}"
+                f" | {row['nprobe'] / size['nlist']:.1%} | "
                 f"{row['recall']['1']:.3f} | {row['recall']['3']:.3f} | "
                 f"{row['recall']['10']:.3f} | {row['faiss_ms']['p50']:.2f} | "
                 f"{row['faiss_ms']['p99']:.2f} |"
@@ -514,7 +520,8 @@ def ivf_report(ivf: dict[str, Any]) -> list[str]:
     for c in ivf["cached"]:
         mem = c["mem"]
         lines.append(
-            f"| {c['retriever_kwargs'].get('nprobe')} | {c['first_s']:.2f} | "
+            f"| {c['retriever_kwargs'].get('nprobe', c.get('nprobe', '?'))}"
+            f"{'' if 'nprobe' in c['retriever_kwargs'] else ' (default)'} | {c['first_s']:.2f} | "
             f"{mem['1']['rss']:,.0f} | {_f(mem.get('128', {}).get('rss'))} | "
             f"{_f(mem.get('128', {}).get('pss'))} | {c['search_ms']['p50']:.1f} | "
             f"{c['search_ms']['p99']:.1f} | {c['search_first_ms']['p50']:.1f} / "

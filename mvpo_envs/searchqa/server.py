@@ -588,7 +588,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="dense: exact flat scan or an IVF index (docs/searchqa.md, Large corpora)",
     )
     p.add_argument(
-        "--nprobe", type=int_at_least(1, 10**6), default=None, help="dense ivf: lists searched"
+        "--nprobe",
+        type=int_at_least(1, 10**6),
+        default=None,
+        help="dense ivf: lists searched (default: a quarter of the lists, at least 64)",
     )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int_at_least(0, 65535), default=8000)

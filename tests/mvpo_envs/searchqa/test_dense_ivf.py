@@ -24,6 +24,7 @@ from mvpo_envs.searchqa.retrievers.dense import (
     DenseRetriever,
     build_ivf,
     default_nlist,
+    default_nprobe,
     embeddings_folder,
     read_index_mmap,
     train_rows,
@@ -64,6 +65,16 @@ def _ids(rows) -> list[list[str]]:
 def _recall(exact, approx) -> float:
     k = len(exact[0])
     return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(exact, approx, strict=True)]))
+
+
+def test_default_nprobe_scans_a_quarter_of_the_lists_at_least_64(flat, corpus) -> None:
+    """A fixed nprobe loses recall as the corpus grows (benchmarks/results/searchqa_scale.md:
+    recall@3 0.84 at nprobe 64 on a million passages): the default scales with nlist."""
+    assert [default_nprobe(n) for n in (10, 64, 202, 256, 707, 1000, 4600)] == [
+        10, 64, 64, 64, 177, 250, 1150,
+    ]  # fmt: skip
+    ivf = DenseRetriever(corpus, cache_dir=CACHE, model=flat.model, index="ivf")
+    assert ivf.nprobe == ivf.describe()["nprobe"] == 10  # all 10 lists of the bundled corpus
 
 
 def test_ivf_probing_every_list_is_the_exact_search(flat, corpus, questions) -> None:
