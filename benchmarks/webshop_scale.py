@@ -137,7 +137,13 @@ def measure(work: Path, per_type: int, envs: int, queries: int, workers: int) ->
     return result
 
 
+#: async worker counts measured at the largest catalog (``--big-workers``)
+BIG_WORKER_COUNTS = (1, 8, 128)
+
+
 def report(results: dict[str, Any]) -> str:
+    big = results.get("big_workers", [])
+    results = {k: v for k, v in results.items() if k.isdigit()}
     lines = [
         "# WebShop at scale (compact catalog)",
         "",
@@ -200,6 +206,19 @@ def report(results: dict[str, Any]) -> str:
                 f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | {a['total']['pss']:,.0f} | "
                 f"{a['per_worker']['uss']:,.0f} |"
             )
+    for a in big:  # 1 / 8 / 128 workers at the largest catalog (--big-workers)
+        lines.append(
+            f"| {a['products']:,} | {a['workers']} | {a['start_s']:.1f} | "
+            f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | {a['total']['pss']:,.0f} | "
+            f"{a['per_worker']['uss']:,.0f} |"
+        )
+    if big:
+        lines += [
+            "",
+            "The RSS sum counts every shared page (interpreter, libraries, the mapped catalog "
+            "and index) once per worker; PSS splits each shared page among the processes that "
+            "map it, so the PSS sum is the memory the workers take together.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -214,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
         "--redo-cached", action="store_true", help="measure finished sizes' cached loads again"
     )
     p.add_argument("--workers", type=int, default=4, help="async worker processes (0: none)")
+    p.add_argument(
+        "--big-workers",
+        action="store_true",
+        help=f"async workers {'/'.join(map(str, BIG_WORKER_COUNTS))} at the largest --per-type",
+    )
     p.add_argument("--child", nargs=3, metavar=("DATA_DIR", "ENVS", "QUERIES"))
     args = p.parse_args(argv)
     if args.child:
@@ -249,6 +273,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             store.write_text(json.dumps(results, indent=1))
             print(f"per_type={per_type} done in {time.time() - t:.0f}s", flush=True)
+    if args.big_workers and not args.report:
+        largest = max(args.per_type)
+        folder, cache = args.work / f"pt{largest}", args.work / f"cache-pt{largest}"
+        env = {**os.environ, "MVPO_CACHE_DIR": str(cache), "MVPO_SPACY_MODEL": "none"}
+        products = results[str(largest)]["cached"]["products"]
+        results["big_workers"] = [
+            {**run_child([str(folder), str(n), "async"], env)[0], "products": products}
+            for n in BIG_WORKER_COUNTS
+        ]
+        store.write_text(json.dumps(results, indent=1))
     if results:
         RESULTS.write_text(report(results))
         print(f"wrote {RESULTS}")
