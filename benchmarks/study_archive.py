@@ -18,17 +18,33 @@ without a checkpoint.
 
 Nothing is overwritten on import: a run folder that already has a ``metrics.jsonl`` is kept
 as it is (it is at least as far as the archive, or it is another study: the line says so).
+
+A run that takes longer than a session would never finish that way. ``export --checkpoints
+SPLIT ...`` therefore also copies, for every run whose final evaluations (``eval-SPLIT.json``
+of each SPLIT named) are not all there yet, its newest intact checkpoint (verified against its
+``SHA256SUMS`` first; about 15 MB for the encoder policy: head weights and Adam's moments) into
+``<run>/checkpoints/``, and drops the archived checkpoint of a run once it has them all, so
+the archive holds at most one checkpoint per unfinished run. ``import`` restores it with the
+rest and verifies it again; learning.py then resumes the run from it (``mvpo-train
+--resume``: bit for bit, as on the machine that wrote it). Only the latest checkpoint's
+metrics rows count: rows after it are rewritten by the resumed run.
+
+    python benchmarks/study_archive.py export --base runs/full/learning \\
+        --to benchmarks/results/learning_full_runs --checkpoints valid_unseen valid_seen
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 COMPACT = ("metrics.jsonl", "config.yaml")
 EVALS = "eval-*.json"
+CHECKPOINTS = "checkpoints"
 
 
 def compact_files(run: Path) -> list[Path]:
@@ -41,8 +57,46 @@ def _runs(base: Path) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.is_dir() and compact_files(p))
 
 
-def export(base: Path, to: Path) -> int:
-    """Copy the compact results of every run below ``base`` into ``to/<run>/``; the count."""
+def _load_checkpoint_module():
+    from mvpo_train import checkpoint  # torch: imported only when checkpoints are handled
+
+    return checkpoint
+
+
+def finished(run: Path, final_splits: Sequence[str]) -> bool:
+    """Every final evaluation ``eval-SPLIT.json`` of the run is there."""
+    return all((run / f"eval-{split}.json").is_file() for split in final_splits)
+
+
+def _export_checkpoint(run: Path, dest: Path, final_splits: Sequence[str]) -> str | None:
+    """Archive the newest intact checkpoint of an unfinished run (replacing an older one),
+    drop it for a finished one; the archived folder's name, or None."""
+    ck = _load_checkpoint_module()
+    archived = dest / CHECKPOINTS
+    if finished(run, final_splits):
+        shutil.rmtree(archived, ignore_errors=True)
+        return None
+    latest, _ = ck.find_intact_checkpoint(run)
+    if latest is None:
+        return None
+    target = archived / latest.name
+    if (
+        not (target / ck.SUMS).is_file()
+        or target.joinpath(ck.SUMS).read_bytes() != (latest / ck.SUMS).read_bytes()
+    ):
+        tmp = dest / f".{CHECKPOINTS}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(latest, tmp / latest.name)
+        (tmp / ck.LATEST).write_text(latest.name + "\n")
+        shutil.rmtree(archived, ignore_errors=True)
+        os.replace(tmp, archived)
+    return latest.name
+
+
+def export(base: Path, to: Path, checkpoints: Sequence[str] | None = None) -> int:
+    """Copy the compact results of every run below ``base`` into ``to/<run>/``; the count.
+    With ``checkpoints`` (the final evaluation splits), also the newest checkpoint of every
+    run whose final evaluations are not all there (module docstring)."""
     if not base.is_dir():
         raise SystemExit(f"study_archive: no run folder {base}")
     n = 0
@@ -51,12 +105,15 @@ def export(base: Path, to: Path) -> int:
         dest.mkdir(parents=True, exist_ok=True)
         for f in compact_files(run):
             shutil.copy2(f, dest / f.name)
+        if checkpoints is not None:
+            _export_checkpoint(run, dest, checkpoints)
         n += 1
     return n
 
 
 def import_(src: Path, base: Path) -> tuple[int, list[str]]:
-    """Copy archived runs into ``base`` where the run has no metrics yet; (copied, kept)."""
+    """Copy archived runs into ``base`` where the run has no metrics yet; (copied, kept).
+    An archived checkpoint comes too, verified (a bad one is one line; nothing is copied)."""
     if not src.is_dir():
         raise SystemExit(f"study_archive: no archive {src}")
     copied, kept = 0, []
@@ -65,9 +122,21 @@ def import_(src: Path, base: Path) -> tuple[int, list[str]]:
         if (dest / "metrics.jsonl").is_file():
             kept.append(run.name)
             continue
+        archived = run / CHECKPOINTS
+        if archived.is_dir():
+            ck = _load_checkpoint_module()
+            latest = ck.latest_checkpoint(run)
+            try:
+                if latest is None:
+                    raise ck.CheckpointError(f"{archived}: no complete checkpoint")
+                ck.verify_checkpoint(latest)
+            except ck.CheckpointError as err:
+                raise SystemExit(f"study_archive: {err}; nothing of {run.name} imported") from None
         dest.mkdir(parents=True, exist_ok=True)
         for f in compact_files(run):
             shutil.copy2(f, dest / f.name)
+        if archived.is_dir():
+            shutil.copytree(archived, dest / CHECKPOINTS)
         copied += 1
     return copied, kept
 
@@ -80,12 +149,24 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("export", help="run folders -> compact archive")
     e.add_argument("--base", required=True, help="the sweep's --base")
     e.add_argument("--to", required=True, help="archive folder (committed)")
+    e.add_argument(
+        "--checkpoints",
+        nargs="+",
+        metavar="SPLIT",
+        help="also archive the newest checkpoint of every run that lacks one of these final "
+        "evaluations (eval-SPLIT.json), e.g. valid_unseen valid_seen",
+    )
     i = sub.add_parser("import", help="compact archive -> run folders")
     i.add_argument("--from", dest="src", required=True, help="archive folder")
     i.add_argument("--base", required=True, help="the sweep's --base")
     args = p.parse_args(argv)
     if args.cmd == "export":
-        print(f"exported {export(Path(args.base), Path(args.to))} runs to {args.to}")
+        n = export(Path(args.base), Path(args.to), args.checkpoints)
+        held = sorted(p.parent.name for p in Path(args.to).glob(f"*/{CHECKPOINTS}"))
+        print(
+            f"exported {n} runs to {args.to}"
+            + (f"; checkpoints of the unfinished: {', '.join(held)}" if held else "")
+        )
     else:
         copied, kept = import_(Path(args.src), Path(args.base))
         print(f"imported {copied} runs into {args.base}")

@@ -65,3 +65,70 @@ def test_a_missing_folder_is_one_line(tmp_path):
         arc.export(tmp_path / "nope", tmp_path / "a")
     with pytest.raises(SystemExit, match="no archive"):
         arc.import_(tmp_path / "nope", tmp_path / "b")
+
+
+def _checkpointed_run(base: Path, name: str, iterations: tuple[int, ...]) -> Path:
+    """A run folder with real checkpoints (mvpo_train.checkpoint, a small encoder head)."""
+    import torch
+
+    from mvpo_train.checkpoint import capture_rng, save_checkpoint
+    from mvpo_train.encoder_policy import ScorerHead
+
+    run = base / name
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("seed: 0\n")
+    torch.manual_seed(0)
+    head = ScorerHead(dim=8, hidden=4, history_length=0, history_pool="concat")
+    opt = torch.optim.Adam(head.parameters())
+    for it in iterations:
+        head(torch.randn(2, 2, 8), torch.randn(2, 8)).sum().backward()
+        opt.step()
+        save_checkpoint(run, it, head, opt, capture_rng({}), {"metrics_rows": it}, keep=2)
+    (run / "metrics.jsonl").write_text("".join(f'{{"iteration": {i}}}\n' for i in iterations))
+    return run
+
+
+def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_path, capsys):
+    arc, lm = load_benchmark("study_archive"), load_benchmark("learning")
+    from mvpo_train.checkpoint import find_intact_checkpoint, load_checkpoint
+
+    base, archive = tmp_path / "runs", tmp_path / "archive"
+    run = _checkpointed_run(base, "mvpo-seed0", (5, 10))
+    done = _checkpointed_run(base, "grpo-seed0", (5,))
+    for split in ("valid_unseen", "valid_seen"):
+        (done / f"eval-{split}.json").write_text("{}\n")
+    argv = ["export", "--base", str(base), "--to", str(archive), "--checkpoints",
+            "valid_unseen", "valid_seen"]  # fmt: skip
+    assert arc.main(argv) == 0
+    assert "checkpoints of the unfinished: mvpo-seed0" in capsys.readouterr().out
+    held = archive / "mvpo-seed0" / "checkpoints"
+    assert sorted(p.name for p in held.iterdir()) == ["LATEST", "iter-000010"]  # newest only
+    assert not (archive / "grpo-seed0" / "checkpoints").exists()  # finished: none kept
+    # on a new machine the run resumes from the archived checkpoint
+    new = tmp_path / "new-machine"
+    assert arc.import_(archive, new) == (2, [])
+    found, skipped = find_intact_checkpoint(new / "mvpo-seed0")
+    assert found is not None and found.name == "iter-000010" and not skipped
+    original = load_checkpoint(run / "checkpoints" / "iter-000010")
+    restored = load_checkpoint(found)
+    assert restored["state"] == original["state"]
+    ns = lm.argparse.Namespace(study=False, extra=[], arm_flags=None, arms=["mvpo"],
+                               iterations=60)  # fmt: skip
+    assert "--resume" in lm.train_cmd(new / "mvpo-seed0", "mvpo", 0, ns)
+    # once the run has its final evaluations, the next export drops its checkpoint
+    for split in ("valid_unseen", "valid_seen"):
+        (run / f"eval-{split}.json").write_text("{}\n")
+    arc.export(base, archive, ["valid_unseen", "valid_seen"])
+    assert not held.exists()
+
+
+def test_a_corrupt_archived_checkpoint_is_one_line_and_nothing_is_imported(tmp_path):
+    arc = load_benchmark("study_archive")
+    base, archive = tmp_path / "runs", tmp_path / "archive"
+    _checkpointed_run(base, "mvpo-seed0", (5,))
+    arc.export(base, archive, ["valid_unseen"])
+    weights = archive / "mvpo-seed0" / "checkpoints" / "iter-000005" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
+    with pytest.raises(SystemExit, match="model.safetensors.*nothing of mvpo-seed0 imported"):
+        arc.import_(archive, tmp_path / "new")
+    assert not (tmp_path / "new" / "mvpo-seed0").exists()
