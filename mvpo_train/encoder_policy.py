@@ -72,6 +72,8 @@ SEGMENTS = 3  # the first layout's prompt segments: task, current observation, p
 #: (the previous action only; what a head folder whose config.json names no layout reads)
 HISTORY_POOLS = ("concat", "mean", "last_action")
 LEGACY_POOL = "last_action"
+#: the embedding batching of warm starts that did not record theirs (8 rows, any length)
+LEGACY_BATCHING = "rows8"
 #: the layout of a new head: the first one, so earlier runs and warm starts reproduce; the
 #: history layouts are opt-in (``--history-pool concat`` of the warm start; ``concat`` measured
 #: best by benchmarks/policy_candidates.py, docs/policies.md)
@@ -109,10 +111,28 @@ def context_segments(history_length: int, history_pool: str) -> int:
 
 class SegmentEmbedder:
     """Mean-pooled, unit-length all-MiniLM-L6-v2 embeddings of word-piece id sequences,
-    cached (LRU) by the ids; the empty sequence embeds to zeros."""
+    cached (LRU) by the ids; the empty sequence embeds to zeros.
 
-    #: rows of every embedding forward pass (texts of one token length, padded by repetition)
-    EMBED_ROWS = 8
+    Forward passes (docs/policies.md, "Embedding cache"): texts of one token length go
+    together, ``SHORT_ROWS`` to a pass (the last repeated as padding) when they have at most
+    ``SHORT_TOKENS`` word pieces, one to a pass when longer. The shape of a text's pass thus
+    depends on its own length only, so its embedding does not depend on the texts embedded
+    with it; long texts go alone because a rollout step rarely has two new texts of the same
+    long length, and padding them to 8 rows cost up to 8x their compute
+    (``benchmarks/embedding_batching.py``)."""
+
+    #: texts of at most this many word pieces share a forward pass ...
+    SHORT_TOKENS = 16
+    #: ... of this many rows; longer texts have a pass of their own
+    SHORT_ROWS = 8
+    #: the scheme's name, part of an embedding cache file's key (another scheme's last bits
+    #: differ) and of a warm start's settings
+    BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
+
+    @classmethod
+    def rows_for(cls, n_tokens: int) -> int:
+        """Rows of the forward pass that embeds a text of ``n_tokens`` word pieces."""
+        return cls.SHORT_ROWS if n_tokens <= cls.SHORT_TOKENS else 1
 
     def __init__(self, model_path: str | None = None, cache_size: int = 200_000):
         from transformers import AutoModel, AutoTokenizer
@@ -139,19 +159,24 @@ class SegmentEmbedder:
         return list(ids)[:limit]
 
     # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
+    @property
+    def cache_key(self) -> str:
+        """What a cache file must have been written with: this encoder and batching."""
+        return f"{self.fingerprint}+{self.BATCHING}"
+
     def load_cache(self, path: str | Path) -> int:
         """Add the embeddings of a cache file written by :meth:`save_cache` (by this same
-        encoder: another encoder's file is refused); returns how many were added."""
+        encoder and batching: another's file is refused); returns how many were added."""
         path = Path(path)
         if not path.is_file():
             return 0
         import numpy as np
 
         with np.load(path, allow_pickle=False) as z:
-            if str(z["fingerprint"]) != self.fingerprint:
+            if str(z["fingerprint"]) != self.cache_key:
                 raise ValueError(
-                    f"embedding cache {path} was written by another sentence encoder; "
-                    "delete it or pass another --embedding-cache"
+                    f"embedding cache {path} was written by another sentence encoder or "
+                    "embedding batching; delete it or pass another --embedding-cache"
                 )
             ids, offsets, vecs = z["ids"], z["offsets"], z["vectors"]
         added = 0
@@ -181,7 +206,7 @@ class SegmentEmbedder:
             else np.zeros((0, self.dim), np.float32)
         )
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, fingerprint=np.array(self.fingerprint), ids=ids, offsets=offsets,
+        np.savez(tmp, fingerprint=np.array(self.cache_key), ids=ids, offsets=offsets,
                  vectors=vecs)  # fmt: skip
         os.replace(tmp, path)
         return len(keys)
@@ -194,14 +219,14 @@ class SegmentEmbedder:
         for s in missing:
             by_len.setdefault(len(s), []).append(s)
         fresh: dict[tuple[int, ...], torch.Tensor] = {}
-        rows = self.EMBED_ROWS
         for n in sorted(by_len):
-            group = by_len[n]
+            group, rows = by_len[n], self.rows_for(n)
             for k in range(0, len(group), rows):
                 part = group[k : k + rows]
-                # every forward has the same shape [rows, n + 2] (the last text repeated as
-                # padding): a matmul's last bits depend on the batch's row count, so a text's
-                # embedding must not depend on which other texts were missing with it
+                # every forward of length n has the same shape [rows_for(n), n + 2] (the last
+                # text repeated as padding): a matmul's last bits depend on the batch's row
+                # count, so a text's embedding must not depend on which other texts were
+                # missing with it
                 padded = part + [part[-1]] * (rows - len(part))
                 ids = torch.tensor([[self.cls_id, *s, self.sep_id] for s in padded])
                 hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
@@ -729,12 +754,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.history_length < 0:
         p.error(f"--history-length must be >= 0, not {args.history_length}")
     settings = {k: v for k, v in vars(args).items() if k not in ("out", "threads", "settings_only")}
+    # the embeddings it was cloned on: another batching's last bits differ (SegmentEmbedder)
+    settings["embedding_batching"] = SegmentEmbedder.BATCHING
     out = Path(args.out)
     meta_path = out / "warm_start.json"
     saved = json.loads(meta_path.read_text()) if meta_path.is_file() else None
     if saved is not None:
-        # a folder written before --history-pool existed holds a last_action head
-        before = {"history_pool": LEGACY_POOL, **dict(saved.get("settings") or {})}
+        # a folder written before --history-pool existed holds a last_action head; one
+        # written before the batching was recorded was cloned on 8-row forward passes only
+        before = {"history_pool": LEGACY_POOL, "embedding_batching": LEGACY_BATCHING,
+                  **dict(saved.get("settings") or {})}  # fmt: skip
         if before != settings:
             other = {k: v for k, v in before.items() if settings.get(k) != v}
             print(f"warm start: {out} holds another warm start ({other}); choose another --out",

@@ -246,6 +246,15 @@ def test_settings_only_checks_the_folder_without_replaying(tmp_path, capsys, mon
     assert "another warm start ({'batch_size': 8})" in capsys.readouterr().err
     assert warm_start_main(["--out", str(tmp_path / "none"), *args, "--settings-only"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+    # a folder cloned on another embedding batching (one written before it was recorded:
+    # 8 rows for every length) is another warm start
+    meta = out / "warm_start.json"
+    saved = json.loads(meta.read_text())
+    assert saved["settings"]["embedding_batching"] == SegmentEmbedder.BATCHING
+    del saved["settings"]["embedding_batching"]
+    meta.write_text(json.dumps(saved))
+    assert warm_start_main(["--out", str(out), *args, "--settings-only"]) == 2
+    assert "another warm start ({'embedding_batching': 'rows8'})" in capsys.readouterr().err
 
 
 def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
@@ -395,8 +404,38 @@ def test_an_embedding_does_not_depend_on_the_texts_embedded_with_it(embedder):
     bits of a text's embedding must not depend on the batch (fixed-shape forward passes)."""
     seqs = [tuple(embedder.ids(f"you see a mug {i} and a cup {i}", 64)) for i in range(11)]
     assert len({len(s) for s in seqs}) == 1  # one token length: one batch when missing together
+    assert embedder.rows_for(len(seqs[0])) == 8  # short: 8 to a pass
     together = embedder.embed(seqs)
     for k in (0, 4, 10):
         embedder._cache.clear()
         alone = embedder.embed([seqs[k]])
         assert torch.equal(alone[0], together[k])
+
+
+def test_a_long_text_is_embedded_alone_and_the_same_with_any_company(embedder):
+    """Texts longer than SHORT_TOKENS have a forward pass of their own (a pass of 8 rows for
+    one new long text cost 8x its compute); the bits are the same with any company."""
+    text = "on the countertop 1, you see a apple 1, a bread 2, a butterknife 3, and a cup 1."
+    long_ = tuple(embedder.ids(text, 64))
+    assert len(long_) > embedder.SHORT_TOKENS and embedder.rows_for(len(long_)) == 1
+    others = [tuple(embedder.ids(text.replace("1", str(i)), 64)) for i in range(2, 9)]
+    assert {len(s) for s in others} == {len(long_)}
+    calls: list[tuple[int, ...]] = []
+    hook = embedder.encoder.register_forward_hook(
+        lambda mod, args, kwargs, out: calls.append(tuple(kwargs["input_ids"].shape)),
+        with_kwargs=True,
+    )
+    try:
+        together = embedder.embed([long_, *others])
+    finally:
+        hook.remove()
+    assert calls == [(1, len(long_) + 2)] * 8  # one pass per text, no padding rows
+    embedder._cache.clear()
+    alone = embedder.embed([long_])
+    assert torch.equal(alone[0], together[0])
+    # the encoder's own forward of the text alone, mean-pooled, is the cached vector
+    ids = torch.tensor([[embedder.cls_id, *long_, embedder.sep_id]])
+    with torch.no_grad():
+        hidden = embedder.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
+    ref = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)[0]
+    assert torch.equal(ref, alone[0])
