@@ -1,0 +1,169 @@
+"""How the encoder policy's MiniLM forward passes are batched (docs/policies.md, "Embedding
+cache"): the earlier scheme (every pass 8 rows of one token length, the last text repeated as
+padding) against the current one (8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces,
+one row above), on the texts real rollouts ask for.
+
+Both schemes give every text a pass whose shape depends on its own length only, so both keep
+an embedding independent of the texts embedded with it; they differ in how much padding they
+compute. The script records, call by call, the texts a rollout had to embed (new to the
+cache): one training iteration of ``mvpo-train --policy encoder`` per env, fresh head, 1
+thread. It then embeds the same calls under both schemes in one process, alternating, with
+the CPU time of each, and compares the vectors (float rounding only: the same texts and
+weights in passes of other shapes).
+
+    python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
+    python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: env, its mvpo-train flags (the study's settings; docs/learning_study.md)
+ENVS = {
+    "alfworld": ["--env-kwargs", '{"num_games": "full"}', "--max-steps", "50",
+                 "--history-length", "2"],
+    "webshop": ["--env-id", "mvpo/WebShop-v0", "--env-kwargs", '{"search_query": "instruction"}',
+                "--tasks", "[]", "--max-steps", "15", "--history-length", "2"],
+}  # fmt: skip
+
+
+def record_calls(env: str, groups: int, size: int, seed: int) -> list[list[tuple[int, ...]]]:
+    """The texts (word-piece ids) each embed call of one training iteration had to embed."""
+    import mvpo_train.encoder_policy as ep
+    from mvpo_train.cli import train_main
+
+    calls: list[list[tuple[int, ...]]] = []
+    real = ep.SegmentEmbedder.embed
+
+    def recording(self, seqs):
+        calls.append([s for s in dict.fromkeys(seqs) if s and s not in self._cache])
+        return real(self, seqs)
+
+    ep.SegmentEmbedder.embed = recording
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = ["--policy", "encoder", *ENVS[env], "--num-groups", str(groups),
+                    "--group-size", str(size), "--iterations", "1", "--threads", "1",
+                    "--estimator", "grpo", "--seed", str(seed), "--run-dir", f"{tmp}/run",
+                    "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
+            with contextlib.redirect_stdout(sys.stderr):
+                if train_main(argv) != 0:
+                    raise SystemExit(f"embedding_batching: the {env} iteration failed")
+    finally:
+        ep.SegmentEmbedder.embed = real
+    return calls
+
+
+def embed_calls(encoder, calls, rows_for, cls_id: int, sep_id: int) -> dict:
+    """Embed every call's texts in passes of ``rows_for(length)`` rows; vectors + counts."""
+    out: dict[tuple[int, ...], torch.Tensor] = {}
+    passes = padded = 0
+    start = time.process_time()
+    with torch.no_grad():
+        for missing in calls:
+            by_len: dict[int, list[tuple[int, ...]]] = collections.defaultdict(list)
+            for s in missing:
+                by_len[len(s)].append(s)
+            for n in sorted(by_len):
+                group, rows = by_len[n], rows_for(n)
+                for k in range(0, len(group), rows):
+                    part = group[k : k + rows]
+                    batch = part + [part[-1]] * (rows - len(part))
+                    ids = torch.tensor([[cls_id, *s, sep_id] for s in batch])
+                    hidden = encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
+                    vec = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
+                    out.update(zip(part, vec[: len(part)], strict=True))
+                    passes += 1
+                    padded += rows * (n + 2)
+    return {"seconds": time.process_time() - start, "passes": passes, "tokens": padded,
+            "vectors": out}  # fmt: skip
+
+
+def measure(env: str, groups: int, size: int, seed: int, repeats: int) -> dict:
+    from mvpo_train.encoder_policy import SegmentEmbedder
+
+    calls = record_calls(env, groups, size, seed)
+    emb = SegmentEmbedder()
+    texts = [s for c in calls for s in c]
+    schemes = {"8 rows, any length (before)": lambda n: 8, "current": emb.rows_for}
+    runs: dict[str, list[dict]] = {k: [] for k in schemes}
+    for _ in range(repeats):  # alternating, so both see the same machine load
+        for name, rows_for in schemes.items():
+            runs[name].append(embed_calls(emb.encoder, calls, rows_for, emb.cls_id, emb.sep_id))
+    before, now = (runs[k] for k in schemes)
+    diff = max(float((before[0]["vectors"][s] - now[0]["vectors"][s]).abs().max()) for s in texts)
+    cpu = {k: sorted(r["seconds"] for r in v)[len(v) // 2] for k, v in runs.items()}
+    return {
+        "env": env, "groups": groups, "group_size": size, "seed": seed, "calls": len(calls),
+        "texts": len(texts), "mean_tokens": sum(map(len, texts)) / max(1, len(texts)),
+        "real_tokens": sum(len(s) + 2 for s in texts),
+        "schemes": {k: {"median_cpu_s": cpu[k], "passes": v[0]["passes"],
+                        "tokens": v[0]["tokens"]} for k, v in runs.items()},
+        "speedup": cpu["8 rows, any length (before)"] / cpu["current"],
+        "max_abs_diff": diff,
+    }  # fmt: skip
+
+
+def markdown(rows: list[dict], command: str) -> str:
+    lines = [
+        "# Embedding batching: 8-row passes vs one row for long texts",
+        "",
+        f"Command: `{command}` (1 torch thread; CPU time, median of the alternating repeats).",
+        "The texts are those one training iteration of `mvpo-train --policy encoder` (fresh "
+        "head, the study's env settings) had to embed, call by call; both schemes embed the "
+        "same calls in one process. `current` = 8 rows up to 16 word pieces, 1 row above.",
+        "",
+        "| env | batch | texts | mean word pieces | scheme | passes | tokens computed "
+        "(real: with [CLS]/[SEP]) | CPU s | speed-up | max abs diff of the vectors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for k, (name, s) in enumerate(r["schemes"].items()):
+            head = (f"| {r['env']} | {r['groups']} x {r['group_size']} | {r['texts']} | "
+                    f"{r['mean_tokens']:.1f} |") if k == 0 else "| | | | |"  # fmt: skip
+            tail = f"{r['speedup']:.2f}x | {r['max_abs_diff']:.1e} |" if k else "| |"
+            lines.append(f"{head} {name} | {s['passes']} | {s['tokens']:,} "
+                         f"({r['real_tokens']:,}) | {s['median_cpu_s']:.1f} | {tail}")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--envs", nargs="+", choices=sorted(ENVS), default=sorted(ENVS))
+    p.add_argument("--num-groups", type=int, default=16)
+    p.add_argument("--group-size", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="2 x 2 groups, 1 repeat, no results file")
+    p.add_argument("--out", default=str(RESULTS / "embedding_batching.md"))
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.quick:
+        args.num_groups, args.group_size, args.repeats = 2, 2, 1
+    rows = [measure(e, args.num_groups, args.group_size, args.seed, args.repeats)
+            for e in args.envs]  # fmt: skip
+    command = "python benchmarks/embedding_batching.py " + " ".join(argv or sys.argv[1:])
+    text = markdown(rows, command.strip())
+    print(text)
+    if not args.quick:
+        Path(args.out).write_text(text)
+        Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
