@@ -30,7 +30,16 @@ rest and verifies it again; learning.py then resumes the run from it (``mvpo-tra
 metrics rows count: rows after it are rewritten by the resumed run.
 
     python benchmarks/study_archive.py export --base runs/full/learning \\
-        --to benchmarks/results/learning_full_runs --checkpoints valid_unseen valid_seen
+        --to benchmarks/results/learning_full_runs --checkpoints valid_unseen valid_seen \\
+        --warm runs/full/encoder-warm
+
+``--warm DIR`` carries the study's warm start too (the head's ``model.safetensors``,
+``config.json`` and ``warm_start.json``, about 5 MB on the full ALFWorld split, in
+``<archive>/warm-head/``): cloning it takes about an hour of one core there, and it is
+deterministic, so a new machine need not redo it. ``import --warm DIR`` restores it where DIR
+holds no warm start yet; the study's own check (``ensure_warm``: the saved settings, and the
+digest of the expert plans it was cloned on unless ``--warm-checked``) then decides whether
+it is used, as for one made on the machine.
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ from pathlib import Path
 COMPACT = ("metrics.jsonl", "config.yaml")
 EVALS = "eval-*.json"
 CHECKPOINTS = "checkpoints"
+WARM_HEAD = "warm-head"
+WARM_FILES = ("model.safetensors", "config.json", "warm_start.json")
 
 
 def compact_files(run: Path) -> list[Path]:
@@ -141,6 +152,31 @@ def import_(src: Path, base: Path) -> tuple[int, list[str]]:
     return copied, kept
 
 
+def export_warm(warm: Path, to: Path) -> None:
+    """Copy the warm start's files into ``to/warm-head/`` (module docstring)."""
+    missing = [f for f in WARM_FILES if not (warm / f).is_file()]
+    if missing:
+        raise SystemExit(f"study_archive: {warm} holds no complete warm start (no {missing[0]})")
+    dest = to / WARM_HEAD
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in WARM_FILES:
+        shutil.copy2(warm / f, dest / f)
+
+
+def import_warm(src: Path, warm: Path) -> bool:
+    """Restore an archived warm start into ``warm`` unless it holds one; whether it did."""
+    head = src / WARM_HEAD
+    if (warm / "warm_start.json").is_file() or not head.is_dir():
+        return False
+    missing = [f for f in WARM_FILES if not (head / f).is_file()]
+    if missing:
+        raise SystemExit(f"study_archive: {head} is incomplete (no {missing[0]}); nothing restored")
+    warm.mkdir(parents=True, exist_ok=True)
+    for f in WARM_FILES:
+        shutil.copy2(head / f, warm / f)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -156,12 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         help="also archive the newest checkpoint of every run that lacks one of these final "
         "evaluations (eval-SPLIT.json), e.g. valid_unseen valid_seen",
     )
+    e.add_argument("--warm", help="also archive this warm-start folder (the study's --warm)")
     i = sub.add_parser("import", help="compact archive -> run folders")
     i.add_argument("--from", dest="src", required=True, help="archive folder")
     i.add_argument("--base", required=True, help="the sweep's --base")
+    i.add_argument("--warm", help="restore the archived warm start here (the study's --warm)")
     args = p.parse_args(argv)
     if args.cmd == "export":
         n = export(Path(args.base), Path(args.to), args.checkpoints)
+        if args.warm:
+            export_warm(Path(args.warm), Path(args.to))
         held = sorted(p.parent.name for p in Path(args.to).glob(f"*/{CHECKPOINTS}"))
         print(
             f"exported {n} runs to {args.to}"
@@ -170,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         copied, kept = import_(Path(args.src), Path(args.base))
         print(f"imported {copied} runs into {args.base}")
+        if args.warm and import_warm(Path(args.src), Path(args.warm)):
+            print(f"restored the warm start into {args.warm}")
         if kept:
             print(f"kept {len(kept)} run folders that already have metrics: {', '.join(kept)}")
     return 0

@@ -132,3 +132,31 @@ def test_a_corrupt_archived_checkpoint_is_one_line_and_nothing_is_imported(tmp_p
     with pytest.raises(SystemExit, match="model.safetensors.*nothing of mvpo-seed0 imported"):
         arc.import_(archive, tmp_path / "new")
     assert not (tmp_path / "new" / "mvpo-seed0").exists()
+
+
+def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path, capsys):
+    """``--warm``: a real warm start (mvpo_train.encoder_policy) restored on a new machine
+    is found up to date by its own check (settings and expert-plan digest), not rebuilt."""
+    from mvpo_train.encoder_policy import main as warm_start_main
+
+    arc = load_benchmark("study_archive")
+    args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "2", "--batch-size", "4",
+            "--threads", "1"]  # fmt: skip
+    warm, base, archive = tmp_path / "warm", tmp_path / "runs", tmp_path / "archive"
+    assert warm_start_main(["--out", str(warm), *args]) == 0
+    _run(base, "grpo-seed0", 3)
+    argv = ["export", "--base", str(base), "--to", str(archive), "--warm", str(warm)]
+    assert arc.main(argv) == 0
+    new_warm = tmp_path / "new" / "warm"
+    argv = ["import", "--from", str(archive), "--base", str(tmp_path / "new"), "--warm",
+            str(new_warm)]  # fmt: skip
+    assert arc.main(argv) == 0
+    assert "restored the warm start" in capsys.readouterr().out
+    for f in ("model.safetensors", "config.json", "warm_start.json"):
+        assert (new_warm / f).read_bytes() == (warm / f).read_bytes()
+    assert warm_start_main(["--out", str(new_warm), *args]) == 0  # the full check
+    assert "cached" in capsys.readouterr().out
+    # a folder that already holds a warm start is left alone
+    assert not arc.import_warm(archive, new_warm)
+    with pytest.raises(SystemExit, match="holds no complete warm start"):
+        arc.export_warm(tmp_path / "nowhere", archive)
