@@ -220,24 +220,36 @@ def real_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
     return root / REAL_SPLITS[split]
 
 
-#: collect_games' scans, per process: (folder, task types, folder stamp) -> games
-_SCANNED: dict[tuple[str, tuple[str, ...], tuple[int, ...]], tuple[AlfworldGame, ...]] = {}
+#: collect_games' scans, per process: (folder, task types) -> (folder stamp, paths looked at,
+#: their stamps, games)
+_SCANNED: dict[tuple[str, tuple[str, ...]], tuple[tuple, list[Path], tuple, tuple]] = {}
 
 
-def _folder_stamp(split_dir: Path) -> tuple[int, ...]:
-    """What a rescan of ``split_dir`` keys on: the modification times of the folder and of
-    each entry directly in it (ALFWorld's ``<task folder>/<trial>/`` layout: adding or
-    removing a trial changes its task folder's), and of a generated split's ``MANIFEST.json``
-    one level up (rewritten whenever the split is)."""
+def _folder_stamp(split_dir: Path) -> tuple:
+    """The modification times of the folder, of each entry directly in it (ALFWorld's
+    ``<task folder>/<trial>/`` layout: adding or removing a trial changes its task
+    folder's) and of a generated split's ``MANIFEST.json`` one level up."""
     with os.scandir(split_dir) as entries:
         stamps = sorted((e.name, e.stat().st_mtime_ns) for e in entries)
     manifest = split_dir.parent / "MANIFEST.json"
     return (
         split_dir.stat().st_mtime_ns,
         manifest.stat().st_mtime_ns if manifest.is_file() else -1,
-        hash(tuple(stamps)),
-        len(stamps),
+        tuple(stamps),
     )
+
+
+def _file_stamps(paths: list[Path]) -> tuple:
+    """(modification time, size) of each path a scan looked at; None for a missing one."""
+    out = []
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            out.append(None)
+            continue
+        out.append((st.st_mtime_ns, st.st_size))
+    return tuple(out)
 
 
 def collect_games(
@@ -245,25 +257,33 @@ def collect_games(
 ) -> list[AlfworldGame]:
     """All playable games under ``split_dir``, sorted by id, with ALFWorld's filters.
 
-    A folder is scanned once per process (docs/alfworld_generator.md, "Verification and
-    speed": the full train split's 7,106 JSON files take about 1.5 s, and a 128-env batch
+    A folder's files are read once per process (docs/alfworld_generator.md, "Listing a
+    split": the full train split's 7,106 JSON files take about 1.5-1.9 s, and a 128-env batch
     builds 128 envs on it): a later call for the same folder and task types returns a new
-    list of the same games, unless the folder, an entry directly in it or a generated split's
-    manifest has changed since (a game folder added or removed, a split regenerated). A file
-    edited in place inside a game folder is not noticed within one process."""
+    list of the same games after checking, by modification time and size, that nothing it
+    read or looked at has changed (every trial folder, ``traj_data.json`` and
+    ``game.tw-pddl``, each entry directly in the folder, a generated split's manifest); any
+    change is a full rescan, so a file corrupted in place is still refused here."""
     split_dir = Path(split_dir)
-    if split_dir.is_dir():
-        unknown = set(task_types) - set(TASK_TYPES)
-        if not unknown:
-            key = (str(split_dir.resolve()), tuple(task_types), _folder_stamp(split_dir))
-            if key not in _SCANNED:
-                _SCANNED[key] = tuple(_scan_games(split_dir, tuple(task_types)))
-            return list(_SCANNED[key])
-    return _scan_games(split_dir, tuple(task_types))
+    types = tuple(task_types)
+    if not split_dir.is_dir() or set(types) - set(TASK_TYPES):
+        return _scan_games(split_dir, types, [])  # the scan's own error
+    key = (str(split_dir.resolve()), types)
+    folder = _folder_stamp(split_dir)
+    hit = _SCANNED.get(key)
+    if hit is not None and hit[0] == folder and _file_stamps(hit[1]) == hit[2]:
+        return list(hit[3])
+    looked_at: list[Path] = []
+    games = _scan_games(split_dir, types, looked_at)
+    _SCANNED[key] = (folder, looked_at, _file_stamps(looked_at), tuple(games))
+    return games
 
 
-def _scan_games(split_dir: Path, task_types: tuple[str, ...]) -> list[AlfworldGame]:
-    """:func:`collect_games` without the per-process memo."""
+def _scan_games(
+    split_dir: Path, task_types: tuple[str, ...], looked_at: list[Path]
+) -> list[AlfworldGame]:
+    """:func:`collect_games` without the per-process memo; every trial folder and file it
+    looks at is appended to ``looked_at``."""
     if not split_dir.is_dir():
         raise FileNotFoundError(
             f"ALFWorld data folder not found: {split_dir}. Point data_dir= (or $ALFWORLD_DATA) "
@@ -279,6 +299,7 @@ def _scan_games(split_dir: Path, task_types: tuple[str, ...]) -> list[AlfworldGa
         if "movable" in rel or "Sliced" in rel:
             continue
         game_file = root / "game.tw-pddl"
+        looked_at += [root, traj_file, game_file]
         if not game_file.is_file():
             continue
         traj = read_json_object(traj_file)

@@ -1,8 +1,9 @@
-"""``collect_games`` scans a folder once per process (docs/alfworld_generator.md, "Verification
-and speed") and rescans it when a game folder is added or removed."""
+"""``collect_games`` reads a folder's files once per process (docs/alfworld_generator.md,
+"Listing a split") and rescans it when anything it read or looked at changes."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -71,3 +72,20 @@ def test_a_bad_folder_is_an_error_every_time(tmp_path):
             collect_games(tmp_path / "empty")
     with pytest.raises(ValueError, match="unknown task types"):
         collect_games(tmp_path / "empty", ("cook_everything",))
+
+
+def test_a_file_changed_in_place_is_read_again(split):
+    games = collect_games(split)
+    game = games[0].game_file
+    data = json.loads(game.read_text())
+    data["solvable"] = False  # ALFWorld drops a game marked unsolvable
+    game.write_text(json.dumps(data))
+    assert [g.task_id for g in collect_games(split)] == [g.task_id for g in games[1:]]
+    game.write_text("{not json")
+    with pytest.raises(ValueError, match="game.tw-pddl"):
+        collect_games(split)
+    (games[1].game_file).unlink()  # a trial without its game file is skipped
+    game.write_text(json.dumps({**data, "solvable": True}))
+    assert [g.task_id for g in collect_games(split)] == [games[0].task_id] + [
+        g.task_id for g in games[2:]
+    ]
