@@ -22,11 +22,12 @@ as it is (it is at least as far as the archive, or it is another study: the line
 A run that takes longer than a session would never finish that way. ``export --checkpoints
 SPLIT ...`` therefore also copies, for every run whose final evaluations (``eval-SPLIT.json``
 of each SPLIT named) are not all there yet, its newest intact checkpoint (verified against its
-``SHA256SUMS`` first; about 15 MB for the encoder policy: head weights and Adam's moments) into
+``SHA256SUMS`` first; about 16 MB for the encoder policy: head weights and Adam's moments) into
 ``<run>/checkpoints/``, and drops the archived checkpoint of a run once it has them all, so
 the archive holds at most one checkpoint per unfinished run. ``import`` restores it with the
 rest and verifies it again; learning.py then resumes the run from it (``mvpo-train
---resume``: bit for bit, as on the machine that wrote it). Only the latest checkpoint's
+--resume``: bit for bit on the same machine type; on another CPU a continuation of the same
+seed whose float rounding may differ, docs/learning_study.md, "Budget"). Only the latest checkpoint's
 metrics rows count: rows after it are rewritten by the resumed run.
 
     python benchmarks/study_archive.py export --base runs/full/learning \\
@@ -133,7 +134,7 @@ def import_(src: Path, base: Path) -> tuple[int, list[str]]:
         if (dest / "metrics.jsonl").is_file():
             kept.append(run.name)
             continue
-        archived = run / CHECKPOINTS
+        archived, latest = run / CHECKPOINTS, None
         if archived.is_dir():
             ck = _load_checkpoint_module()
             latest = ck.latest_checkpoint(run)
@@ -146,8 +147,9 @@ def import_(src: Path, base: Path) -> tuple[int, list[str]]:
         dest.mkdir(parents=True, exist_ok=True)
         for f in compact_files(run):
             shutil.copy2(f, dest / f.name)
-        if archived.is_dir():
-            shutil.copytree(archived, dest / CHECKPOINTS)
+        if latest is not None:  # only the verified folder (no link in it) and its pointer
+            shutil.copytree(latest, dest / CHECKPOINTS / latest.name, symlinks=True)
+            (dest / CHECKPOINTS / ck.LATEST).write_text(latest.name + "\n")
         copied += 1
     return copied, kept
 
@@ -168,9 +170,11 @@ def import_warm(src: Path, warm: Path) -> bool:
     head = src / WARM_HEAD
     if (warm / "warm_start.json").is_file() or not head.is_dir():
         return False
-    missing = [f for f in WARM_FILES if not (head / f).is_file()]
+    missing = [f for f in WARM_FILES if not (head / f).is_file() or (head / f).is_symlink()]
     if missing:
-        raise SystemExit(f"study_archive: {head} is incomplete (no {missing[0]}); nothing restored")
+        raise SystemExit(
+            f"study_archive: {head} is incomplete (no plain file {missing[0]}); nothing restored"
+        )
     warm.mkdir(parents=True, exist_ok=True)
     for f in WARM_FILES:
         shutil.copy2(head / f, warm / f)

@@ -39,7 +39,7 @@ import copy
 import json
 import sys
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -212,15 +212,22 @@ class SegmentEmbedder:
         return len(keys)
 
     @torch.no_grad()
-    def embed(self, seqs: Sequence[tuple[int, ...]]) -> torch.Tensor:
-        """``[len(seqs), dim]`` float32 embeddings."""
-        missing = [s for s in dict.fromkeys(seqs) if s and s not in self._cache]
+    def encode(
+        self,
+        texts: Sequence[tuple[int, ...]],
+        rows_for: Callable[[int], int] | None = None,
+    ) -> dict[tuple[int, ...], torch.Tensor]:
+        """Encoder forward passes for ``texts`` (distinct, non-empty id sequences), the cache
+        neither read nor written: texts of one token length ``n`` go ``rows_for(n)`` to a pass
+        (default :meth:`rows_for`; ``benchmarks/embedding_batching.py`` passes another
+        scheme's), the last repeated as padding."""
+        rows_for = rows_for or self.rows_for
         by_len: dict[int, list[tuple[int, ...]]] = {}
-        for s in missing:
+        for s in texts:
             by_len.setdefault(len(s), []).append(s)
         fresh: dict[tuple[int, ...], torch.Tensor] = {}
         for n in sorted(by_len):
-            group, rows = by_len[n], self.rows_for(n)
+            group, rows = by_len[n], rows_for(n)
             for k in range(0, len(group), rows):
                 part = group[k : k + rows]
                 # every forward of length n has the same shape [rows_for(n), n + 2] (the last
@@ -232,6 +239,12 @@ class SegmentEmbedder:
                 hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
                 vec = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
                 fresh.update(zip(part, vec[: len(part)].float(), strict=True))
+        return fresh
+
+    @torch.no_grad()
+    def embed(self, seqs: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """``[len(seqs), dim]`` float32 embeddings."""
+        fresh = self.encode([s for s in dict.fromkeys(seqs) if s and s not in self._cache])
         zero = torch.zeros(self.dim)
         out = [zero if not s else (fresh[s] if s in fresh else self._cache[s]) for s in seqs]
         for s, v in fresh.items():

@@ -19,8 +19,8 @@ def test_both_schemes_embed_every_text_and_count_their_padding():
     assert len({len(s) for s in short}) == 1 and len({len(s) for s in long_}) == 1
     assert len(long_[0]) > emb.SHORT_TOKENS >= len(short[0])
     calls = [short[:2] + long_[:2], [short[2], long_[2]]]
-    before = bench.embed_calls(emb.encoder, calls, lambda n: 8, emb.cls_id, emb.sep_id)
-    now = bench.embed_calls(emb.encoder, calls, emb.rows_for, emb.cls_id, emb.sep_id)
+    before = bench.embed_calls(emb, calls, lambda n: 8)
+    now = bench.embed_calls(emb, calls, emb.rows_for)
     ns, nl = len(short[0]) + 2, len(long_[0]) + 2
     assert (before["passes"], before["tokens"]) == (4, 2 * 8 * ns + 2 * 8 * nl)
     assert (now["passes"], now["tokens"]) == (5, 2 * 8 * ns + 3 * nl)  # long ones alone
