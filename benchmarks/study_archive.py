@@ -34,6 +34,13 @@ metrics rows count: rows after it are rewritten by the resumed run.
         --to benchmarks/results/learning_full_runs --checkpoints valid_unseen valid_seen \\
         --warm runs/full/encoder-warm
 
+``export --records`` also copies the batch records (``records/iter-K.npz``, about 65 kB an
+iteration of 16 x 8 on ALFWorld; docs/inspect.md) of the iterations up to each run's newest
+intact checkpoint, the ones a resumed run never rewrites, so the step-level alignment
+(``benchmarks/alignment.py --run-dir <archive>/<run> --relabel``) can be measured after the
+study on any machine. An archived record is never replaced: one that differs from the run's
+file of the same name (another run in the same folder) stops the export in one line.
+
 ``--warm DIR`` carries the study's warm start too (the head's ``model.safetensors``,
 ``config.json`` and ``warm_start.json``, about 5 MB on the full ALFWorld split, in
 ``<archive>/warm-head/``): cloning it took about 40 CPU-minutes on the full ALFWorld split, and it is
@@ -53,6 +60,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 COMPACT = ("metrics.jsonl", "config.yaml")
+RECORDS = "records"
 EVALS = "eval-*.json"
 CHECKPOINTS = "checkpoints"
 WARM_HEAD = "warm-head"
@@ -105,10 +113,43 @@ def _export_checkpoint(run: Path, dest: Path, final_splits: Sequence[str]) -> st
     return latest.name
 
 
-def export(base: Path, to: Path, checkpoints: Sequence[str] | None = None) -> int:
+def _export_records(run: Path, dest: Path) -> int:
+    """Copy the run's batch records up to its newest intact checkpoint into ``dest/records/``
+    (module docstring); the number newly copied. Never replaces an archived record."""
+    from mvpo_train.records import find_records
+
+    ck = _load_checkpoint_module()
+    latest, _ = ck.find_intact_checkpoint(run)
+    if latest is None:
+        return 0
+    settled = int(latest.name.removeprefix("iter-"))
+    out, n = dest / RECORDS, 0
+    for iteration, path in find_records(run).items():
+        if iteration > settled or path.is_symlink() or not path.is_file():
+            continue
+        target = out / path.name
+        if target.exists():
+            if target.read_bytes() != path.read_bytes():
+                raise SystemExit(
+                    f"study_archive: {target} differs from {path}: the archive holds another "
+                    "run of that name; nothing replaced"
+                )
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / f".{path.name}.tmp"
+        shutil.copy2(path, tmp)
+        os.replace(tmp, target)
+        n += 1
+    return n
+
+
+def export(
+    base: Path, to: Path, checkpoints: Sequence[str] | None = None, records: bool = False
+) -> int:
     """Copy the compact results of every run below ``base`` into ``to/<run>/``; the count.
     With ``checkpoints`` (the final evaluation splits), also the newest checkpoint of every
-    run whose final evaluations are not all there (module docstring)."""
+    run whose final evaluations are not all there; with ``records``, the batch records up to
+    each run's newest intact checkpoint (module docstring)."""
     if not base.is_dir():
         raise SystemExit(f"study_archive: no run folder {base}")
     n = 0
@@ -119,6 +160,8 @@ def export(base: Path, to: Path, checkpoints: Sequence[str] | None = None) -> in
             shutil.copy2(f, dest / f.name)
         if checkpoints is not None:
             _export_checkpoint(run, dest, checkpoints)
+        if records:
+            _export_records(run, dest)
         n += 1
     return n
 
@@ -196,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also archive the newest checkpoint of every run that lacks one of these final "
         "evaluations (eval-SPLIT.json), e.g. valid_unseen valid_seen",
     )
+    e.add_argument(
+        "--records",
+        action="store_true",
+        help="also archive the batch records up to each run's newest intact checkpoint "
+        "(for benchmarks/alignment.py --run-dir ARCHIVE/RUN --relabel)",
+    )
     e.add_argument("--warm", help="also archive this warm-start folder (the study's --warm)")
     i = sub.add_parser("import", help="compact archive -> run folders")
     i.add_argument("--from", dest="src", required=True, help="archive folder")
@@ -203,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--warm", help="restore the archived warm start here (the study's --warm)")
     args = p.parse_args(argv)
     if args.cmd == "export":
-        n = export(Path(args.base), Path(args.to), args.checkpoints)
+        n = export(Path(args.base), Path(args.to), args.checkpoints, args.records)
         if args.warm:
             export_warm(Path(args.warm), Path(args.to))
         held = sorted(p.parent.name for p in Path(args.to).glob(f"*/{CHECKPOINTS}"))

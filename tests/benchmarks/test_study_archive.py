@@ -4,9 +4,15 @@ runs, and never overwrites a run folder that has metrics."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from mvpo_train.cli import train_main
+from mvpo_train.records import find_records
 
 from .helpers import load_benchmark
 
@@ -160,3 +166,48 @@ def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path,
     assert not arc.import_warm(archive, new_warm)
     with pytest.raises(SystemExit, match="holds no complete warm start"):
         arc.export_warm(tmp_path / "nowhere", archive)
+
+
+def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive(tmp_path):
+    """``export --records``: a real tiny run's batch records up to its newest checkpoint (not
+    the one after it, which a resumed run rewrites) land in the archive, where
+    ``benchmarks/alignment.py --relabel`` scores them as it scores the run folder itself; an
+    archived record is never replaced, and a differing one is one line."""
+    arc, bench = load_benchmark("study_archive"), load_benchmark("alignment")
+    base, archive = tmp_path / "runs", tmp_path / "archive"
+    run = base / "gigpo-seed0"
+    argv = ["--preset", "cpu-tiny", "--estimator", "gigpo", "--iterations", "3", "--seed", "0",
+            "--run-dir", str(run), "--num-groups", "2", "--group-size", "4", "--max-steps", "6",
+            "--ppo-epochs", "1", "--threads", "1", "--no-progress", "--no-tensorboard",
+            "--eval-every", "0", "--record-every", "1", "--save-every", "2",
+            "--env-kwargs", '{"preset": "mini"}']  # fmt: skip
+    assert train_main(argv) == 0
+    assert sorted(find_records(run)) == [1, 2, 3]  # checkpoints: iter-000002 and the final 3
+    # a run stopped after its checkpoint at 2 holds record 3 of an iteration it will replay
+    shutil.rmtree(run / "checkpoints" / "iter-000003")
+    (run / "checkpoints" / "LATEST").write_text("iter-000002\n")
+    assert arc.main(["export", "--base", str(base), "--to", str(archive), "--records"]) == 0
+    held = archive / "gigpo-seed0"
+    assert sorted(find_records(held)) == [1, 2]
+    for it in (1, 2):
+        assert find_records(held)[it].read_bytes() == find_records(run)[it].read_bytes()
+    # the archive folder is a run folder for the alignment benchmark: the same numbers
+    outs = {}
+    for name, folder, extra in (("run", run, ["--iterations", "1,2"]), ("archive", held, [])):
+        out = tmp_path / f"{name}.json"
+        cmd = ["--run-dir", str(folder), "--relabel", "--cache", str(tmp_path / "cache"),
+               "--json", str(out), *extra]  # fmt: skip
+        assert bench.main(cmd) == 0
+        outs[name] = json.loads(out.read_text())
+    assert outs["archive"]["unverified_trajectories"] == 0
+    assert outs["archive"]["trajectories"] == outs["run"]["trajectories"] == 16
+    for v, series in outs["run"]["variants"].items():
+        assert outs["archive"]["variants"][v]["iterations"] == series["iterations"] == [1, 2]
+        assert outs["archive"]["variants"][v]["repaired_rows"] == series["repaired_rows"]
+        np.testing.assert_array_equal(outs["archive"]["variants"][v]["auc"], series["auc"])
+    # re-export: nothing replaced; a record that differs is one line
+    arc.export(base, archive, records=True)
+    find_records(run)[2].write_bytes(b"another run")
+    with pytest.raises(SystemExit, match="iter-000002.npz differs.*nothing replaced"):
+        arc.export(base, archive, records=True)
+    assert find_records(held)[2].read_bytes() != b"another run"
