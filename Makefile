@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/mvpo-train
+	$(BIN)/mvpo-showcase
 
 demo: install
 	$(BIN)/mvpo-demo

@@ -606,6 +606,31 @@ def changed_fields(
 #: preset name -> field overrides
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": {},
+    # `mvpo-showcase` / `make run` (docs/training.md, "Showcase"): the ALFWorld study's MVPO
+    # arm (docs/learning_study.md) from its bundled warm start, 10 iterations on 2 threads
+    "cpu-showcase": {
+        "run_dir": "runs/showcase",
+        "policy": "encoder",
+        "model": "alfworld-encoder-warm",
+        "embedding_cache": "runs/showcase-embeddings.npz",
+        "env_kwargs": {"num_games": "full"},
+        "tasks": [],
+        "num_groups": 16,
+        "group_size": 8,
+        "max_steps": 50,
+        "history_length": 2,
+        "estimator": "mvpo",
+        "lr": 3e-4,
+        "ppo_epochs": 2,
+        "kl_coef": 0.05,
+        "iterations": 10,
+        "eval_split": "valid_unseen",
+        "eval_episodes": 1,
+        "eval_greedy": False,
+        "eval_every": 0,
+        "save_every": 5,
+        "threads": 2,
+    },
     "gpu-qwen2.5-1.5b": {
         "run_dir": "runs/mvpo-qwen2.5-1.5b",
         "model": "Qwen/Qwen2.5-1.5B-Instruct",

@@ -53,6 +53,7 @@ from mvpo_train.policy import CandidateIds, ScoreResult, TokenIds
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
+    "BUNDLED_HEADS",
     "DEFAULT_POOL",
     "HISTORY_POOLS",
     "EncoderPolicy",
@@ -60,6 +61,7 @@ __all__ = [
     "SegmentEmbedder",
     "collect_demonstrations",
     "load_encoder_policy",
+    "resolve_head",
     "split_compact_history",
     "split_compact_prompt",
     "warm_start",
@@ -480,6 +482,25 @@ class EncoderPolicy:
         return torch.stack([emb[:, 0], emb[:, 1], obs, act], dim=1)
 
     # ------------------------------------------------------------------ scores
+    #: candidate rows per forward of the head: a whole batch's old / reference log-probs
+    #: (16 x 8 x 50 ALFWorld steps, ~175k candidates) at once peaked at 8.7 GB; in balanced
+    #: chunks of at most this many rows the peak stays near 1 GB (docs/policies.md, "Memory")
+    MAX_HEAD_ROWS = 8192
+
+    def _head_scores(
+        self, ctx: torch.Tensor, rows: torch.Tensor, act: torch.Tensor
+    ) -> torch.Tensor:
+        """``head(ctx[rows], act)`` in balanced chunks of at most :attr:`MAX_HEAD_ROWS`
+        rows (no chunk under half of that once there are two); equal to one forward up to
+        float rounding (tested), identical below the limit."""
+        n = len(rows)
+        if n <= self.MAX_HEAD_ROWS:
+            return self.model(ctx[rows], act)
+        chunks = -(-n // self.MAX_HEAD_ROWS)
+        size = -(-n // chunks)
+        return torch.cat([self.model(ctx[rows[i : i + size]], act[i : i + size])
+                          for i in range(0, n, size)])  # fmt: skip
+
     def score_candidates(
         self,
         prompts: TokenIds,
@@ -499,7 +520,7 @@ class EncoderPolicy:
             torch.arange(len(prompts), device=self.device),
             torch.tensor(counts, device=self.device),
         )
-        flat = self.model(ctx[rows], act) / self.temperature if acts else torch.zeros(0)
+        flat = self._head_scores(ctx, rows, act) / self.temperature if acts else torch.zeros(0)
         scores = list(torch.split(flat, counts))
         return ScoreResult(scores, [(torch.zeros(n, 0), [0] * n) for n in counts])
 
@@ -589,6 +610,25 @@ def check_history_length(head: ScorerHead, history_length: int, where: str) -> N
 
 #: the ``model`` value that means "a fresh, seeded head" (the LM policy's default name)
 FRESH = ("tiny-qwen2", "fresh")
+#: heads shipped in ``data/models/<name>/`` (``$MVPO_DATA`` moves ``data/``), by ``model`` name:
+#: the ALFWorld study's warm start (docs/policies.md, "The bundled warm start")
+BUNDLED_HEADS = ("alfworld-encoder-warm",)
+
+
+def resolve_head(name: str) -> str:
+    """A bundled head's name -> its folder (one line if it is missing); anything else as is."""
+    if name not in BUNDLED_HEADS:
+        return name
+    from mvpo_train.config import ConfigError
+    from mvpo_train.tiny_model import default_model_path
+
+    path = default_model_path().parent / name
+    if not (path / "model.safetensors").is_file():
+        raise ConfigError(
+            f"model: the bundled head {name!r} is missing at {path}; rebuild it with the command "
+            'in docs/policies.md ("The bundled warm start") or pass a head folder'
+        )
+    return str(path)
 
 
 def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
@@ -602,7 +642,7 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
         head = ScorerHead(embedder.dim, 256, embedder.fingerprint,
                           history_length=cfg.history_length, history_pool=DEFAULT_POOL)  # fmt: skip
     else:
-        head = load_head(name, embedder)
+        head = load_head(resolve_head(name), embedder)
         check_history_length(head, cfg.history_length, f"model {name}")
     dev = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     head.to(dev)

@@ -60,9 +60,12 @@ def evaluate(
     seed: int = 0,
     cache: dict[str, Any] | None = None,
     report_time: bool = False,
+    per_episode: bool = False,
 ) -> dict[str, Any]:
     """Success rate (overall and per task type) on every task of an eval split (or on the
     task indices ``tasks``, or the first ``max_tasks``), ``episodes`` episodes each.
+    ``per_episode`` adds ``episode_task`` and ``episode_success``: each episode's task index
+    and outcome, in task order (for paired comparisons, e.g. ``mvpo-showcase``).
 
     Runs under ``torch.random.fork_rng`` with its own generator, so evaluating during
     training does not change the training run's random stream.
@@ -93,6 +96,7 @@ def evaluate(
     )
     succ: list[bool] = []
     types: list[str] = []
+    ep_tasks: list[int] = []
     lengths: list[float] = []
     start = time.perf_counter()
     was_training = policy.model.training
@@ -104,6 +108,7 @@ def evaluate(
             batch = collector.collect(part, greedy=greedy)
             tt = np.asarray(batch.extras["task_type"], dtype=object)[batch.traj_rows]
             keep = batch.traj_group < (n_tasks - first)  # drop padding groups
+            ep_tasks += [part[g] for g in batch.traj_group[keep].tolist()]
             succ += batch.traj_success[keep].tolist()
             types += tt[keep].tolist()
             lengths += batch.traj_length[keep].tolist()
@@ -119,4 +124,7 @@ def evaluate(
     arr_s, arr_t = np.asarray(succ), np.asarray(types, dtype=object)
     for tt in sorted(set(types)):
         out[f"success/{tt}"] = float(arr_s[arr_t == tt].mean())
+    if per_episode:
+        out["episode_task"] = ep_tasks
+        out["episode_success"] = [bool(x) for x in succ]
     return out

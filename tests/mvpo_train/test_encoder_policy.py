@@ -439,3 +439,30 @@ def test_a_long_text_is_embedded_alone_and_the_same_with_any_company(embedder):
         hidden = embedder.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
     ref = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)[0]
     assert torch.equal(ref, alone[0])
+
+
+def test_the_head_runs_in_balanced_chunks_with_the_same_scores(embedder, monkeypatch):
+    """A whole batch's candidates go through the head in balanced chunks (the memory peak,
+    docs/policies.md "Memory"): the same scores and gradients up to float rounding (a
+    matrix product's rounding may depend on its row count), unchunked below the limit."""
+    torch.manual_seed(0)
+    head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=2,
+                      history_pool="concat")  # fmt: skip
+    policy = EncoderPolicy(head, embedder)
+    n_prompts, per = 500, 6
+    ctx = torch.randn(n_prompts, per, embedder.dim)
+    rows = torch.randint(0, n_prompts, (20_000,), generator=torch.Generator().manual_seed(1))
+    act = torch.randn(len(rows), embedder.dim)
+    whole = head(ctx[rows], act)
+    calls = []
+    head.register_forward_hook(lambda mod, inp, out: calls.append(len(out)))
+    monkeypatch.setattr(EncoderPolicy, "MAX_HEAD_ROWS", 8192)
+    chunked = policy._head_scores(ctx, rows, act)
+    assert calls == [6667, 6667, 6666]  # three balanced chunks, none small
+    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
+    g_whole = torch.autograd.grad(whole.sum(), head.net[0].weight)[0]
+    g_chunk = torch.autograd.grad(policy._head_scores(ctx, rows, act).sum(), head.net[0].weight)[0]
+    torch.testing.assert_close(g_chunk, g_whole, rtol=1e-4, atol=1e-4)  # sums of 20k rows
+    monkeypatch.setattr(EncoderPolicy, "MAX_HEAD_ROWS", 50_000)
+    calls.clear()
+    assert torch.equal(policy._head_scores(ctx, rows, act), whole) and calls == [20_000]
