@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: the fields a declaration's ``train_defaults`` may set (``mvpo_train.config``)
-TRAIN_DEFAULT_FIELDS = frozenset({"tasks", "env_kwargs"})
+TRAIN_DEFAULT_FIELDS = frozenset({"tasks", "env_kwargs", "eval_split", "model"})
 
 
 class DeclarationError(ValueError):
@@ -180,8 +180,9 @@ class EnvDeclaration:
       not given falls back to the trainer's generic template of that style;
     * ``score_template_hint``: the one-line fix to show when score mode meets an admissible
       ``name[<slot>]`` template (e.g. the env keyword that fills it); ``""``: a generic hint;
-    * ``train_defaults``: preset name -> ``{"tasks": [...], "env_kwargs": {...}}`` used by the
-      trainer's config when the run gives no value for that field;
+    * ``train_defaults``: preset name -> ``{"tasks": [...], "env_kwargs": {...}}`` (also
+      ``eval_split`` and ``model``) used by the trainer's config when the run gives no value
+      for that field;
     * ``default``: this is the id the tools use when none is given (one env at most).
     """
 

@@ -606,15 +606,13 @@ def changed_fields(
 #: preset name -> field overrides
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": {},
-    # `mvpo-showcase` / `make run` (docs/training.md, "Showcase"): the ALFWorld study's MVPO
-    # arm (docs/learning_study.md) from its bundled warm start, 10 iterations on 2 threads
+    # `mvpo-showcase` / `make run` (docs/training.md, "Showcase"): the default env's study arm
+    # (docs/learning_study.md), 10 iterations on 2 threads; the env's declaration sets its
+    # split, held-out split and bundled warm start (train_defaults["cpu-showcase"])
     "cpu-showcase": {
         "run_dir": "runs/showcase",
         "policy": "encoder",
-        "model": "alfworld-encoder-warm",
         "embedding_cache": "runs/showcase-embeddings.npz",
-        "env_kwargs": {"num_games": "full"},
-        "tasks": [],
         "num_groups": 16,
         "group_size": 8,
         "max_steps": 50,
@@ -624,7 +622,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "ppo_epochs": 2,
         "kl_coef": 0.05,
         "iterations": 10,
-        "eval_split": "valid_unseen",
         "eval_episodes": 1,
         "eval_greedy": False,
         "eval_every": 0,

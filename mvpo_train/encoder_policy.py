@@ -53,12 +53,12 @@ from mvpo_train.policy import CandidateIds, ScoreResult, TokenIds
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
-    "BUNDLED_HEADS",
     "DEFAULT_POOL",
     "HISTORY_POOLS",
     "EncoderPolicy",
     "ScorerHead",
     "SegmentEmbedder",
+    "bundled_heads",
     "collect_demonstrations",
     "load_encoder_policy",
     "resolve_head",
@@ -554,9 +554,11 @@ def load_head(path: str | Path, embedder: SegmentEmbedder) -> ScorerHead:
     try:
         meta = json.loads((path / "config.json").read_text())
     except (OSError, json.JSONDecodeError):
+        bundled = ", ".join(bundled_heads()) or "none"
         raise ConfigError(
-            f"model: {path} is not an encoder head folder (no readable config.json); write "
-            "one with `python -m mvpo_train.encoder_policy --out DIR`"
+            f"model: {path} is not an encoder head folder (no readable config.json) nor a "
+            f"bundled head (data/models/: {bundled}); write one with `python -m "
+            "mvpo_train.encoder_policy --out DIR`"
         ) from None
     if meta.get("kind") != HEAD_KIND:
         raise ConfigError(f"model: {path} holds no encoder head (config kind {meta.get('kind')!r})")
@@ -610,25 +612,34 @@ def check_history_length(head: ScorerHead, history_length: int, where: str) -> N
 
 #: the ``model`` value that means "a fresh, seeded head" (the LM policy's default name)
 FRESH = ("tiny-qwen2", "fresh")
-#: heads shipped in ``data/models/<name>/`` (``$MVPO_DATA`` moves ``data/``), by ``model`` name:
-#: the ALFWorld study's warm start (docs/policies.md, "The bundled warm start")
-BUNDLED_HEADS = ("alfworld-encoder-warm",)
+
+
+def bundled_heads() -> list[str]:
+    """Names of the heads shipped in ``data/models/<name>/`` (``$MVPO_DATA`` moves ``data/``):
+    ``model: <name>`` loads one (docs/policies.md, "The bundled warm start")."""
+    from mvpo_train.tiny_model import default_model_path
+
+    root = default_model_path().parent
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if _is_head_folder(p))
+
+
+def _is_head_folder(path: Path) -> bool:
+    try:
+        return json.loads((path / "config.json").read_text()).get("kind") == HEAD_KIND
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return False
 
 
 def resolve_head(name: str) -> str:
-    """A bundled head's name -> its folder (one line if it is missing); anything else as is."""
-    if name not in BUNDLED_HEADS:
-        return name
-    from mvpo_train.config import ConfigError
+    """A bundled head's name -> its folder; a path (or a name that is neither) as is."""
     from mvpo_train.tiny_model import default_model_path
 
+    if "/" in name or Path(name).expanduser().exists():
+        return name
     path = default_model_path().parent / name
-    if not (path / "model.safetensors").is_file():
-        raise ConfigError(
-            f"model: the bundled head {name!r} is missing at {path}; rebuild it with the command "
-            'in docs/policies.md ("The bundled warm start") or pass a head folder'
-        )
-    return str(path)
+    return str(path) if _is_head_folder(path) else name
 
 
 def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:

@@ -90,6 +90,16 @@ DECLARATION = EnvDeclaration(
     prompts={"seed": ALFWORLD_SEED},
     # the tiny CPU model trains on four fixed tasks of the small ``mini`` rooms (the
     # ALFWorld-scale default is too hard for it, docs/training.md)
-    train_defaults={"cpu-tiny": {"tasks": [1, 8, 13, 19], "env_kwargs": {"preset": "mini"}}},
+    # ``mvpo-showcase`` (preset ``cpu-showcase``): the ALFWorld study's full train split,
+    # its held-out split and its warm start, shipped in data/models/ (docs/training.md)
+    train_defaults={
+        "cpu-tiny": {"tasks": [1, 8, 13, 19], "env_kwargs": {"preset": "mini"}},
+        "cpu-showcase": {
+            "tasks": [],
+            "env_kwargs": {"num_games": "full"},
+            "eval_split": "valid_unseen",
+            "model": "alfworld-encoder-warm",
+        },
+    },
     default=True,
 )

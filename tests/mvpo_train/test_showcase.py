@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from mvpo_train import showcase
-from mvpo_train.config import ConfigError, preset
-from mvpo_train.encoder_policy import BUNDLED_HEADS, resolve_head
+from mvpo_train.config import PRESETS, ConfigError, preset
+from mvpo_train.encoder_policy import SegmentEmbedder, bundled_heads, load_head, resolve_head
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDY = ROOT / "benchmarks" / "results" / "learning_full_runs"
@@ -30,11 +30,13 @@ def test_the_preset_is_the_studys_mvpo_arm():
     differ = {k: (saved.get(k), cfg.get(k)) for k in set(saved) | set(cfg) if k not in NOT_TRAINING
               and saved.get(k) != cfg.get(k)}  # fmt: skip
     assert differ == {}
+    # the env-specific fields come from ALFWorld's declaration (train_defaults), not the preset
     assert cfg["model"] == "alfworld-encoder-warm" and cfg["iterations"] == 10
+    assert "model" not in PRESETS[showcase.PRESET] and "env_kwargs" not in PRESETS[showcase.PRESET]
 
 
 def test_the_bundled_warm_start_is_the_studys():
-    assert BUNDLED_HEADS == ("alfworld-encoder-warm",)
+    assert "alfworld-encoder-warm" in bundled_heads()  # found by its config.json's kind
     head = Path(resolve_head("alfworld-encoder-warm"))
     for name in ("model.safetensors", "config.json", "warm_start.json"):
         assert (head / name).read_bytes() == (STUDY / "warm-head" / name).read_bytes()
@@ -47,8 +49,11 @@ def test_the_bundled_warm_start_is_the_studys():
 
 def test_a_missing_bundled_head_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("MVPO_DATA", str(tmp_path))
-    with pytest.raises(ConfigError, match="bundled head 'alfworld-encoder-warm' is missing"):
-        resolve_head("alfworld-encoder-warm")
+    assert (
+        bundled_heads() == [] and resolve_head("alfworld-encoder-warm") == "alfworld-encoder-warm"
+    )
+    with pytest.raises(ConfigError, match=r"nor a bundled head \(data/models/: none\)"):
+        load_head(resolve_head("alfworld-encoder-warm"), SegmentEmbedder())
 
 
 def test_paired_difference_and_intervals():
