@@ -745,8 +745,14 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             f"iteration, {it} iterations, lr {args.lr}, 2 PPO epochs"
             + (f", then `{' '.join(args.extra)}`" if args.extra else "")
             + f", seeds {list(args.seeds)}; "
-            "arms differ only in "
-            + ", ".join(f"`{a}`: `{' '.join(env.arm(a))}`" for a in args.arms)
+            + (
+                "arms differ only in "
+                if not arm_flags(args)
+                else "arms differ in (their flags come last, so an arm's `--lr` or `--kl-coef` wins) "
+            )
+            + ", ".join(
+                f"`{a}`: `{' '.join(env.arm(a) + arm_flags(args).get(a, []))}`" for a in args.arms
+            )
             if args.study
             else f"`cpu-tiny` + `{' '.join(args.extra)}`, {it} iterations"
         )

@@ -241,3 +241,10 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
     assert "held-out test | test score |" in text and lm.WEBSHOP_SUCCESS_ID in text
     assert "| mvpo - gigpo | 2 |" in text and "0.150" in text
     assert "per task type" not in text
+    assert "arms differ only in `gigpo`: `--estimator gigpo`" in text
+    # an arm's own flags are in the settings sentence (they win over the study's --lr)
+    args.arm_flags = ["mvpo=--lr 0.0003 --kl-coef 0.05"]
+    lm.write_markdown(table, args, out, out.with_suffix(".png"))
+    text = out.read_text()
+    assert "an arm's `--lr` or `--kl-coef` wins) " in text
+    assert "`mvpo`: `--estimator mvpo --lr 0.0003 --kl-coef 0.05`" in text
