@@ -61,6 +61,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mvpo_train.stats import bootstrap_ci  # the results' intervals (also lm.bootstrap_ci)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 WARM = "runs/encoder-warm"
@@ -514,17 +516,6 @@ def first_reach(success: np.ndarray, threshold: float, window: int = SMOOTH) -> 
         if ma[i] >= threshold:
             return i + 1
     return None
-
-
-def bootstrap_ci(values, n: int = 10_000, seed: int = 0, level: float = 0.95):
-    """Percentile bootstrap CI of the mean (resampling the values, seeded); (mean, lo, hi)."""
-    v = np.asarray(values, dtype=np.float64)
-    if v.size == 0:
-        return (float("nan"),) * 3
-    rng = np.random.default_rng(seed)
-    means = v[rng.integers(0, v.size, size=(n, v.size))].mean(axis=1)
-    a = (1.0 - level) / 2
-    return float(v.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
 
 def curve_band(curves: np.ndarray, n: int = 2000, seed: int = 0):

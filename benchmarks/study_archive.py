@@ -88,15 +88,16 @@ def finished(run: Path, final_splits: Sequence[str]) -> bool:
     return all((run / f"eval-{split}.json").is_file() for split in final_splits)
 
 
-def _export_checkpoint(run: Path, dest: Path, final_splits: Sequence[str]) -> str | None:
-    """Archive the newest intact checkpoint of an unfinished run (replacing an older one),
-    drop it for a finished one; the archived folder's name, or None."""
+def _export_checkpoint(
+    run: Path, dest: Path, final_splits: Sequence[str], latest: Path | None
+) -> str | None:
+    """Archive ``latest``, the newest intact checkpoint of an unfinished run (replacing an
+    older one), drop it for a finished one; the archived folder's name, or None."""
     ck = _load_checkpoint_module()
     archived = dest / CHECKPOINTS
     if finished(run, final_splits):
         shutil.rmtree(archived, ignore_errors=True)
         return None
-    latest, _ = ck.find_intact_checkpoint(run)
     if latest is None:
         return None
     target = archived / latest.name
@@ -113,13 +114,12 @@ def _export_checkpoint(run: Path, dest: Path, final_splits: Sequence[str]) -> st
     return latest.name
 
 
-def _export_records(run: Path, dest: Path) -> int:
-    """Copy the run's batch records up to its newest intact checkpoint into ``dest/records/``
-    (module docstring); the number newly copied. Never replaces an archived record."""
+def _export_records(run: Path, dest: Path, latest: Path | None) -> int:
+    """Copy the run's batch records up to ``latest``, its newest intact checkpoint, into
+    ``dest/records/`` (module docstring); the number newly copied. Never replaces an
+    archived record."""
     from mvpo_train.records import find_records
 
-    ck = _load_checkpoint_module()
-    latest, _ = ck.find_intact_checkpoint(run)
     if latest is None:
         return 0
     settled = int(latest.name.removeprefix("iter-"))
@@ -158,10 +158,12 @@ def export(
         dest.mkdir(parents=True, exist_ok=True)
         for f in compact_files(run):
             shutil.copy2(f, dest / f.name)
+        needs = records or (checkpoints is not None and not finished(run, checkpoints))
+        latest = _load_checkpoint_module().find_intact_checkpoint(run)[0] if needs else None
         if checkpoints is not None:
-            _export_checkpoint(run, dest, checkpoints)
+            _export_checkpoint(run, dest, checkpoints, latest)
         if records:
-            _export_records(run, dest)
+            _export_records(run, dest, latest)
         n += 1
     return n
 

@@ -483,8 +483,9 @@ class EncoderPolicy:
 
     # ------------------------------------------------------------------ scores
     #: candidate rows per forward of the head: a whole batch's old / reference log-probs
-    #: (16 x 8 x 50 ALFWorld steps, ~175k candidates) at once peaked at 8.7 GB; in balanced
-    #: chunks of at most this many rows the peak stays near 1 GB (docs/policies.md, "Memory")
+    #: (16 x 8 x 50 ALFWorld steps, every admissible candidate) in one forward peaked at
+    #: 8.74 GB in `make run`, 1.74 GB in balanced chunks of at most this many rows
+    #: (docs/policies.md, "Memory")
     MAX_HEAD_ROWS = 8192
 
     def _head_scores(

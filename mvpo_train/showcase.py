@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train import stats
 from mvpo_train.config import ConfigError, TrainConfig
 
 __all__ = ["PRESET", "bootstrap_ci", "credit_summary", "main", "paired_difference", "summary_text"]
@@ -39,14 +40,9 @@ BOOTSTRAP = 10_000
 
 
 def bootstrap_ci(values: np.ndarray, seed: int = 0, n: int = BOOTSTRAP) -> tuple[float, float]:
-    """95% percentile interval of the mean of ``values`` (resampled with a fixed seed)."""
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(n, values.size))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    """95% percentile interval of the mean of ``values`` (:func:`mvpo_train.stats.bootstrap_ci`)."""
+    _, lo, hi = stats.bootstrap_ci(values, n=n, seed=seed)
+    return lo, hi
 
 
 def per_game(result: dict[str, Any]) -> dict[int, float]:
@@ -177,10 +173,21 @@ def plot(result: dict[str, Any], rows: list[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def _weights_digest(model: str) -> str | None:
+    """SHA-256 of a model folder's ``model.safetensors`` (None: no such file, e.g. a fresh head)."""
+    import hashlib
+
+    path = Path(model) / "model.safetensors"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
 def _eval_key(cfg: TrainConfig, model: str) -> dict[str, Any]:
-    return {"model": model, "split": cfg.eval_split, "episodes": cfg.eval_episodes,
-            "greedy": cfg.eval_greedy, "seed": cfg.seed, "env_id": cfg.env_id,
-            "env_kwargs": cfg.env_kwargs, "max_steps": cfg.max_steps}  # fmt: skip
+    """What a cached evaluation must have been made with (the weights included: a folder whose
+    files changed is evaluated again)."""
+    return {"model": model, "weights_sha256": _weights_digest(model), "split": cfg.eval_split,
+            "episodes": cfg.eval_episodes, "greedy": cfg.eval_greedy, "seed": cfg.seed,
+            "env_id": cfg.env_id, "env_kwargs": cfg.env_kwargs,
+            "max_steps": cfg.max_steps}  # fmt: skip
 
 
 def _write_json(path: Path, obj: dict[str, Any]) -> None:
@@ -202,7 +209,13 @@ def heldout(cfg: TrainConfig, model: str, path: Path, label: str) -> dict[str, A
 
     print(f"mvpo-showcase: held-out evaluation of the {label} on {cfg.eval_split} ...", flush=True)
     policy = load_policy(cfg, model=model)
-    result = evaluate(policy, cfg, per_episode=True, seed=cfg.seed, report_time=True)
+    venvs: dict[str, Any] = {}
+    try:
+        result = evaluate(policy, cfg, per_episode=True, seed=cfg.seed, report_time=True,
+                          cache=venvs)  # fmt: skip
+    finally:
+        for venv in venvs.values():
+            venv.close()
     if hasattr(policy, "persist_cache"):
         policy.persist_cache()  # the training run reads the embeddings computed here
     games = per_game(result)
@@ -214,10 +227,9 @@ def heldout(cfg: TrainConfig, model: str, path: Path, label: str) -> dict[str, A
 
 
 def _read_rows(run: Path) -> list[dict[str, Any]]:
-    path = run / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    from mvpo_train.metrics import read_metrics
+
+    return read_metrics(run) if (run / "metrics.jsonl").is_file() else []
 
 
 def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
@@ -232,10 +244,7 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
     run = Path(cfg.run_dir)
     check_device(cfg.device)
-    venv = make_venv(cfg, cfg.eval_split, 1, 1)  # a split the env refuses fails now
-    heldout_games = venv.num_tasks
-    venv.close()
-    train_venv = make_venv(cfg, cfg.split, 1, 1)
+    train_venv = make_venv(cfg, cfg.split, 1, 1)  # a split the env refuses fails now
     train_games = train_venv.num_tasks
     train_venv.close()
     import torch
@@ -257,25 +266,32 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
     if not (run / START).is_file():  # moved aside with the old run by --overwrite
         _write_json(run / START, start)
     rows = _read_rows(run)
-    if len(rows) < cfg.iterations:
-        raise ConfigError(f"showcase: {run} holds {len(rows)} of {cfg.iterations} iterations")
-    final = str(_intact_checkpoint(run))
+    final = _intact_checkpoint(run)
+    if len(rows) != cfg.iterations or final.name != f"iter-{cfg.iterations:06d}":
+        # a longer run, or a newest checkpoint that is not the last iteration's: the "after"
+        # policy would not be the one of these iterations
+        raise ConfigError(
+            f"showcase: {run} holds {len(rows)} iterations and its newest intact checkpoint is "
+            f"{final.name}, not iteration {cfg.iterations}; pass --iterations {len(rows)} or "
+            "--overwrite"
+        )
+    final = str(final)
     end = heldout(cfg, final, run / END, "trained policy")
     result: dict[str, Any] = {
         "config": cfg.to_dict(),
         "train_games": train_games,
-        "heldout_games": heldout_games,
+        "heldout_games": len(per_game(start)),
         "start": {k: v for k, v in start.items() if not k.startswith("episode_")},
         "end": {k: v for k, v in end.items() if not k.startswith("episode_")},
         "difference": paired_difference(start, end),
-        "train_success": [r["success"] for r in rows[: cfg.iterations]],
-        "credit": credit_summary(rows[: cfg.iterations]),
+        "train_success": [r["success"] for r in rows],
+        "credit": credit_summary(rows),
         "plot": str(run / "showcase.png"),
         "json": str(run / "showcase.json"),
         "minutes": (time.perf_counter() - t0) / 60,
     }
-    plot(result, rows[: cfg.iterations], run / "showcase.png")
-    (run / "showcase.json").write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, rows, run / "showcase.png")
+    _write_json(run / "showcase.json", result)
     return result
 
 

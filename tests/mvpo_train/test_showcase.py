@@ -111,3 +111,16 @@ def test_a_tiny_showcase_runs_reuses_its_work_and_refuses_a_changed_config(tmp_p
     assert showcase.main([*argv, "--estimator", "gigpo", "--overwrite"]) == 0
     assert json.loads((run / "showcase.json").read_text())["config"]["estimator"] == "gigpo"
     assert (run / showcase.START).is_file() and (tmp_path / "showcase.old-1").is_dir()
+
+
+def test_a_run_longer_than_asked_is_one_line_not_a_mislabelled_result(tmp_path, capsys):
+    """The "after" policy must be the one of these iterations: a folder whose run went further
+    (or whose newest intact checkpoint is not the last iteration's) is refused in one line."""
+    run = tmp_path / "showcase"
+    argv = [*TINY, "--run-dir", str(run), "--embedding-cache", str(tmp_path / "emb.npz")]
+    assert showcase.main(argv) == 0
+    capsys.readouterr()
+    assert showcase.main([*argv, "--iterations", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already at iteration 2" in err and "--overwrite" in err
+    assert json.loads((run / "showcase.json").read_text())["train_success"].__len__() == 2
