@@ -568,8 +568,17 @@ def heldout_keys(env: StudyEnv) -> list[str]:
     return splits + ([f"{s}_score" for s in splits] if env.scores else [])
 
 
+def threshold_key(threshold: float) -> str:
+    """The key of a further threshold in ``learning.json``'s ``reach_at`` (``"0.25"``)."""
+    return f"{threshold:g}"
+
+
 def per_seed_values(
-    rows: list[dict], path: Path, threshold: float, env: StudyEnv = ALFWORLD
+    rows: list[dict],
+    path: Path,
+    threshold: float,
+    env: StudyEnv = ALFWORLD,
+    more_thresholds: tuple[float, ...] = (),
 ) -> dict[str, float | None]:
     succ = np.array([r["success"] for r in rows])
     za = np.array([r.get("adv/zero_adv_ratio", np.nan) for r in rows])
@@ -580,6 +589,7 @@ def per_seed_values(
         "first": float(succ[:SMOOTH].mean()),
         "final": float(succ[-SMOOTH:].mean()),
         "reach": first_reach(succ, threshold),
+        "reach_at": {threshold_key(t): first_reach(succ, t) for t in more_thresholds},
         "zero_adv_early": float(np.nanmean(za[:SMOOTH])),
     }
     for key in heldout_keys(env):
@@ -592,8 +602,17 @@ def per_seed_values(
 
 
 def summarize(
-    runs, base: Path, threshold: float, iterations: int, pairs=None, env: StudyEnv = ALFWORLD
+    runs,
+    base: Path,
+    threshold: float,
+    iterations: int,
+    pairs=None,
+    env: StudyEnv = ALFWORLD,
+    more_thresholds: tuple[float, ...] = (),
 ) -> dict:
+    """Per arm: bootstrap CIs over seeds of every per-seed value; per pair: of the per-seed
+    differences. Iterations to a threshold count a run that never reaches it as
+    ``iterations + 1`` (``threshold`` and each of ``more_thresholds``, docs/learning_study.md)."""
     pairs = env.pairs if pairs is None else pairs
     first = env.final_evals[0][0]
     table: dict = {"arms": {}, "pairs": {}, "warm_start": {}}
@@ -607,7 +626,8 @@ def summarize(
             continue
         seeds = sorted(per_seed)
         vals = {
-            s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold, env) for s in seeds
+            s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold, env, more_thresholds)
+            for s in seeds
         }
         succ = np.array([[r["success"] for r in per_seed[s]] for s in seeds])
         mean, lo, hi = curve_band(moving_average(succ))
@@ -634,6 +654,13 @@ def summarize(
         reach = [vals[s]["reach"] or iterations + 1 for s in seeds]
         row["reach"] = bootstrap_ci(reach)
         row["reach_median"] = float(np.median(reach))
+        row["reach_at"] = {}
+        for t in map(threshold_key, more_thresholds):
+            at = [vals[s]["reach_at"][t] for s in seeds]
+            row["reach_at"][t] = {
+                "ci": bootstrap_ci([r or iterations + 1 for r in at]),
+                "reached": sum(r is not None for r in at),
+            }
         tk = f"{first}_types"
         types = sorted({t for s in seeds for t in vals[s][tk]})
         row[tk] = {
@@ -655,6 +682,14 @@ def summarize(
                 if x is not None and y is not None:
                     d.append(x - y)
             entry[key] = bootstrap_ci(d) if d else None
+        entry["reach_at"] = {
+            t: bootstrap_ci([
+                (pa[str(s)]["reach_at"][t] or iterations + 1)
+                - (pb[str(s)]["reach_at"][t] or iterations + 1)
+                for s in common
+            ]) if common else None
+            for t in map(threshold_key, more_thresholds)
+        }  # fmt: skip
         table["pairs"][f"{a} - {b}"] = entry
     return table
 
@@ -710,6 +745,36 @@ def env_sentence(args: argparse.Namespace) -> str:
             return "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
         return f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
     return f"`{env.env_id}` with `--env-kwargs '{args.env_kwargs}'`, all train tasks, {env.setting}"
+
+
+def more_thresholds_lines(table: dict, args: argparse.Namespace) -> list[str]:
+    """The table of iterations to each of ``--more-thresholds`` (per arm, then per pair)."""
+    more = [threshold_key(t) for t in getattr(args, "more_thresholds", [])]
+    if not more:
+        return []
+    it = args.iterations
+    lines = [
+        "",
+        "Iterations to further thresholds of training success (`--more-thresholds`; the same "
+        f"rule, a run that never reaches one counts as {it + 1}; per seed in brackets):",
+        "",
+        "| arm | seeds | " + " | ".join(f"to {float(t):.0%}" for t in more) + " |",
+        "|---|---|" + "---|" * len(more),
+    ]
+    for arm, r in table["arms"].items():
+        cells = []
+        for t in more:
+            per = ", ".join(
+                str(v["reach_at"][t]) if v["reach_at"][t] is not None else f">{it}"
+                for v in r["per_seed"].values()
+            )
+            at = r["reach_at"][t]
+            cells.append(f"{_fmt(at['ci'], 1)} ({per}; {at['reached']}/{len(r['seeds'])} reached)")
+        lines.append(f"| {arm} | {len(r['seeds'])} | " + " | ".join(cells) + " |")
+    for name, p in table["pairs"].items():
+        cells = [_fmt(p["reach_at"][t], 1) for t in more]
+        lines.append(f"| {name} (paired) | {len(p['seeds'])} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
@@ -805,6 +870,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
                 f"{_fmt(p['reach'], 1)} | {_fmt(p[first])} |"
                 + (f" {_fmt(p[f'{first}_score'])} |" if env.scores else "")
             )
+    lines += more_thresholds_lines(table, args)
     types = sorted({t for r in table["arms"].values() for t in r.get(f"{first}_types", {})})
     if types and env is ALFWORLD:  # WebShop's goals have no task types
         lines += [
@@ -854,6 +920,7 @@ def study_settings(args: argparse.Namespace) -> dict:
         "final_episodes": {s: e for s, e in final_evals(args)},
         "eval_every": args.eval_every,
         "eval_episodes": args.eval_episodes,
+        "thresholds": [args.threshold, *getattr(args, "more_thresholds", [])],
         **env.extra_settings,
     }
 
@@ -910,6 +977,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--env-kwargs", default=env.env_kwargs,
                    help=f"{env.env_id} keywords of every run, as JSON (e.g. the full split)")  # fmt: skip
     p.add_argument("--threshold", type=float, default=0.2, help="success threshold")
+    p.add_argument("--more-thresholds", type=float, nargs="+", default=[], metavar="T",
+                   help="further success thresholds: iterations to each in their own table and "
+                   "in learning.json (reach_at); analysis only, the runs are the same")  # fmt: skip
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
     p.add_argument(
         "--ray",
@@ -964,7 +1034,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.study:
             warm_start_and_eval(args, base, build=False)  # the eval needs a run's config
     runs = load_runs(base, args.arms, args.seeds, args.iterations)
-    table = summarize(runs, base, args.threshold, args.iterations, env=env)
+    table = summarize(
+        runs, base, args.threshold, args.iterations, env=env,
+        more_thresholds=tuple(args.more_thresholds),
+    )  # fmt: skip
     table["settings"] = study_settings(args)
     save_results(
         table,

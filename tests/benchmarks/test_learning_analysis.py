@@ -71,6 +71,34 @@ def test_summary_and_paired_differences(tmp_path):
     assert "mvpo - gigpo" not in table["pairs"]  # an arm that did not run
 
 
+def test_iterations_to_further_thresholds(tmp_path):
+    """``--more-thresholds``: iterations to each further threshold per seed, censored at the
+    run length + 1 when never reached, paired per seed, and in their own markdown table."""
+    import argparse
+
+    lm = _learning()
+    n = 8
+    _write_run(tmp_path / "grpo-seed0", [0.3] * n, 0.1)  # moving average 0.3 from iteration 5
+    _write_run(tmp_path / "grpo-seed1", [0.0] * 4 + [0.5] * 4, 0.1)  # 0.3 at 7, 0.4 at 8
+    for seed in (0, 1):
+        _write_run(tmp_path / f"mvpo-seed{seed}", [0.5] * n, 0.2)
+    runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1], n)
+    table = lm.summarize(runs, tmp_path, 0.2, n, more_thresholds=(0.3, 0.45))
+    g, m = table["arms"]["grpo"], table["arms"]["mvpo"]
+    assert [g["per_seed"][s]["reach_at"]["0.3"] for s in "01"] == [5, 7]
+    assert [g["per_seed"][s]["reach_at"]["0.45"] for s in "01"] == [None, None]
+    assert g["reach_at"]["0.3"] == {"ci": lm.bootstrap_ci([5, 7]), "reached": 2}
+    assert g["reach_at"]["0.45"]["ci"][0] == n + 1 and g["reach_at"]["0.45"]["reached"] == 0
+    assert m["reach_at"]["0.45"]["ci"][0] == 5
+    pair = table["pairs"]["mvpo - grpo"]["reach_at"]
+    assert pair["0.3"][0] == -1.0 and pair["0.45"][0] == 5 - (n + 1)
+    args = argparse.Namespace(more_thresholds=[0.3, 0.45], iterations=n)
+    text = "\n".join(lm.more_thresholds_lines(table, args))
+    assert "| to 30% | to 45% |" in text
+    assert "(5, 7; 2/2 reached)" in text and "(>8, >8; 0/2 reached)" in text
+    assert lm.more_thresholds_lines(table, argparse.Namespace(more_thresholds=[])) == []
+
+
 def test_a_refused_run_fails_its_script():
     """A run's command exits with the entry's code, so a refused config is FAILED, not ok."""
     import subprocess
