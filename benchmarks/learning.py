@@ -597,6 +597,9 @@ def per_seed_values(
         out[key] = read_eval(path, split, "score" if key != split else "success")
     out[f"{first}_types"] = read_eval_types(path, first)
     out["last_inline_eval"] = held[-1] if held else None
+    out["inline_eval"] = {
+        str(r["iteration"]): r["eval/success"] for r in rows if "eval/success" in r
+    }
     out["minutes"] = sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60
     return out
 
@@ -645,6 +648,12 @@ def summarize(
             ).tolist(),
             "inline_eval_iterations": ev_iters,
             "inline_eval": np.nanmean(ev, 0).tolist() if ev.size else [],
+            "inline_eval_ci": {
+                str(it): bootstrap_ci(xs)
+                for it in ev_iters
+                if (xs := [vals[s]["inline_eval"][str(it)] for s in seeds
+                           if str(it) in vals[s]["inline_eval"]])
+            },
             "reached": sum(vals[s]["reach"] is not None for s in seeds),
         }  # fmt: skip
         for key in ("auc", "first", "final", "zero_adv_early", *heldout_keys(env), "minutes"):
@@ -682,6 +691,15 @@ def summarize(
                 if x is not None and y is not None:
                     d.append(x - y)
             entry[key] = bootstrap_ci(d) if d else None
+        entry["inline_eval"] = {}  # held-out during training, paired per evaluated iteration
+        for it in sorted({int(k) for s in common for k in pa[str(s)]["inline_eval"]}):
+            d = [
+                pa[str(s)]["inline_eval"][str(it)] - pb[str(s)]["inline_eval"][str(it)]
+                for s in common
+                if str(it) in pa[str(s)]["inline_eval"] and str(it) in pb[str(s)]["inline_eval"]
+            ]
+            if d:
+                entry["inline_eval"][str(it)] = bootstrap_ci(d)
         entry["reach_at"] = {
             t: bootstrap_ci([
                 (pa[str(s)]["reach_at"][t] or iterations + 1)
@@ -774,6 +792,32 @@ def more_thresholds_lines(table: dict, args: argparse.Namespace) -> list[str]:
     for name, p in table["pairs"].items():
         cells = [_fmt(p["reach_at"][t], 1) for t in more]
         lines.append(f"| {name} (paired) | {len(p['seeds'])} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def inline_eval_lines(table: dict, split: str, args: argparse.Namespace) -> list[str]:
+    """Held-out success during training (every ``--eval-every`` iterations) per arm and paired
+    per iteration: the shape of the seeds' comparison at iterations 20, 30, 50, 60."""
+    its = sorted({int(k) for r in table["arms"].values() for k in r.get("inline_eval_ci", {})})
+    if not its:
+        return []
+    lines = [
+        "",
+        f"Held-out `{split}` success during training (every {args.eval_every} iterations, "
+        f"every task x {args.eval_episodes} sampled episode(s), the run's own evaluation "
+        "stream; less precise than the final evaluation above), then paired per iteration:",
+        "",
+        "| arm | seeds | " + " | ".join(f"it. {i}" for i in its) + " |",
+        "|---|---|" + "---|" * len(its),
+    ]
+    for arm, r in table["arms"].items():
+        ci = r.get("inline_eval_ci", {})
+        lines.append(f"| {arm} | {len(r['seeds'])} | "
+                     + " | ".join(_fmt(ci.get(str(i))) for i in its) + " |")  # fmt: skip
+    for name, p in table["pairs"].items():
+        ci = p.get("inline_eval", {})
+        lines.append(f"| {name} (paired) | {len(p['seeds'])} | "
+                     + " | ".join(_fmt(ci.get(str(i))) for i in its) + " |")  # fmt: skip
     return lines
 
 
@@ -871,6 +915,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
                 + (f" {_fmt(p[f'{first}_score'])} |" if env.scores else "")
             )
     lines += more_thresholds_lines(table, args)
+    lines += inline_eval_lines(table, first, args)
     types = sorted({t for r in table["arms"].values() for t in r.get(f"{first}_types", {})})
     if types and env is ALFWORLD:  # WebShop's goals have no task types
         lines += [

@@ -99,6 +99,39 @@ def test_iterations_to_further_thresholds(tmp_path):
     assert lm.more_thresholds_lines(table, argparse.Namespace(more_thresholds=[])) == []
 
 
+def test_heldout_during_training_per_arm_and_paired(tmp_path):
+    """The periodic held-out evaluations (``eval/success`` rows) per iteration: bootstrap CI over
+    seeds per arm, paired per seed, and their markdown table."""
+    import argparse
+
+    lm = _learning()
+    n = 4
+    for arm, held in (("grpo", [0.1, 0.2]), ("mvpo", [0.3, 0.3])):
+        for seed in (0, 1):
+            _write_run(tmp_path / f"{arm}-seed{seed}", [0.1] * n, 0.1)
+            rows = [json.loads(x) for x in (tmp_path / f"{arm}-seed{seed}" / "metrics.jsonl")
+                    .read_text().splitlines()]  # fmt: skip
+            rows[1]["eval/success"] = held[0] + 0.1 * seed  # iteration 2
+            rows[3]["eval/success"] = held[1]  # iteration 4
+            (tmp_path / f"{arm}-seed{seed}" / "metrics.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows)
+            )
+    runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1], n)
+    table = lm.summarize(runs, tmp_path, 0.2, n)
+    g = table["arms"]["grpo"]
+    assert g["inline_eval_ci"]["2"] == lm.bootstrap_ci([0.1, 0.2])
+    assert np.isclose(g["inline_eval_ci"]["4"][0], 0.2)
+    pair = table["pairs"]["mvpo - grpo"]["inline_eval"]
+    assert sorted(pair) == ["2", "4"]
+    assert np.allclose(pair["2"], 0.2) and np.allclose(pair["4"], 0.1)
+    args = argparse.Namespace(eval_every=2, eval_episodes=1)
+    text = "\n".join(lm.inline_eval_lines(table, "valid_unseen", args))
+    assert "| arm | seeds | it. 2 | it. 4 |" in text
+    assert "| mvpo - grpo (paired) | 2 | 0.200 [0.200, 0.200] | 0.100 [0.100, 0.100] |" in text
+    no_eval = {"arms": {"grpo": {"seeds": [0]}}, "pairs": {}}
+    assert lm.inline_eval_lines(no_eval, "valid_unseen", args) == []
+
+
 def test_a_refused_run_fails_its_script():
     """A run's command exits with the entry's code, so a refused config is FAILED, not ok."""
     import subprocess
