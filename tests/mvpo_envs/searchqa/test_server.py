@@ -53,8 +53,13 @@ def canned() -> Iterator:
                 with conn:
                     conn.settimeout(5)
                     try:
-                        conn.recv(65536)
+                        _read_request(conn)
                         conn.sendall(reply)
+                        # close only after the client has read: a close with unread request
+                        # bytes, or before the reply is taken, resets the connection instead
+                        conn.shutdown(socket.SHUT_WR)
+                        while conn.recv(65536):
+                            pass
                     except OSError:
                         pass
 
@@ -64,6 +69,28 @@ def canned() -> Iterator:
     yield make
     for listener in socks:
         listener.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    """Read one HTTP request whole (headers, then ``Content-Length`` bytes of body), or up
+    to the peer's end of data."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip() or 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
 
 
 def _http(body: bytes, status: str = "200 OK") -> bytes:
