@@ -568,6 +568,11 @@ def heldout_keys(env: StudyEnv) -> list[str]:
     return splits + ([f"{s}_score" for s in splits] if env.scores else [])
 
 
+def censored(reach: int | None, iterations: int) -> int:
+    """Iterations to a threshold, ``iterations + 1`` for a run that never reached it."""
+    return iterations + 1 if reach is None else reach
+
+
 def threshold_key(threshold: float) -> str:
     """The key of a further threshold in ``learning.json``'s ``reach_at`` (``"0.25"``)."""
     return f"{threshold:g}"
@@ -634,11 +639,9 @@ def summarize(
         }
         succ = np.array([[r["success"] for r in per_seed[s]] for s in seeds])
         mean, lo, hi = curve_band(moving_average(succ))
-        ev_iters = sorted(
-            {r["iteration"] for s in seeds for r in per_seed[s] if "eval/success" in r}
-        )
-        ev = np.array([[next((r["eval/success"] for r in per_seed[s] if r["iteration"] == it),
-                              np.nan) for it in ev_iters] for s in seeds])  # fmt: skip
+        inline = {s: vals[s]["inline_eval"] for s in seeds}  # iteration (str) -> success
+        ev_iters = sorted({int(k) for s in seeds for k in inline[s]})
+        ev = np.array([[inline[s].get(str(it), np.nan) for it in ev_iters] for s in seeds])
         row = {
             "seeds": seeds,
             "per_seed": {str(s): vals[s] for s in seeds},
@@ -649,10 +652,8 @@ def summarize(
             "inline_eval_iterations": ev_iters,
             "inline_eval": np.nanmean(ev, 0).tolist() if ev.size else [],
             "inline_eval_ci": {
-                str(it): bootstrap_ci(xs)
+                str(it): bootstrap_ci([inline[s][str(it)] for s in seeds if str(it) in inline[s]])
                 for it in ev_iters
-                if (xs := [vals[s]["inline_eval"][str(it)] for s in seeds
-                           if str(it) in vals[s]["inline_eval"]])
             },
             "reached": sum(vals[s]["reach"] is not None for s in seeds),
         }  # fmt: skip
@@ -660,14 +661,14 @@ def summarize(
             xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
             row[key] = bootstrap_ci(xs) if xs else None
         # censored at the run length + 1 when not reached (reported as such)
-        reach = [vals[s]["reach"] or iterations + 1 for s in seeds]
+        reach = [censored(vals[s]["reach"], iterations) for s in seeds]
         row["reach"] = bootstrap_ci(reach)
         row["reach_median"] = float(np.median(reach))
         row["reach_at"] = {}
         for t in map(threshold_key, more_thresholds):
             at = [vals[s]["reach_at"][t] for s in seeds]
             row["reach_at"][t] = {
-                "ci": bootstrap_ci([r or iterations + 1 for r in at]),
+                "ci": bootstrap_ci([censored(r, iterations) for r in at]),
                 "reached": sum(r is not None for r in at),
             }
         tk = f"{first}_types"
@@ -687,7 +688,7 @@ def summarize(
             for s in common:
                 x, y = pa[str(s)][key], pb[str(s)][key]
                 if key == "reach":
-                    x, y = x or iterations + 1, y or iterations + 1
+                    x, y = censored(x, iterations), censored(y, iterations)
                 if x is not None and y is not None:
                     d.append(x - y)
             entry[key] = bootstrap_ci(d) if d else None
@@ -702,8 +703,8 @@ def summarize(
                 entry["inline_eval"][str(it)] = bootstrap_ci(d)
         entry["reach_at"] = {
             t: bootstrap_ci([
-                (pa[str(s)]["reach_at"][t] or iterations + 1)
-                - (pb[str(s)]["reach_at"][t] or iterations + 1)
+                censored(pa[str(s)]["reach_at"][t], iterations)
+                - censored(pb[str(s)]["reach_at"][t], iterations)
                 for s in common
             ]) if common else None
             for t in map(threshold_key, more_thresholds)

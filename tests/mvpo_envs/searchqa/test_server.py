@@ -8,6 +8,7 @@ are in ``tests/faults/test_server_faults.py``.
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
@@ -72,25 +73,11 @@ def canned() -> Iterator:
 
 
 def _read_request(conn: socket.socket) -> None:
-    """Read one HTTP request whole (headers, then ``Content-Length`` bytes of body), or up
-    to the peer's end of data."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip() or 0)
-    while len(body) < length:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return
-        body += chunk
+    """Read one HTTP request whole: its request line, headers and ``Content-Length`` body."""
+    with conn.makefile("rb") as f:
+        f.readline()
+        headers = http.client.parse_headers(f)
+        f.read(int(headers.get("Content-Length") or 0))
 
 
 def _http(body: bytes, status: str = "200 OK") -> bytes:
