@@ -25,7 +25,16 @@ from typing import Any
 from mvpo_envs.cli_args import int_at_least
 from mvpo_train.config import INT_MAX, SEED_MAX, ConfigError, OneLineParser
 
-__all__ = ["EXIT_USER_ERROR", "build_model_main", "eval_main", "plot_main", "train_main"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_USER_ERROR",
+    "build_model_main",
+    "on_interrupt",
+    "eval_main",
+    "plot_main",
+    "resume_command",
+    "train_main",
+]
 
 #: exit code of every user error (argparse's own code for usage errors)
 EXIT_USER_ERROR = 2
@@ -40,12 +49,61 @@ def _is_user_error(err: BaseException) -> bool:
     return checkpoint is not None and isinstance(err, checkpoint.CheckpointError)
 
 
+#: exit code after Ctrl-C (128 + SIGINT, what a shell reports)
+EXIT_INTERRUPTED = 130
+
+#: the command that continues an interrupted run, set by a command once it knows its run folder
+_resume_hint: Callable[[], str] | None = None
+
+
+def resume_command(prog: str, argv: list[str], run_dir: str | Path) -> str:
+    """The exact command that continues a run of ``prog argv`` in ``run_dir`` after it was
+    stopped: the same flags plus ``--resume`` when the folder holds a checkpoint; plus
+    ``--overwrite`` when it holds a run without one (nothing to resume); as typed otherwise."""
+    import shlex
+
+    from mvpo_train.checkpoint import latest_checkpoint
+
+    run = Path(run_dir)
+    rest = [a for a in argv if a not in ("--resume", "--overwrite", "--no-resume")]
+    if latest_checkpoint(run) is not None:
+        rest.append("--resume")
+    elif (run / "config.yaml").is_file():
+        rest.append("--overwrite")
+    return shlex.join([prog, *rest])
+
+
+def on_interrupt(prog: str, argv: list[str], run_dir: str | Path) -> None:
+    """After Ctrl-C, :func:`_guard` names :func:`resume_command` for this run folder."""
+    global _resume_hint
+    _resume_hint = lambda: resume_command(prog, argv, run_dir)  # noqa: E731
+
+
 def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) -> int:
     """Run ``main``; a user error becomes one stderr line and exit code 2 (``--debug``:
-    re-raised with its traceback)."""
+    re-raised with its traceback); Ctrl-C one line with the command that resumes, exit 130.
+
+    OpenMP's waiting threads are made to sleep rather than spin before torch is imported
+    (:func:`mvpo_train.threads.passive_openmp`)."""
+    from mvpo_train.threads import passive_openmp
+
+    global _resume_hint
+    passive_openmp()
+    _resume_hint = None
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return main(argv)
+    except KeyboardInterrupt:
+        if "--debug" in argv:
+            raise
+        hint = ""
+        if _resume_hint is not None:
+            try:
+                hint = f"; continue with: {_resume_hint()}"
+            except Exception:  # the hint is a courtesy; never a traceback after Ctrl-C
+                hint = ""
+        print(f"\n{prog}: interrupted{hint}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except Exception as err:
         if "--debug" in argv:
             raise
@@ -208,6 +266,7 @@ def _train(argv: list[str]) -> int:
     from mvpo_train.factories import make_venv
     from mvpo_train.trainer import train
 
+    on_interrupt("mvpo-train", argv, cfg.run_dir)
     check_device(cfg.device)
     if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
         make_venv(cfg, cfg.eval_split, 1, 1).close()
@@ -280,6 +339,18 @@ def _eval(argv: list[str]) -> int:
         help=f"sampling seed (0 <= seed <= {SEED_MAX})",
     )
     p.add_argument("--device", default=None, help="cpu | cuda | auto")
+    p.add_argument(
+        "--threads",
+        type=int_at_least(0, 4096),
+        default=None,
+        help="torch CPU threads (default: the config's; 0 = auto, the CPUs free now)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show progress (episodes played) on stderr",
+    )
     p.add_argument("--out", type=_non_empty, default=None, help="write the result as JSON here")
     _add_debug(p)
     args = p.parse_args(argv)
@@ -310,10 +381,12 @@ def _eval(argv: list[str]) -> int:
     if args.config:
         values.update(load_config(args.config))
         values.pop("preset", None)
-    for flag, name in (("env_id", "env_id"), ("max_steps", "max_steps"), ("device", "device")):
-        if getattr(args, flag) is not None:
-            values[name] = getattr(args, flag)
-    values.update(tensorboard=False, report_to=[], progress=False, resume=False, overwrite=False)
+    for name in ("env_id", "max_steps", "device", "threads"):
+        if getattr(args, name) is not None:
+            values[name] = getattr(args, name)
+    values.update(
+        tensorboard=False, report_to=[], progress=args.progress, resume=False, overwrite=False
+    )
     cfg = TrainConfig(**with_preset_env_kwargs(args.preset, values))
 
     from mvpo_train.evaluation import evaluate
@@ -328,9 +401,9 @@ def _eval(argv: list[str]) -> int:
 
         verify_checkpoint(model)  # a checkpoint folder given as --model: checked too
     quiet_transformers()
-    import torch
+    from mvpo_train.threads import set_torch_threads
 
-    torch.set_num_threads(cfg.threads)
+    set_torch_threads(cfg.threads)
     policy = load_policy(cfg, model=model)
     result = evaluate(
         policy,

@@ -128,7 +128,11 @@ class TrainConfig:
 
     # -- run ---------------------------------------------------------------------------------
     run_dir: str = _f(
-        "runs/mvpo-cpu-tiny", "output folder: metrics.jsonl, checkpoints, plots", safe=True
+        "runs/cpu-tiny/mvpo-seed0",
+        "output folder: metrics.jsonl, checkpoints, plots (default: runs/<preset>/<estimator>-"
+        "seed<seed>, one folder per preset, estimator and seed, so --resume finds it again; "
+        "the showcase preset: runs/showcase)",
+        safe=True,
     )
     seed: int = _f(
         0, "seed of everything random (tasks, sampling, minibatch order)", ge=0, le=SEED_MAX
@@ -156,7 +160,14 @@ class TrainConfig:
     stop_after: int = _f(
         0, "stop this process after N iterations as if killed (0 = never; tests)", ge=0, safe=True
     )
-    threads: int = _f(2, "torch CPU threads (torch.set_num_threads)", gt=0, le=4096)
+    threads: int = _f(
+        0,
+        "torch CPU threads (torch.set_num_threads); 0 = auto: the CPUs free when the run starts, "
+        "1 when other processes hold them (mvpo_train.threads); a resumed auto run keeps the "
+        "count saved in its config.yaml (bit-exact resume)",
+        ge=0,
+        le=4096,
+    )
     parallelism: Parallelism = _f(
         "ddp", "with --nproc/torchrun: ddp (replicated model) | fsdp (FSDP2 shards it; "
         "docs/scaling.md)", safe=True,
@@ -607,7 +618,7 @@ def changed_fields(
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": {},
     # `mvpo-showcase` / `make run` (docs/training.md, "Showcase"): the default env's study arm
-    # (docs/learning_study.md), 10 iterations on 2 threads; the env's declaration sets its
+    # (docs/learning_study.md), 10 iterations on the free CPUs; the env's declaration sets its
     # split, held-out split and bundled warm start (train_defaults["cpu-showcase"])
     "cpu-showcase": {
         "run_dir": "runs/showcase",
@@ -626,10 +637,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eval_greedy": False,
         "eval_every": 0,
         "save_every": 5,
-        "threads": 2,
     },
     "gpu-qwen2.5-1.5b": {
-        "run_dir": "runs/mvpo-qwen2.5-1.5b",
         "model": "Qwen/Qwen2.5-1.5B-Instruct",
         "device": "cuda",
         "dtype": "bfloat16",
@@ -685,11 +694,31 @@ def with_preset_env_kwargs(name: str, values: dict[str, Any]) -> dict[str, Any]:
     return {**values, **{k: v for k, v in defaults.items() if k not in values}}
 
 
+def default_run_dir(preset_name: str, values: dict[str, Any]) -> str:
+    """``runs/<preset>/<estimator>-seed<seed>``: the run folder of a run that names none, one
+    per preset, estimator and seed (``mvpo-train`` then ``mvpo-train --estimator gigpo
+    --seed 1`` write two runs; ``mvpo-train --resume`` finds the first again). Characters
+    other than letters, digits, ``.``, ``_`` and ``-`` in the estimator name become ``_``."""
+    fields = TrainConfig.__dataclass_fields__
+    estimator = str(values.get("estimator", fields["estimator"].default))
+    seed = values.get("seed", fields["seed"].default)
+    return f"runs/{preset_name}/{re.sub(r'[^A-Za-z0-9._-]', '_', estimator)}-seed{seed}"
+
+
+def _with_run_dir(preset_name: str, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with :func:`default_run_dir` when they name no run folder."""
+    if "run_dir" in values:
+        return values
+    return {**values, "run_dir": default_run_dir(preset_name, values)}
+
+
 def preset(name: str, **overrides: Any) -> TrainConfig:
-    """A config from a preset name plus field overrides."""
+    """A config from a preset name plus field overrides (the run folder, when not given:
+    :func:`default_run_dir`)."""
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; available: {sorted(PRESETS)}")
-    return TrainConfig(**with_preset_env_kwargs(name, {**PRESETS[name], **overrides}))
+    values = _with_run_dir(name, {**PRESETS[name], **overrides})
+    return TrainConfig(**with_preset_env_kwargs(name, values))
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -732,10 +761,36 @@ def _check_keys(data: dict[str, Any], where: str) -> None:
 
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors raise :class:`ConfigError` (one line, no usage
-    dump); the CLIs print it and exit with code 2."""
+    dump); the CLIs print it and exit with code 2. Every ``--dashed-flag`` is also accepted
+    as ``--dashed_flag`` (the YAML key's spelling): ``--run_dir x`` is ``--run-dir x``."""
 
     def error(self, message: str) -> typing.NoReturn:
         raise ConfigError(message)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: typing.Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        import sys
+
+        return super().parse_known_args(
+            self._dashed(list(sys.argv[1:] if args is None else args)), namespace
+        )
+
+    def _dashed(self, args: list[str]) -> list[str]:
+        """``--run_dir`` / ``--run_dir=x`` -> ``--run-dir`` / ``--run-dir=x`` where only the
+        dashed flag exists (values and everything after ``--`` are left alone)."""
+        known = self._option_string_actions
+        out: list[str] = []
+        for k, arg in enumerate(args):
+            if arg == "--":
+                return out + args[k:]
+            if arg.startswith("--") and "_" in arg:
+                name, eq, value = arg.partition("=")
+                dashed = name.replace("_", "-")
+                if name not in known and dashed in known:
+                    arg = dashed + eq + value
+            out.append(arg)
+        return out
 
 
 def json_arg(kind: type):
@@ -842,4 +897,5 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         v = getattr(args, f.name, None)
         if v is not None:
             values[f.name] = v
+    values = _with_run_dir(preset_name, values)
     return TrainConfig(**with_preset_env_kwargs(preset_name, values))

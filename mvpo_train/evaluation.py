@@ -15,6 +15,7 @@ from mvpo_train.batch import StepBatch
 from mvpo_train.config import ConfigError, TrainConfig
 from mvpo_train.factories import make_venv, rollout_config
 from mvpo_train.policy import Policy
+from mvpo_train.progress import episode_ticker, work_bar
 from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector
 
@@ -61,11 +62,14 @@ def evaluate(
     cache: dict[str, Any] | None = None,
     report_time: bool = False,
     per_episode: bool = False,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
     """Success rate (overall and per task type) on every task of an eval split (or on the
     task indices ``tasks``, or the first ``max_tasks``), ``episodes`` episodes each.
     ``per_episode`` adds ``episode_task`` and ``episode_success``: each episode's task index
     and outcome, in task order (for paired comparisons, e.g. ``mvpo-showcase``).
+    ``progress`` (default ``cfg.progress``): a bar on stderr ticking per step and finished
+    episode (:mod:`mvpo_train.progress`).
 
     Runs under ``torch.random.fork_rng`` with its own generator, so evaluating during
     training does not change the training run's random stream.
@@ -101,11 +105,16 @@ def evaluate(
     start = time.perf_counter()
     was_training = policy.model.training
     policy.model.eval()
-    with torch.random.fork_rng(devices=[]):
+    shown = cfg.progress if progress is None else progress
+    with (
+        torch.random.fork_rng(devices=[]),
+        work_bar(shown, f"eval {split}", n_tasks * episodes, "ep") as bar,
+    ):
         torch.manual_seed(seed)
+        tick = episode_ticker(bar)
         for first in range(0, n_tasks, chunk):
             part = [task_list[min(first + k, n_tasks - 1)] for k in range(chunk)]
-            batch = collector.collect(part, greedy=greedy)
+            batch = collector.collect(part, greedy=greedy, on_step=tick)
             tt = np.asarray(batch.extras["task_type"], dtype=object)[batch.traj_rows]
             keep = batch.traj_group < (n_tasks - first)  # drop padding groups
             ep_tasks += [part[g] for g in batch.traj_group[keep].tolist()]

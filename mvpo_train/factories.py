@@ -249,11 +249,8 @@ def make_refit(cfg: TrainConfig) -> AbstractionRefit | None:
 
 
 def progress_bar(cfg: TrainConfig, start: int) -> Any:
-    """The run's tqdm bar from iteration ``start`` (``None`` with ``progress=False``)."""
-    if not cfg.progress:
-        return None
-    from tqdm.auto import tqdm
+    """The run's tqdm bar from iteration ``start`` (``None`` with ``progress=False``;
+    :func:`mvpo_train.progress.iteration_bar`)."""
+    from mvpo_train.progress import iteration_bar
 
-    return tqdm(
-        total=cfg.iterations, initial=start, desc=f"mvpo-train [{cfg.estimator}]", unit="it"
-    )
+    return iteration_bar(cfg.progress, f"mvpo-train [{cfg.estimator}]", cfg.iterations, start)

@@ -30,7 +30,7 @@ The policy gets each prompt as a :class:`~mvpo_train.prompts.Prompt`, its text a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,8 +150,16 @@ class RolloutCollector:
 
     # ------------------------------------------------------------------ one batch
     @torch.no_grad()
-    def collect(self, task_indices: Sequence[int], *, greedy: bool = False) -> StepBatch:
-        """One episode per sub-env; group ``b`` on task ``task_indices[b]``."""
+    def collect(
+        self,
+        task_indices: Sequence[int],
+        *,
+        greedy: bool = False,
+        on_step: Callable[[int], None] | None = None,
+    ) -> StepBatch:
+        """One episode per sub-env; group ``b`` on task ``task_indices[b]``. ``on_step`` is
+        called after every environment step with the number of episodes that ended in it
+        (progress: :func:`mvpo_train.progress.episode_ticker`)."""
         cfg = self.config
         venv = self.venv
         n = venv.num_envs
@@ -217,6 +225,8 @@ class RolloutCollector:
                     active[i] = False
                     won[i] = bool(info2[i].get("won", False))
             info = [info2[i] if active[i] else info[i] for i in range(n)]
+            if on_step is not None:
+                on_step(len(idx) - int(active[idx].sum()))
         for i in range(n):
             for r in traj_rows[i]:
                 rows[r]["success"] = bool(won[i])

@@ -247,9 +247,9 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
     train_venv = make_venv(cfg, cfg.split, 1, 1)  # a split the env refuses fails now
     train_games = train_venv.num_tasks
     train_venv.close()
-    import torch
+    from mvpo_train.threads import set_torch_threads
 
-    torch.set_num_threads(cfg.threads)
+    cfg = dataclasses.replace(cfg, threads=set_torch_threads(cfg.threads, resume_from=run))
     start_model = resolve_head(cfg.model) if cfg.policy == "encoder" else cfg.model
     if cfg.overwrite:  # the trainer moves an old run aside; its evaluations are not reused
         for name in (START, END):
@@ -296,13 +296,14 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def _showcase(argv: list[str]) -> int:
-    from mvpo_train.cli import _add_debug
+    from mvpo_train.cli import _add_debug, on_interrupt
     from mvpo_train.config import build_parser, config_from_args
 
     parser = build_parser("mvpo-showcase", __doc__)
     parser.set_defaults(preset=PRESET)
     _add_debug(parser)
     cfg = config_from_args(parser.parse_args(argv))
+    on_interrupt("mvpo-showcase", argv, cfg.run_dir)
     print(summary_text(run_showcase(cfg)))
     return 0
 

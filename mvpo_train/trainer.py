@@ -25,6 +25,8 @@ checkpoint holds).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +53,13 @@ from mvpo_train.factories import (
     seed_everything,
 )
 from mvpo_train.metrics import MetricsLogger, PhaseTimer
+from mvpo_train.progress import episode_ticker, work_bar
 from mvpo_train.prompts import get_template
 from mvpo_train.records import write_batch_record
 from mvpo_train.rollout import RolloutCollector
 from mvpo_train.run_folder import check_run_dir_name, plan_run, say, write_error
 from mvpo_train.run_lock import RunLock, hold_run_lock
+from mvpo_train.threads import set_torch_threads
 from mvpo_train.tracking import check_available, resolve_report_to
 from mvpo_train.train_state import TrainState
 from mvpo_train.update import no_grad_logprobs, ppo_update, row_logprobs
@@ -84,8 +88,12 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     writer is refused with :class:`~mvpo_train.run_lock.RunLockedError`.
     """
     quiet_transformers()
-    torch.set_num_threads(cfg.threads)
     ctx = D.init_distributed()  # torchrun's ranks; one process without torchrun
+    # threads=0 (auto): the free CPUs shared by this machine's ranks, or a resumed run's own
+    # count; config.yaml records the count used
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    threads = set_torch_threads(cfg.threads, local_ranks, cfg.run_dir if cfg.resume else None)
+    cfg = dataclasses.replace(cfg, threads=threads)
     check_run_dir_name(Path(cfg.run_dir), cfg.overwrite)
     lock = hold_run_lock(cfg.run_dir, create=not cfg.resume) if ctx.is_main else None
     try:
@@ -191,7 +199,7 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
     eval_state: dict[str, Any] = {}
 
     written: list[dict[str, Any]] = []
-    bar = progress_bar(cfg, start) if ctx.is_main else None
+    bar = progress_bar(cfg, start) if ctx.is_main else None  # ETA: progress.iteration_bar
     for iteration in range(start, cfg.iterations):
         timer = PhaseTimer()
         policy.model.eval()
@@ -201,7 +209,9 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
             if ctx.enabled:  # a stream per rank and iteration; one process: gens["actions"]
                 collector.generator = D.rank_generator(cfg.seed, iteration, ctx.rank)
             tasks = sample_tasks(cfg, venv.num_tasks, gens["tasks"])
-            local = collector.collect(D.shard_tasks(tasks, ctx))
+            shown = cfg.progress and ctx.is_main
+            with work_bar(shown, "rollout", venv.num_envs, "ep") as inner:
+                local = collector.collect(D.shard_tasks(tasks, ctx), on_step=episode_ticker(inner))
             batch, local_rows = D.gather_batch(local, ctx)
             if refit is not None and refit.step(iteration, batch) is not None:
                 refit.install(venv)  # labels the next iteration's episodes
@@ -228,10 +238,12 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
         # 4. policy update (Actor): this rank's rows, gradients summed over the ranks
         with timer("update"):
             policy.model.train()
-            stats = ppo_update(
-                policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg,
-                gens["minibatch"], local_rows, ctx,
-            )  # fmt: skip
+            steps = cfg.ppo_epochs * -(-len(batch) // (cfg.minibatch_size or len(batch)))
+            with work_bar(shown, "update", steps, "mb") as inner:
+                stats = ppo_update(
+                    policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg,
+                    gens["minibatch"], local_rows, ctx, on_minibatch=inner.update,
+                )  # fmt: skip
             policy.model.eval()
             if backend is not None:
                 backend.sync_weights(policy.model)

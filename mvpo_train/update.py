@@ -13,6 +13,7 @@ batch up to floating-point summation order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
@@ -125,6 +126,7 @@ def ppo_update(
     generator: torch.Generator,
     local_rows: np.ndarray | None = None,
     ctx: DistContext | None = None,
+    on_minibatch: Callable[[], None] | None = None,
 ) -> dict[str, float]:
     """``ppo_epochs`` passes of shuffled mini-batches of the (global) ``batch``; this process
     trains ``local_rows`` (default: every row) and ``ctx`` sums gradients and statistics over
@@ -135,6 +137,8 @@ def ppo_update(
     Rows with advantage exactly 0 contribute no gradient when ``kl_coef`` and
     ``entropy_coef`` are 0; with ``skip_zero_adv`` they are not forwarded at all, but still
     count in the loss normaliser, so the update is the same as without skipping.
+    ``on_minibatch`` is called after each optimizer step (progress), ``ppo_epochs *
+    ceil(len(batch) / minibatch_size)`` times.
     """
     ctx = DistContext() if ctx is None else ctx
     n = len(batch)
@@ -188,6 +192,8 @@ def ppo_update(
                 )
             )
             optimizer.step()
+            if on_minibatch is not None:
+                on_minibatch()
             pg_loss.append(mb_pg)
             grad_norms.append(grad_norm)
             trained += len(train_rows)
