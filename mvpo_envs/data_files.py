@@ -10,7 +10,9 @@ parsers' failures into such a line:
 * nesting deeper than :data:`MAX_DEPTH` levels (a 5,000-deep ``[[[...]]]`` would otherwise
   raise ``RecursionError`` from the parser) is refused before parsing;
 * a YAML mapping with a duplicate key is refused (PyYAML keeps the last value silently);
-* YAML is read with the safe loader only (no Python object tags).
+* YAML is read with the safe loader only (no Python object tags);
+* a string holding a lone surrogate (``"\\ud800"``: valid JSON in a valid UTF-8 file, but not
+  text: it cannot be encoded, tokenised or sent) is refused, naming the record and the field.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ _AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
 #: a JSON string literal (escapes included), for ignoring the brackets inside strings
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+#: a JSON escape of a UTF-16 surrogate: only text holding one can parse to a lone surrogate
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class DataFileError(ValueError):
@@ -127,7 +134,7 @@ def loads_json(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPTH
         text = decode_utf8(text, source)
     check_depth(text, source, max_depth)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         raise DataFileError(
             f"{source}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}"
@@ -136,6 +143,47 @@ def loads_json(text: str | bytes, source: str | Path, max_depth: int = MAX_DEPTH
         raise DataFileError(f"{source}: an integer of more than 4300 digits") from None
     except RecursionError:  # pragma: no cover - check_depth bounds the nesting first
         raise DataFileError(f"{source}: nested too deeply; refusing to parse it") from None
+    refuse_surrogates(value, source, text)
+    return value
+
+
+def refuse_surrogates(value: Any, source: str | Path, text: str | None = None) -> None:
+    """Refuse a parsed value holding a lone surrogate in any string (key or value): one
+    :class:`DataFileError` line naming ``source``, the record (list index) and the field.
+
+    ``text``: the JSON text it was parsed from; where it holds no ``\\uD800``-``\\uDFFF``
+    escape (nearly always) nothing is walked.
+    """
+    if text is not None and not _SURROGATE_ESCAPE.search(text):
+        return
+    found = _find_surrogate(value, ())
+    if found is None:
+        return
+    path, char = found
+    record = f"record {path[0]}, " if path and isinstance(path[0], int) else ""
+    inner = path[1:] if record else path
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in inner).lstrip(".")
+    field = f"field {where}" if where else "the value"
+    raise DataFileError(
+        f"{source}: {record}{field} holds a lone surrogate U+{ord(char):04X}, which is not text"
+    )
+
+
+def _find_surrogate(value: Any, path: tuple) -> tuple[tuple, str] | None:
+    if isinstance(value, str):
+        match = _LONE_SURROGATE.search(value)
+        return (path, match.group()) if match else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if (found := _find_surrogate(key, (*path, key))) is not None:
+                return found
+            if (found := _find_surrogate(item, (*path, key))) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if (found := _find_surrogate(item, (*path, i))) is not None:
+                return found
+    return None
 
 
 def load_json(path: str | Path, what: str = "data file", max_depth: int = MAX_DEPTH) -> Any:
@@ -163,11 +211,13 @@ def iter_jsonl(
             text = decode_utf8(raw, where, what)
             check_depth(text, where, max_depth)
             try:
-                yield number, json.loads(text)
+                value = json.loads(text)
             except json.JSONDecodeError as err:
                 raise DataFileError(f"{where}: invalid JSON ({err.msg})") from None
             except ValueError:  # an integer literal of more than 4300 digits
                 raise DataFileError(f"{where}: an integer of more than 4300 digits") from None
+            refuse_surrogates(value, where, text)
+            yield number, value
 
 
 def loads_yaml(text: str, source: str | Path, max_depth: int = MAX_DEPTH) -> Any:

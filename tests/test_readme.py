@@ -45,7 +45,9 @@ FAULT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ),
     ("Malformed WebShop, SearchQA, ALFWorld data", "test_alfworld_data.py", r""),
     ("Malformed WebShop, SearchQA, ALFWorld data", "test_data_faults.py", r""),
-    ("Retrieval server abuse", "test_server_faults.py", r""),
+    ("Malformed WebShop, SearchQA, ALFWorld data", "test_surrogates.py", r""),
+    ("Server abuse (retrieval server, `mvpo-serve`)", "test_serve_connections.py", r""),
+    ("Server abuse (retrieval server, `mvpo-serve`)", "test_server_faults.py", r""),
     ("Env reset/step edges", "test_env_edges.py", r""),
     ("Adversarial model output", "test_malformed_output.py", r""),
 )

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mvpo_envs.data_files import DataFileError, check_depth, decode_utf8
+from mvpo_envs.data_files import DataFileError, check_depth, decode_utf8, refuse_surrogates
 from mvpo_envs.searchqa.metrics import normalize_answer
 from mvpo_envs.searchqa.protocol import split_contents
 
@@ -180,6 +180,9 @@ def read_rows(path: str | os.PathLike, what: str = "data file") -> Iterator[tupl
                     row = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise DataFileError(f"{where}: not valid JSON ({err.msg})") from None
+                except ValueError:  # an integer literal of more than 4300 digits
+                    raise DataFileError(f"{where}: an integer of more than 4300 digits") from None
+                refuse_surrogates(row, where, line)
                 if not isinstance(row, dict):
                     raise DataFileError(
                         f"{where}: expected a JSON object, got {type(row).__name__}"

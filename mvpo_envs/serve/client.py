@@ -10,6 +10,11 @@ connection, the session id rides in each request) and ``"ws"`` (OpenEnv's WebSoc
 one per connection; needs the ``websockets`` package). A refused request raises
 :class:`ServeError` with the server's one line and status (HTTP status, or the WebSocket
 error's status).
+
+A session the server reaped idle (``--idle-timeout``, e.g. during a long model update) is
+re-created: over HTTP, a ``reset`` answered ``404`` opens a new session and resets it (the
+``step`` that met the ``404`` raises it: that episode is gone); the WebSocket transport
+connects anew.
 """
 
 from __future__ import annotations
@@ -162,6 +167,12 @@ class MvpoEnvClient:
                     503,
                     "CAPACITY_REACHED",
                 ) from None
+            if err.rcvd is not None and err.rcvd.code == 1009:  # the message was too big
+                raise ServeError(
+                    f"websocket {message['type']}: message too big: {err.rcvd.reason}",
+                    413,
+                    "TOO_LARGE",
+                ) from None
             raise ServeError(f"websocket {message['type']}: connection closed: {err}") from None
         except Exception as err:
             self._drop_ws()
@@ -196,7 +207,15 @@ class MvpoEnvClient:
         if self.transport == "ws":
             return _result(self._ws_call({"type": "reset", "data": body})["data"])
         if self.session_id is not None:
-            body["session_id"] = self.session_id
+            try:
+                payload = self._request("POST", "/reset", {**body, "session_id": self.session_id})
+            except ServeError as err:
+                if err.status != 404:
+                    raise
+                payload = None  # reaped idle (or closed): open a new session below
+            if payload is not None:
+                return _result(payload)
+        self.session_id = None
         payload = self._request("POST", "/reset", body)
         self.session_id = payload["session_id"]
         return _result(payload)
@@ -207,9 +226,15 @@ class MvpoEnvClient:
             return _result(self._ws_call({"type": "step", "data": data})["data"])
         if self.session_id is None:
             raise ServeError("step before reset: call reset() first", 409, "RESET_NEEDED")
-        return _result(
-            self._request("POST", "/step", {"session_id": self.session_id, "action": data})
-        )
+        try:
+            payload = self._request(
+                "POST", "/step", {"session_id": self.session_id, "action": data}
+            )
+        except ServeError as err:
+            if err.status == 404:  # reaped: the episode is gone; the next reset opens anew
+                self.session_id = None
+            raise
+        return _result(payload)
 
     def state(self) -> dict[str, Any]:
         if self.transport == "ws":

@@ -42,13 +42,16 @@ from typing import Any, NoReturn
 import anyio
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
+from mvpo_envs.serve.guard import ConnectionLimits, protocol_classes
 from mvpo_envs.serve.sessions import CapacityError, SessionManager, UnknownSessionError
 from mvpo_envs.serve.wire import (
     MAX_BODY,
     WireError,
+    encode_reply,
     error_payload,
     parse_action,
     parse_body,
@@ -59,6 +62,35 @@ from mvpo_envs.serve.wire import (
 )
 
 DEFAULT_PORT = 8000
+#: the largest WebSocket message read (4 MiB): one over :data:`MAX_BODY` and up to this is
+#: answered by the one-line ``413`` error and the connection stays; a larger one is closed
+#: with code 1009 and the reason (the frame is never held in full)
+WS_READ_LIMIT = 4 * MAX_BODY
+
+
+def uvicorn_config(
+    manager: SessionManager,
+    limits: ConnectionLimits | None = None,
+    keep_alive_s: float = 5.0,
+    **kwargs: Any,
+) -> Any:
+    """The ``uvicorn.Config`` of mvpo-serve: the app, the guarded protocols
+    (:mod:`mvpo_envs.serve.guard`), uvicorn's keep-alive and WebSocket ping (20 s, 20 s)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        create_app(manager),
+        log_level="warning",
+        ws_max_size=WS_READ_LIMIT,
+        lifespan="off",
+        timeout_keep_alive=keep_alive_s,
+        **protocol_classes(limits or ConnectionLimits()),
+        **kwargs,
+    )
+
+
+def _reply(payload: dict[str, Any]) -> Response:
+    return Response(encode_reply(payload), media_type="application/json")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -71,11 +103,14 @@ async def _read_body(request: Request) -> dict[str, Any]:
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise WireError(413, f"request body is larger than {MAX_BODY} bytes", "TOO_LARGE")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise WireError(413, f"request body is larger than {MAX_BODY} bytes", "TOO_LARGE")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise WireError(413, f"request body is larger than {MAX_BODY} bytes", "TOO_LARGE")
+            chunks.append(chunk)
+    except ClientDisconnect:  # closed (or timed out) mid-body: nobody to answer, no traceback
+        raise WireError(400, "the client closed the connection before the whole body") from None
     return parse_body(b"".join(chunks))
 
 
@@ -112,27 +147,27 @@ def create_app(manager: SessionManager) -> FastAPI:
         return _error(500, f"internal error: {type(err).__name__}: {err}")
 
     @app.post("/reset")
-    async def reset(request: Request) -> dict[str, Any]:
+    async def reset(request: Request) -> Response:
         req = parse_reset(await _read_body(request))
         if req.session_id is None:
             session = await run(manager.open)
-            try:
+            try:  # the session is kept only once its first reply is ready to send
                 payload = await run(session.reset, req.seed, req.options, req.episode_id)
+                return _reply({"session_id": session.session_id, **payload})
             except BaseException:
                 manager.discard(session)  # a refused first reset leaves no session behind
                 raise
-        else:
-            session = manager.get(req.session_id)
-            payload = await run(session.reset, req.seed, req.options, req.episode_id)
-        return {"session_id": session.session_id, **payload}
+        session = manager.get(req.session_id)
+        payload = await run(session.reset, req.seed, req.options, req.episode_id)
+        return _reply({"session_id": session.session_id, **payload})
 
     @app.post("/step")
-    async def step(request: Request) -> dict[str, Any]:
+    async def step(request: Request) -> Response:
         req = parse_step(await _read_body(request))
         if req.session_id is None:
             raise WireError(400, "session_id is required in the step request (from /reset)")
         session = manager.get(req.session_id)
-        return {"session_id": session.session_id, **(await run(session.step, req.text))}
+        return _reply({"session_id": session.session_id, **(await run(session.step, req.text))})
 
     @app.get("/state")
     async def state(session_id: str | None = None) -> dict[str, Any]:
@@ -177,7 +212,7 @@ def create_app(manager: SessionManager) -> FastAPI:
         try:
             while True:
                 try:
-                    raw = await asyncio.wait_for(websocket.receive_text(), manager.idle_timeout)
+                    raw = await asyncio.wait_for(_ws_receive(websocket), manager.idle_timeout)
                 except asyncio.TimeoutError:
                     if not session.closed:
                         continue
@@ -185,6 +220,8 @@ def create_app(manager: SessionManager) -> FastAPI:
                 try:
                     if raw is None or session.closed:
                         raise UnknownSessionError(session.session_id)
+                    if isinstance(raw, WireError):
+                        raise raw
                     reply = await _ws_answer(session, raw, run)
                 except WireError as err:
                     await websocket.send_text(_ws_error(err))
@@ -209,6 +246,18 @@ def create_app(manager: SessionManager) -> FastAPI:
                 await websocket.close()
 
     return app
+
+
+async def _ws_receive(websocket: WebSocket) -> str | WireError:
+    """The next text message, or the one-line refusal of a binary one (the connection stays)."""
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+    if message.get("text") is not None:
+        return message["text"]
+    return WireError(
+        400, "binary WebSocket frames are not accepted: send each message as JSON text"
+    )
 
 
 def _ws_error(err: WireError) -> str:
@@ -239,12 +288,12 @@ async def _ws_answer(session: Any, raw: str, run: Any) -> str | None:
         if req.session_id is not None:
             raise WireError(400, "session_id is not used on the WebSocket (one per connection)")
         payload = await run(session.reset, req.seed, req.options, req.episode_id)
-        return json.dumps({"type": "observation", "data": payload})
+        return encode_reply({"type": "observation", "data": payload}).decode()
     if kind == "step":
         payload = await run(session.step, parse_action(data, "step message data"))
-        return json.dumps({"type": "observation", "data": payload})
+        return encode_reply({"type": "observation", "data": payload}).decode()
     if kind == "state":
-        return json.dumps({"type": "state", "data": await run(session.state)})
+        return encode_reply({"type": "state", "data": await run(session.state)}).decode()
     if kind == "close":
         return None
     raise WireError(
@@ -256,7 +305,8 @@ class ServeServer:
     """``mvpo-serve`` in a background thread: ``with ServeServer(manager) as s: s.url``.
 
     Binds ``host:port`` (port 0: a free one) before returning, so ``url`` answers at once.
-    ``keep_alive_s``: how long an idle HTTP connection stays open (uvicorn's keep-alive).
+    ``keep_alive_s``: how long an idle HTTP connection stays open (uvicorn's keep-alive);
+    ``limits``: the connection bounds (:class:`~mvpo_envs.serve.guard.ConnectionLimits`).
     """
 
     def __init__(
@@ -265,20 +315,14 @@ class ServeServer:
         host: str = "127.0.0.1",
         port: int = 0,
         keep_alive_s: float = 5.0,
+        limits: ConnectionLimits | None = None,
     ):
         import uvicorn
 
         self.manager = manager
         self._sock = listen(host, port)
         self.host, self.port = self._sock.getsockname()[:2]
-        config = uvicorn.Config(
-            create_app(manager),
-            log_level="warning",
-            ws_max_size=MAX_BODY,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-            timeout_keep_alive=keep_alive_s,
-        )
+        config = uvicorn_config(manager, limits, keep_alive_s, timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
@@ -344,6 +388,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="refuse new sessions while the server's memory is above this",
     )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="connections open at once, HTTP and WebSocket together (default: 512, or the "
+        "descriptor limit less 64 where lower); beyond it the connection that waited longest "
+        "for its request is closed, or the new one refused with 503",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection has to send a whole request (headers and body); then 408",
+    )
+    p.add_argument(
+        "--send-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a reply may wait for a client that does not read; then the connection "
+        "(and its WebSocket session) is dropped",
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -378,6 +443,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"--port must be in [0, 65535], got {args.port}")
     env_kwargs = _env_kwargs(args.env_kwargs)
     with _errors(args.debug):
+        limits = ConnectionLimits(args.request_timeout, args.send_timeout, args.max_connections)
         manager = SessionManager(
             args.env_id,
             env_kwargs,
@@ -397,9 +463,7 @@ def main(argv: list[str] | None = None) -> None:
         flush=True,
     )
     manager.start()
-    config = uvicorn.Config(
-        create_app(manager), log_level="warning", ws_max_size=MAX_BODY, lifespan="off"
-    )
+    config = uvicorn_config(manager, limits)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

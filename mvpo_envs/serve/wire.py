@@ -98,10 +98,14 @@ def parse_body(raw: bytes | str, what: str = "request body") -> dict[str, Any]:
         value = json.loads(
             text, object_pairs_hook=_refuse_duplicates, parse_constant=_refuse_constant
         )
+    except WireError:
+        raise
     except json.JSONDecodeError as err:
         raise WireError(
             400, f"{what}: invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}"
         ) from None
+    except ValueError:  # Python refuses an integer literal of more than 4300 digits
+        raise WireError(400, f"{what}: an integer of more than 4300 digits") from None
     if not isinstance(value, dict):
         raise WireError(400, f"{what} must be a JSON object, got {type(value).__name__}")
     return value
@@ -228,6 +232,25 @@ def step_payload(
         "reward": None if reward is None else float(to_jsonable(reward, "reward")),
         "done": bool(terminated or truncated),
     }
+
+
+def encode_reply(payload: dict[str, Any]) -> bytes:
+    """A reply as UTF-8 JSON bytes (what the HTTP answer and the WebSocket message carry).
+
+    Text that is not valid Unicode (a lone surrogate such as ``"\\ud800"`` in an env's data;
+    the loaders refuse it, docs/environments.md) is a ``500`` :class:`WireError` naming where,
+    never a half-sent reply.
+    """
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise WireError(
+            500,
+            f"internal error: the reply holds a lone surrogate U+{ord(text[err.start]):04X} "
+            f"(character {err.start}), which is not text; the env's data is damaged",
+            "INTERNAL_ERROR",
+        ) from None
 
 
 def error_payload(message: str) -> dict[str, str]:
