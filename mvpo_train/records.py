@@ -4,8 +4,9 @@ offline (docs/inspect.md, "Batch records").
 A record holds every :class:`~mvpo_train.batch.StepBatch` field exactly (row order kept), the
 trained estimator's name, config and *pre-call* state (MVPO's EMA success and AMP weights), the
 advantages and diagnostics the trainer got from it, optional per-row observations (truncated)
-and the scalar per-row extras (``env_reward``, ``invalid_action``, ``task_type``, ...). Strings
-are stored once per batch (a table) plus int32 codes, and the whole file is a compressed
+and the scalar per-row extras (``env_reward``, ``invalid_action``, ``task_type``, ``task_id``,
+``prompt``, ...) and the string-list ones (``admissible_actions``). Strings (a string list: its
+JSON text) are stored once per batch (a table) plus int32 codes, and the whole file is a compressed
 ``.npz`` read without pickle. ``read_batch_record(path).verify()`` recomputes the trained
 estimator and raises if its advantages differ from the recorded ones.
 
@@ -129,6 +130,10 @@ def _scalar_extras(batch: StepBatch) -> dict[str, tuple[str, Any]]:
         elif vals and all(isinstance(v, str) for v in vals):
             out[name] = ("str", vals)
         elif vals and all(
+            isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v) for v in vals
+        ):
+            out[name] = ("strlist", [json.dumps(list(v), ensure_ascii=False) for v in vals])
+        elif vals and all(
             isinstance(v, (int, float, np.integer, np.floating))
             and not isinstance(v, (bool, np.bool_))
             for v in vals
@@ -208,7 +213,7 @@ def write_batch_record(
     extra_kinds: dict[str, str] = {}
     for name, (kind, col) in _scalar_extras(batch).items():
         extra_kinds[name] = kind
-        if kind == "str":
+        if kind in ("str", "strlist"):  # a list of strings: its JSON text, coded as a string
             arrays[f"extra.{name}_codes"], tables[f"extra.{name}"] = _encode_strings(col)
         else:
             arrays[f"extra.{name}"] = col
@@ -351,6 +356,9 @@ def read_batch_record(path: str | os.PathLike) -> BatchRecord:
     for name, kind in header.get("extras", {}).items():
         if kind == "str":
             extras[name] = _decode_strings(data[f"extra.{name}_codes"], tables[f"extra.{name}"])
+        elif kind == "strlist":
+            table = [tuple(json.loads(x)) for x in tables[f"extra.{name}"]]
+            extras[name] = _decode_strings(data[f"extra.{name}_codes"], table)  # type: ignore[arg-type]
         else:
             extras[name] = data[f"extra.{name}"]
     obs = None

@@ -16,7 +16,10 @@ result is ignored. One row per env step, with
 * ``extras``: ``prompt_ids``, ``action_ids`` (the chosen candidate's or the generated tokens),
   ``old_logp`` (per action token; one value per row in ``score_logprob="choice"`` mode),
   ``cand_ids`` + ``choice`` (score mode), ``env_reward``, ``format_penalty``,
-  ``format_ok``, ``invalid_action``, ``task_type``, and ``oracle_progress`` (the step's exact
+  ``format_ok``, ``invalid_action``, ``task_type``, ``task_id`` (``info["task_id"]``),
+  ``task_index`` (the task the group was given), ``prompt`` (the prompt text the policy read),
+  ``admissible_actions`` (the list it was offered; ``mvpo-export`` writes these, docs/inspect.md),
+  and ``oracle_progress`` (the step's exact
   progress label, 1 / 0 / -1 unknown) when the env's infos carry a known one
   (docs/alignment.md).
 
@@ -218,6 +221,12 @@ class RolloutCollector:
                 extras["format_ok"].append(bool(step["format_ok"][k]))
                 extras["invalid_action"].append(bool(info2[i].get("invalid_action", False)))
                 extras["task_type"].append(str(info[i].get("task_type", "all")))
+                extras["task_id"].append(str(info[i].get("task_id", "")))
+                extras["task_index"].append(int(task_indices[int(venv.group_of_env[i])]))
+                extras["prompt"].append(str(texts[k]))
+                extras["admissible_actions"].append(
+                    tuple(str(a) for a in info[i].get("admissible_actions", ()))
+                )
                 extras[LABEL_KEY].append(int(info2[i].get(LABEL_KEY, -1)))
                 prompts.record(i, step["action"][k] or "(invalid)", obs2[i])
                 t[i] += 1
@@ -291,5 +300,6 @@ class RolloutCollector:
 
 _EXTRA_KEYS = (
     "prompt_ids", "action_ids", "old_logp", "cand_ids", "choice", "env_reward",
-    "format_penalty", "format_ok", "invalid_action", "task_type", LABEL_KEY,
+    "format_penalty", "format_ok", "invalid_action", "task_type", "task_id",
+    "task_index", "prompt", "admissible_actions", LABEL_KEY,
 )  # fmt: skip

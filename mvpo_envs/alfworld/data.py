@@ -211,12 +211,26 @@ def select_split_dir(
 
 
 def real_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
-    """``<data_dir>/json_2.1.1/<split>`` (``data_dir`` may also point at json_2.1.1 itself)."""
-    if split not in REAL_SPLITS:
-        raise ValueError(f"unknown ALFWorld split {split!r}; use one of {sorted(REAL_SPLITS)}")
+    """``<data_dir>/json_2.1.1/<split>`` (``data_dir`` may also point at json_2.1.1 itself).
+
+    A split folder of that name is played as it is, whatever the name: so the folders
+    ``mvpo-alfworld-generate --out OUT`` writes (``OUT/train``, ``OUT/eval``, ...) load with
+    ``data_dir=OUT, split=<folder>``. Otherwise ALFWorld's mode names map onto its splits
+    (:data:`REAL_SPLITS`); an unknown name is one line naming the split folders found."""
     root = Path(os.path.expandvars(os.fspath(data_dir))).expanduser()
     if (root / "json_2.1.1").is_dir():
         root = root / "json_2.1.1"
+    if split and "/" not in split and split not in (".", "..") and (root / split).is_dir():
+        return root / split
+    if not root.is_dir():
+        return root / REAL_SPLITS.get(split, split)  # collect_games: "data folder not found"
+    if split not in REAL_SPLITS or not (root / REAL_SPLITS[split]).is_dir():
+        found = sorted(p.name for p in root.iterdir() if p.is_dir())
+        raise ValueError(
+            f"unknown ALFWorld split {split!r} in {root}: use a split folder there "
+            f"({', '.join(found) or 'none found'}) or, with ALFWorld's data, one of "
+            f"{sorted(REAL_SPLITS)}"
+        )
     return root / REAL_SPLITS[split]
 
 

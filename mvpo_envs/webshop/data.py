@@ -13,7 +13,12 @@ docs/environments.md, "mvpo/WebShop-v0", Data. What the reference code does (``l
   ``instruction, instruction_attributes, instruction_options``) the human ones;
 * a price per product (a range is sampled uniformly), goals with a price cap drawn from the
   next four multiples of $10 above the price, then one shuffle with seed 233;
-* splits (``baseline_models/env.py``): the first 500 goals are ``test``, the rest ``train``.
+* splits (``baseline_models/env.py``): the first 500 goals are ``test``, the rest ``train``;
+* ``human_goals.json`` (optional; WebShop's list of its 12,087 human instructions, each
+  lower-cased, without quotes and without the price clause, in goal order: its index is the
+  goal index the baselines split by, ``baseline_models/train_choice_il.py``): with
+  ``goal_source="human"`` the human goals are put in the file's order
+  (:func:`order_by_human_goals`), so goal ``i`` is the original's goal ``i``.
 
 Differences: WebShop draws prices and caps from Python's unseeded global ``random``; here one
 ``random.Random(price_seed)`` draws them, so the same files always give the same goals.
@@ -311,6 +316,60 @@ def _goal(
     }
 
 
+def human_goal_key(instruction: str) -> str:
+    """A goal's text as ``human_goals.json`` holds it (the baselines' ``process_goal``):
+    lower-cased, quotes removed, the price clause cut, stripped."""
+    text = str(instruction).lower().replace('"', "").replace("'", "")
+    return text.split(", and price lower than")[0].strip()
+
+
+def read_human_goals(obj: Any, source: str | os.PathLike) -> list[str]:
+    """``human_goals.json``: a non-empty JSON list of instruction strings; else one
+    :class:`DataFileError` line naming the file and the entry."""
+    if not isinstance(obj, list) or not obj:
+        got = "an empty list" if isinstance(obj, list) else type(obj).__name__
+        raise DataFileError(f"{source}: expected a JSON list of human instructions, got {got}")
+    for index, entry in enumerate(obj):
+        if not isinstance(entry, str) or not entry.strip():
+            raise DataFileError(
+                f"{source}, entry {index}: expected a non-blank instruction string, got "
+                f"{schema.describe(entry)}"
+            )
+    return obj
+
+
+def order_by_human_goals(
+    goals: Sequence[Goal], order: Sequence[str], source: str | os.PathLike = "human goals"
+) -> list[Goal]:
+    """``goals`` (human goals) in the order of ``human_goals.json`` (``order``), each with its
+    index there as ``goal_index`` (module docstring).
+
+    A goal is matched to the file by :func:`human_goal_key`; repeated texts take the file's
+    repeated entries in turn (a text repeated more often than the file holds it takes its first
+    index, as the baselines' ``human_goals.index``). A goal whose text the file does not hold is
+    one :class:`DataFileError` line: the file and the human instructions are not a pair.
+    Entries without a goal (products not loaded) are skipped.
+    """
+    slots: dict[str, list[int]] = {}
+    for index, text in enumerate(order):
+        slots.setdefault(human_goal_key(text), []).append(index)
+    used: dict[str, int] = {}
+    keyed: list[tuple[int, int, Goal]] = []
+    for position, goal in enumerate(goals):
+        key = human_goal_key(goal["instruction_text"])
+        indices = slots.get(key)
+        if indices is None:
+            raise DataFileError(
+                f"{source}: holds no instruction {key!r} (human goal of asin "
+                f"{goal['asin']!r}): this file and the items_human_ins file are not a pair"
+            )
+        k = used.get(key, 0)
+        used[key] = k + 1
+        keyed.append((indices[k] if k < len(indices) else indices[0], position, goal))
+    keyed.sort(key=lambda x: (x[0], x[1]))
+    return [{**goal, "goal_index": index} for index, _, goal in keyed]
+
+
 def split_goals(goals: Sequence[Goal], split: str, num_test: int = NUM_TEST_GOALS) -> list[Goal]:
     """``test``: the first ``num_test`` goals; ``train``: the rest; ``all``: every goal."""
     if split == "test":
@@ -394,6 +453,7 @@ def resolve_files(
         "attributes": _pick(folder, ["items_ins_v2*.json"], prefer="_1000"),
         "human": _pick(folder, ["items_human_ins*.json"]),
         "reviews": _pick(folder, ["reviews*.json"]),
+        "human_goals": _pick(folder, ["human_goals*.json"]),
     }
 
 
@@ -409,7 +469,8 @@ def load_data_dir(
     Products: ``products_file`` if given, else ``items_shuffle_1000.json`` (WebShop's default)
     or another ``items_shuffle*.json`` (raw), else ``items_processed*.json`` (processed).
     Attributes/instructions: ``items_ins_v2_1000.json`` or another ``items_ins_v2*.json``.
-    Human instructions: ``items_human_ins*.json``; reviews: ``reviews*.json`` (optional).
+    Human instructions: ``items_human_ins*.json``; reviews: ``reviews*.json`` (optional);
+    ``human_goals*.json`` (optional): the order of the human goals (:func:`order_by_human_goals`).
     """
     folder, found = resolve_files(data_dir, products_file)
     path = found["products"]
@@ -447,6 +508,12 @@ def load_data_dir(
     if human_path:
         files["human_instructions"] = str(human_path)
     prices, goals = build_goals(products, goal_source, price_seed)
+    order_path = found["human_goals"]
+    if order_path is not None:  # present means well-formed, even when the goals are synthetic
+        order = read_human_goals(_read_json(order_path, "WebShop human goals file"), order_path)
+        files["human_goals"] = str(order_path)
+        if goal_source == "human":
+            goals = order_by_human_goals(goals, order, order_path)
     if not goals:
         wanted = (
             f"{attr_path or 'an items_ins_v2*.json file'} gives no product of {path} an "

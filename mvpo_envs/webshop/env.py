@@ -126,7 +126,8 @@ def load_data(
     if compact and base is not None:
         folder, found = resolve_files(data_dir, products_file)  # type: ignore[arg-type]
         fp = fingerprint(
-            [found[k] for k in ("products", "attributes", "human", "reviews")],
+            [found[k] for k in ("products", "attributes", "human", "reviews")]
+            + ([found["human_goals"]] if found.get("human_goals") else []),  # the goals' order
             {"goal_source": goal_source, "num_products": num_products, "price_seed": price_seed},
         )
         key = ("compact", fp, str(base))
