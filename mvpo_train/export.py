@@ -416,13 +416,16 @@ def write_verl(
     overwrite: bool = False,
     progress: bool = True,
 ) -> Path:
-    """:func:`verl_rows` written to ``out/<split>.parquet`` with ``datasets``; its path."""
+    """:func:`verl_rows` written to ``out/<split>.parquet`` with ``datasets``; its path (the
+    splits of an env may share ``out``; an existing file of the split needs ``overwrite``)."""
     import datasets as hf
 
-    rows = verl_rows(env_id, split, env_kwargs, template, max_tasks, progress)
     out = Path(out)
-    _prepare_out(out, overwrite)
     path = out / f"{split or 'default'}.parquet"
+    if path.exists() and not overwrite:  # other splits may share the folder
+        raise ConfigError(f"--out: {path} exists (add --overwrite)")
+    rows = verl_rows(env_id, split, env_kwargs, template, max_tasks, progress)
+    out.mkdir(parents=True, exist_ok=True)
     hf.Dataset.from_list(rows).to_parquet(str(path))
     return path
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from mvpo_train.config import TrainConfig
+from mvpo_train.config import ConfigError, TrainConfig
 from mvpo_train.export import export_run, main, parse_iterations, verl_rows, write_verl
 from mvpo_train.records import find_records, read_batch_record, write_batch_record
 from mvpo_train.trainer import train
@@ -182,3 +182,9 @@ def test_verl_rows_for_an_env_and_split(tmp_path):
     assert path.name == "eval.parquet"
     table = pq.read_table(path).to_pylist()
     assert [r["extra_info"]["mvpo_env"]["seed"] for r in table] == [0, 1, 2, 3]
+    # the splits of an env share the folder; a split's file is not replaced silently
+    other = write_verl(tmp_path / "v", "mvpo/ALFWorld-v0", "train", {"preset": "mini"},
+                       max_tasks=1, progress=False)  # fmt: skip
+    assert other.name == "train.parquet" and path.is_file()
+    with pytest.raises(ConfigError, match="eval.parquet exists"):
+        write_verl(tmp_path / "v", "mvpo/ALFWorld-v0", "eval", {"preset": "mini"}, max_tasks=1)
