@@ -534,12 +534,21 @@ def load_adapters(model: Any, folder: str | Path) -> None:
     bad = [k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"{path}: non-finite values in {bad[0]}")
-    expected = set(peft.get_peft_model_state_dict(model, save_embedding_layers=False))
+    saved = peft.get_peft_model_state_dict(model, save_embedding_layers=False)
+    shapes = {k: v.shape for k, v in saved.items()}
+    expected = set(shapes)
     if set(state) != expected:
         missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
         raise CheckpointError(
             f"{path}: adapters do not fit the model (missing {missing[:3]}, unexpected "
             f"{unexpected[:3]})"
+        )
+    other = [k for k in sorted(state) if state[k].shape != shapes[k]]
+    if other:  # another rank or base: peft would raise a many-line "size mismatch"
+        k = other[0]
+        raise CheckpointError(
+            f"{path}: adapter {k} has shape {list(state[k].shape)}, the model's is "
+            f"{list(shapes[k])} ({len(other)} tensors differ: another rank or base model)"
         )
     result = peft.set_peft_model_state_dict(model, state)
     if result.unexpected_keys:

@@ -327,7 +327,16 @@ def merge_adapters(source: str | Path, out: str | Path) -> Path:
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        merged = peft.PeftModel.from_pretrained(base, str(ckpt)).merge_and_unload()
+        try:
+            merged = peft.PeftModel.from_pretrained(base, str(ckpt)).merge_and_unload()
+        except RuntimeError as err:  # peft's many-line "size mismatch for ..." list
+            lines = [line.strip() for line in str(err).splitlines() if "size mismatch" in line]
+            if not lines:
+                raise
+            raise CheckpointError(
+                f"{ckpt / ADAPTER_WEIGHTS}: adapters of another shape than its "
+                f"{ADAPTER_CONFIG} and the base model ({len(lines)} tensors; first: {lines[0]})"
+            ) from None
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
