@@ -105,6 +105,7 @@ PromptStyle = Literal["compact", "seed"]
 ScoreNorm = Literal["mean", "sum"]
 ScoreLogprob = Literal["choice", "tokens"]
 ScoreImpl = Literal["kv", "concat"]
+EncoderHead = Literal["factored", "concat"]
 Backend = Literal["hf", "vllm"]
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
@@ -226,6 +227,14 @@ class TrainConfig:
         "encoder policy: a file of sentence-encoder embeddings shared across runs (loaded at "
         "start, merged back at each checkpoint; '' = in memory only; docs/policies.md)",
         safe=True,
+    )
+    encoder_head: EncoderHead = _f(
+        "factored",
+        "encoder policy: how the action scorer's first layer is computed; factored (one "
+        "per-prompt part + one product per candidate, ~9x fewer FLOPs) | concat (the first "
+        "form: the concatenated input per candidate). Same weights, same files, scores equal "
+        "up to float rounding; concat reproduces runs made before factored existed bit for "
+        "bit (docs/policies.md, 'The head')",
     )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f("compact", "prompt template style")

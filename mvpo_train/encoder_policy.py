@@ -41,19 +41,28 @@ import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import torch
-from torch import nn
 
 from mvpo_envs.declaration import default_env_id
 from mvpo_train.config import json_arg
+from mvpo_train.encoder_head import (
+    DEFAULT_POOL,
+    HEAD_FORMS,
+    HEAD_KIND,
+    HISTORY_POOLS,
+    LEGACY_POOL,
+    ScorerHead,
+    check_layout,
+    prompt_segments,
+)
 from mvpo_train.policy import CandidateIds, ScoreResult, TokenIds
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
 
 __all__ = [
     "DEFAULT_POOL",
+    "HEAD_FORMS",
     "HISTORY_POOLS",
     "EncoderPolicy",
     "ScorerHead",
@@ -67,45 +76,12 @@ __all__ = [
     "warm_start",
 ]
 
-HEAD_KIND = "mvpo-encoder-head"
-SEGMENTS = 3  # the first layout's prompt segments: task, current observation, previous action
-
-#: history layouts (docs/policies.md, "Input layout"): ``last_action`` is the first one
-#: (the previous action only; what a head folder whose config.json names no layout reads)
-HISTORY_POOLS = ("concat", "mean", "last_action")
-LEGACY_POOL = "last_action"
 #: the embedding batching of warm starts that did not record theirs (8 rows, any length)
 LEGACY_BATCHING = "rows8"
-#: the layout of a new head: the first one, so earlier runs and warm starts reproduce; the
-#: history layouts are opt-in (``--history-pool concat`` of the warm start; ``concat`` measured
-#: best by benchmarks/policy_candidates.py, docs/policies.md)
-DEFAULT_POOL = LEGACY_POOL
-
-
-def check_layout(history_length: int, history_pool: str) -> None:
-    """A ``ValueError`` (one line) for a layout that does not exist."""
-    if history_pool not in HISTORY_POOLS:
-        raise ValueError(f"history_pool must be one of {list(HISTORY_POOLS)}, not {history_pool!r}")
-    if (
-        isinstance(history_length, bool)
-        or not isinstance(history_length, int)
-        or history_length < 0
-    ):
-        raise ValueError(f"history_length must be an integer >= 0, not {history_length!r}")
-
-
-def prompt_segments(history_length: int, history_pool: str) -> int:
-    """Segments of a prompt's ids: task, current observation, then (``concat``/``mean``) one
-    observation and one action per past pair, or (``last_action``) the previous action."""
-    return SEGMENTS if history_pool == LEGACY_POOL else 2 + 2 * history_length
-
-
-def context_segments(history_length: int, history_pool: str) -> int:
-    """Context vectors the head reads: the prompt's segments, or (``mean``) task, current
-    observation, mean past observation, mean past action (no history: task, observation)."""
-    if history_pool == "mean":
-        return 4 if history_length > 0 else 2
-    return prompt_segments(history_length, history_pool)
+#: the head form of the warm start (``--head-form``): ``concat``, the form every warm start
+#: was cloned with before the factored one existed (and the one a warm_start.json that
+#: records none was made with), so cached and shipped warm starts stay valid
+WARM_HEAD_FORM = "concat"
 
 
 # ================================================================== the frozen encoder
@@ -257,73 +233,6 @@ class SegmentEmbedder:
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return torch.stack(out) if out else torch.zeros(0, self.dim)
-
-
-# ================================================================== the trainable head
-
-
-class ScorerHead(nn.Module):
-    """MLP over ``[context..., action, context_1*action, ...]`` embeddings -> one score per
-    (context, action) pair (docs/policies.md, "Input layout").
-
-    The context segments depend on the layout (:func:`context_segments`): ``last_action``
-    (the first layout) reads the task, the current observation and the previous action;
-    ``concat`` reads the task, the current observation and each of the last
-    ``history_length`` (observation, action) pairs, most recent first; ``mean`` reads the
-    same prompt segments but pools the shown past observations and past actions into one mean
-    each."""
-
-    def __init__(
-        self,
-        dim: int = 384,
-        hidden: int = 256,
-        encoder_sha256: str = "",
-        *,
-        history_length: int = 2,
-        history_pool: str = DEFAULT_POOL,
-    ):
-        super().__init__()
-        check_layout(history_length, history_pool)
-        n_ctx = context_segments(history_length, history_pool)
-        self.net = nn.Sequential(
-            nn.Linear((2 * n_ctx + 1) * dim, hidden), nn.Tanh(), nn.Linear(hidden, 1)
-        )
-        # what checkpoint.load_model_weights reads; the rest is saved to config.json
-        self.config = SimpleNamespace(
-            kind=HEAD_KIND,
-            dim=dim,
-            hidden=hidden,
-            encoder_sha256=encoder_sha256,
-            history_length=int(history_length),
-            history_pool=history_pool,
-            tie_word_embeddings=False,
-        )
-
-    @property
-    def history_length(self) -> int:
-        return int(self.config.history_length)
-
-    @property
-    def history_pool(self) -> str:
-        return str(self.config.history_pool)
-
-    def forward(self, ctx: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
-        """``ctx``: ``[N, C, dim]`` (the layout's context segments); ``act``: ``[N, dim]``
-        -> ``[N]``."""
-        x = torch.cat([ctx.flatten(1), act, (ctx * act.unsqueeze(1)).flatten(1)], dim=-1)
-        return self.net(x).squeeze(-1)
-
-    def save_pretrained(self, path: str | Path, safe_serialization: bool = True) -> None:
-        """``model.safetensors`` (the head's weights) + ``config.json`` (its shape and the
-        encoder's SHA-256), the layout :mod:`mvpo_train.checkpoint` expects."""
-        from safetensors.torch import save_file
-
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
-        save_file(state, str(path / "model.safetensors"))
-        cfg = {k: v for k, v in vars(self.config).items() if k != "tie_word_embeddings"}
-        (path / "config.json").write_text(json.dumps(cfg, indent=1, sort_keys=True) + "\n")
 
 
 # ================================================================== the policy
@@ -482,26 +391,6 @@ class EncoderPolicy:
         return torch.stack([emb[:, 0], emb[:, 1], obs, act], dim=1)
 
     # ------------------------------------------------------------------ scores
-    #: candidate rows per forward of the head: a whole batch's old / reference log-probs
-    #: (16 x 8 x 50 ALFWorld steps, every admissible candidate) in one forward peaked at
-    #: 8.74 GB in `make run`, 1.74 GB in balanced chunks of at most this many rows
-    #: (docs/policies.md, "Memory")
-    MAX_HEAD_ROWS = 8192
-
-    def _head_scores(
-        self, ctx: torch.Tensor, rows: torch.Tensor, act: torch.Tensor
-    ) -> torch.Tensor:
-        """``head(ctx[rows], act)`` in balanced chunks of at most :attr:`MAX_HEAD_ROWS`
-        rows (no chunk under half of that once there are two); equal to one forward up to
-        float rounding (tested), identical below the limit."""
-        n = len(rows)
-        if n <= self.MAX_HEAD_ROWS:
-            return self.model(ctx[rows], act)
-        chunks = -(-n // self.MAX_HEAD_ROWS)
-        size = -(-n // chunks)
-        return torch.cat([self.model(ctx[rows[i : i + size]], act[i : i + size])
-                          for i in range(0, n, size)])  # fmt: skip
-
     def score_candidates(
         self,
         prompts: TokenIds,
@@ -517,11 +406,9 @@ class EncoderPolicy:
         per = prompt_segments(self.history_length, self.history_pool)
         ctx = self._context(emb[: len(segs)].reshape(len(prompts), per, -1), segs)
         act = emb[len(segs) :]
-        rows = torch.repeat_interleave(
-            torch.arange(len(prompts), device=self.device),
-            torch.tensor(counts, device=self.device),
+        flat = (
+            self.model.score_groups(ctx, act, counts) / self.temperature if acts else torch.zeros(0)
         )
-        flat = self._head_scores(ctx, rows, act) / self.temperature if acts else torch.zeros(0)
         scores = list(torch.split(flat, counts))
         return ScoreResult(scores, [(torch.zeros(n, 0), [0] * n) for n in counts])
 
@@ -656,6 +543,7 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
     else:
         head = load_head(resolve_head(name), embedder)
         check_history_length(head, cfg.history_length, f"model {name}")
+    head.form = str(getattr(cfg, "encoder_head", HEAD_FORMS[0]))
     dev = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     head.to(dev)
     cache = str(getattr(cfg, "embedding_cache", "") or "")
@@ -807,6 +695,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=DEFAULT_POOL,
         help="how the head reads them (docs/policies.md, 'Input layout')",
     )
+    p.add_argument(
+        "--head-form",
+        choices=HEAD_FORMS,
+        default=WARM_HEAD_FORM,
+        help="how the head is computed while cloning (mvpo_train.encoder_head; default "
+        "%(default)s: the form every shipped warm start was cloned with, so they reproduce)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument(
@@ -828,7 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a folder written before --history-pool existed holds a last_action head; one
         # written before the batching was recorded was cloned on 8-row forward passes only
         before = {"history_pool": LEGACY_POOL, "embedding_batching": LEGACY_BATCHING,
-                  **dict(saved.get("settings") or {})}  # fmt: skip
+                  "head_form": WARM_HEAD_FORM, **dict(saved.get("settings") or {})}  # fmt: skip
         if before != settings:
             other = {k: v for k, v in before.items() if settings.get(k) != v}
             print(f"warm start: {out} holds another warm start ({other}); choose another --out",
@@ -844,8 +739,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     embedder = SegmentEmbedder()
-    head = ScorerHead(embedder.dim, 256, embedder.fingerprint,
-                      history_length=args.history_length, history_pool=args.history_pool)  # fmt: skip
+    head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=args.history_length,
+                      history_pool=args.history_pool, form=args.head_form)  # fmt: skip
     policy = EncoderPolicy(head, embedder)
     from mvpo_train.config import ConfigError
 

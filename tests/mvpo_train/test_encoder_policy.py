@@ -441,28 +441,96 @@ def test_a_long_text_is_embedded_alone_and_the_same_with_any_company(embedder):
     assert torch.equal(ref, alone[0])
 
 
-def test_the_head_runs_in_balanced_chunks_with_the_same_scores(embedder, monkeypatch):
-    """A whole batch's candidates go through the head in balanced chunks (the memory peak,
-    docs/policies.md "Memory"): the same scores and gradients up to float rounding (a
+def _groups(n_prompts: int, dim: int, seed: int = 1):
+    gen = torch.Generator().manual_seed(seed)
+    counts = torch.randint(0, 40, (n_prompts,), generator=gen).tolist()
+    ctx = torch.nn.functional.normalize(torch.randn(n_prompts, 6, dim, generator=gen), dim=-1)
+    act = torch.nn.functional.normalize(torch.randn(sum(counts), dim, generator=gen), dim=-1)
+    return ctx, act, counts
+
+
+def test_the_concat_form_runs_in_balanced_chunks_with_the_same_scores(embedder, monkeypatch):
+    """The ``concat`` form takes a whole batch's candidates in balanced chunks (the memory
+    peak, docs/policies.md "Memory"): the same scores and gradients up to float rounding (a
     matrix product's rounding may depend on its row count), unchunked below the limit."""
     torch.manual_seed(0)
     head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=2,
-                      history_pool="concat")  # fmt: skip
-    policy = EncoderPolicy(head, embedder)
-    n_prompts, per = 500, 6
-    ctx = torch.randn(n_prompts, per, embedder.dim)
-    rows = torch.randint(0, n_prompts, (20_000,), generator=torch.Generator().manual_seed(1))
-    act = torch.randn(len(rows), embedder.dim)
+                      history_pool="concat", form="concat")  # fmt: skip
+    ctx, act, counts = _groups(1000, embedder.dim)
+    rows = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
     whole = head(ctx[rows], act)
     calls = []
     head.register_forward_hook(lambda mod, inp, out: calls.append(len(out)))
-    monkeypatch.setattr(EncoderPolicy, "MAX_HEAD_ROWS", 8192)
-    chunked = policy._head_scores(ctx, rows, act)
-    assert calls == [6667, 6667, 6666]  # three balanced chunks, none small
+    monkeypatch.setattr(ScorerHead, "CHUNK_ROWS", len(rows) // 3 + 1)
+    chunked = head.score_groups(ctx, act, counts)
+    assert len(calls) == 3 and max(calls) - min(calls) <= 1  # three balanced chunks
     torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-6)
     g_whole = torch.autograd.grad(whole.sum(), head.net[0].weight)[0]
-    g_chunk = torch.autograd.grad(policy._head_scores(ctx, rows, act).sum(), head.net[0].weight)[0]
-    torch.testing.assert_close(g_chunk, g_whole, rtol=1e-4, atol=1e-4)  # sums of 20k rows
-    monkeypatch.setattr(EncoderPolicy, "MAX_HEAD_ROWS", 50_000)
+    g_chunk = torch.autograd.grad(head.score_groups(ctx, act, counts).sum(), head.net[0].weight)
+    torch.testing.assert_close(g_chunk[0], g_whole, rtol=1e-4, atol=1e-4)  # sums of 20k rows
+    monkeypatch.setattr(ScorerHead, "CHUNK_ROWS", 50_000)
     calls.clear()
-    assert torch.equal(policy._head_scores(ctx, rows, act), whole) and calls == [20_000]
+    assert torch.equal(head.score_groups(ctx, act, counts), whole) and calls == [len(rows)]
+
+
+def test_the_factored_form_gives_the_concat_scores_and_gradients(embedder):
+    """The factored head (the default) computes the same function from the same weights:
+    scores and first-layer gradients equal to the ``concat`` form up to float rounding,
+    prompts without candidates included, in one chunk and in checkpointed chunks."""
+    torch.manual_seed(0)
+    head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=2,
+                      history_pool="concat")  # fmt: skip
+    assert head.form == "factored"
+    ctx, act, counts = _groups(150, embedder.dim)  # three chunks of <= 64 prompts
+    assert 0 in counts
+    grads = {}
+    for form in ("concat", "factored"):
+        head.form = form
+        head.zero_grad()
+        scores = head.score_groups(ctx, act, counts)
+        scores.pow(2).sum().backward()
+        grads[form] = (scores.detach(), head.net[0].weight.grad.clone(), head.net[2].weight.grad)
+    (s0, g0, o0), (s1, g1, o1) = grads["concat"], grads["factored"]
+    assert s1.shape == (sum(counts),)
+    torch.testing.assert_close(s1, s0, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(g1, g0, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(o1, o0, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="form must be one of"):
+        head.form = "fast"
+
+
+def test_the_bundled_head_scores_the_same_in_both_forms(embedder):
+    """The shipped warm start (weights of the concat era) loads and scores in the factored
+    form as it did in the concat form, up to float rounding, on real embeddings."""
+    from mvpo_train.encoder_policy import bundled_heads, resolve_head
+
+    if "alfworld-encoder-warm" not in bundled_heads():
+        pytest.skip("the bundled head is not shipped in this data folder")
+    head = load_head(resolve_head("alfworld-encoder-warm"), embedder)
+    assert head.form == "factored"
+    policy = EncoderPolicy(head, embedder)
+    prompt = PromptBuilder(TEMPLATE, 1, 2)
+    prompt.reset(0, "You are in the middle of a room. You see a desk 1.", "put a mug on desk.")
+    prompt.record(0, "go to desk 1", "You arrive at desk 1. On the desk 1, you see a mug 1.")
+    adm = ["take mug 1 from desk 1", "go to shelf 1", "look", "inventory", "examine desk 1"]
+    pids = [policy.prompt_ids(prompt.prompt(0, adm), TEMPLATE)] * 2
+    cands = [
+        [policy.candidate_ids(a, TEMPLATE) for a in adm],
+        [policy.candidate_ids("look", TEMPLATE)],
+    ]
+    with torch.no_grad():
+        new = policy.score_candidates(pids, cands).scores
+        head.form = "concat"
+        old = policy.score_candidates(pids, cands).scores
+    for a, b in zip(new, old, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert not torch.equal(old[0], torch.zeros_like(old[0]))
+
+
+def test_the_config_chooses_the_head_form(tmp_path):
+    """``encoder_head`` (``--encoder-head``) sets the form of a loaded policy and its frozen
+    reference copy; ``factored`` is the default."""
+    assert TrainConfig().encoder_head == "factored"
+    policy = load_encoder_policy(_cfg(tmp_path, encoder_head="concat"))
+    assert policy.model.form == "concat" and policy.frozen_copy().model.form == "concat"
+    assert load_encoder_policy(_cfg(tmp_path)).model.form == "factored"
