@@ -257,6 +257,8 @@ def _train(argv: list[str]) -> int:
                 skip = a == "--nproc"
                 continue
             rest.append(a)
+        if args.run_dir is None:  # every rank writes the folder chosen here
+            rest += ["--run-dir", cfg.run_dir]
         return launch(args.nproc, rest, run_dir=cfg.run_dir, resume=cfg.resume)
     if args.print_config:
         import yaml
@@ -266,6 +268,10 @@ def _train(argv: list[str]) -> int:
     from mvpo_train.factories import make_venv
     from mvpo_train.trainer import train
 
+    if args.run_dir is None:  # a folder chosen here: named now, and in the resume command
+        argv = [*argv, "--run-dir", cfg.run_dir]
+        if os.environ.get("RANK", "0") == "0":
+            print(f"mvpo-train: run folder {cfg.run_dir}", file=sys.stderr, flush=True)
     on_interrupt("mvpo-train", argv, cfg.run_dir)
     check_device(cfg.device)
     if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
@@ -293,7 +299,15 @@ def eval_main(argv: list[str] | None = None) -> int:
 
 
 def _eval(argv: list[str]) -> int:
-    from mvpo_train.config import PRESETS, TrainConfig, load_config, with_preset_env_kwargs
+    from mvpo_train.config import (
+        PRESETS,
+        SHRINK_ENV,
+        SHRUNK,
+        TrainConfig,
+        load_config,
+        shrunk,
+        with_preset_env_kwargs,
+    )
 
     p = OneLineParser(prog="mvpo-eval", description=eval_main.__doc__)
     p.add_argument(
@@ -384,6 +398,11 @@ def _eval(argv: list[str]) -> int:
     for name in ("env_id", "max_steps", "device", "threads"):
         if getattr(args, name) is not None:
             values[name] = getattr(args, name)
+    if shrunk():  # a smoke test: 3 steps, one episode of at most 2 tasks
+        values["max_steps"] = SHRUNK["max_steps"]
+        args.episodes, args.max_tasks = 1, SHRUNK["eval_max_tasks"]
+        args.tasks = args.tasks[: SHRUNK["eval_max_tasks"]] if args.tasks else None
+        print(f"mvpo-eval: {SHRINK_ENV} is set: 1 episode, 2 tasks, 3 steps", file=sys.stderr)
     values.update(
         tensorboard=False, report_to=[], progress=args.progress, resume=False, overwrite=False
     )

@@ -129,10 +129,10 @@ class TrainConfig:
 
     # -- run ---------------------------------------------------------------------------------
     run_dir: str = _f(
-        "runs/cpu-tiny/mvpo-seed0",
-        "output folder: metrics.jsonl, checkpoints, plots (default: runs/<preset>/<estimator>-"
-        "seed<seed>, one folder per preset, estimator and seed, so --resume finds it again; "
-        "the showcase preset: runs/showcase)",
+        "runs/cpu-tiny/alfworld-mvpo-seed0",
+        "output folder: metrics.jsonl, checkpoints, plots (default: runs/<preset>/<env>-"
+        "<estimator>-seed<seed>, or the first free <that>-2, -3, ... when it holds a run; "
+        "--resume / --overwrite take the newest of them; the showcase preset: runs/showcase)",
         safe=True,
     )
     seed: int = _f(
@@ -704,21 +704,53 @@ def with_preset_env_kwargs(name: str, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def default_run_dir(preset_name: str, values: dict[str, Any]) -> str:
-    """``runs/<preset>/<estimator>-seed<seed>``: the run folder of a run that names none, one
-    per preset, estimator and seed (``mvpo-train`` then ``mvpo-train --estimator gigpo
-    --seed 1`` write two runs; ``mvpo-train --resume`` finds the first again). Characters
-    other than letters, digits, ``.``, ``_`` and ``-`` in the estimator name become ``_``."""
+    """``runs/<preset>/<env>-<estimator>-seed<seed>``: the run folder of a run that names
+    none, one per preset, env, estimator and seed (``mvpo-train`` then ``mvpo-train
+    --estimator gigpo --seed 1`` write two runs; ``mvpo-train --resume`` finds the first
+    again). ``<env>`` is the env id's name, lower case, without its version
+    (``mvpo/ALFWorld-v0`` -> ``alfworld``); other characters than letters, digits, ``.``,
+    ``_`` and ``-`` become ``_``."""
     fields = TrainConfig.__dataclass_fields__
+    env = str(values.get("env_id", fields["env_id"].default)).rsplit("/", 1)[-1]
+    env = re.sub(r"-v\d+$", "", env).lower()
     estimator = str(values.get("estimator", fields["estimator"].default))
     seed = values.get("seed", fields["seed"].default)
-    return f"runs/{preset_name}/{re.sub(r'[^A-Za-z0-9._-]', '_', estimator)}-seed{seed}"
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{env}-{estimator}-seed{seed}")
+    return f"runs/{preset_name}/{name}"
+
+
+def _holds_run(path: Path) -> bool:
+    from mvpo_train.run_folder import RUN_ARTIFACTS  # imports this module
+
+    return any((path / name).exists() for name in RUN_ARTIFACTS)
+
+
+def numbered_run_dir(base: str, resume: bool = False, overwrite: bool = False) -> str:
+    """The folder a run without ``run_dir`` uses: ``base``, or ``base-2``, ``base-3``, ...
+
+    A fresh run takes the first of them that holds no run (an earlier run is never in the
+    way: every README line can be pasted in order); ``resume`` / ``overwrite`` take the newest
+    that holds one (``mvpo-train --resume`` continues the last run of these settings)."""
+    taken = [base] if _holds_run(Path(base)) else []
+    n = 2
+    while _holds_run(Path(f"{base}-{n}")):
+        taken.append(f"{base}-{n}")
+        n += 1
+    if resume or overwrite:
+        return taken[-1] if taken else base
+    return base if not taken else f"{base}-{n}"
 
 
 def _with_run_dir(preset_name: str, values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with :func:`default_run_dir` when they name no run folder."""
+    """``values`` with :func:`numbered_run_dir` of :func:`default_run_dir` when they name no
+    run folder."""
     if "run_dir" in values:
         return values
-    return {**values, "run_dir": default_run_dir(preset_name, values)}
+    base = default_run_dir(preset_name, values)
+    run_dir = numbered_run_dir(
+        base, bool(values.get("resume", False)), bool(values.get("overwrite", False))
+    )
+    return {**values, "run_dir": run_dir}
 
 
 def preset(name: str, **overrides: Any) -> TrainConfig:
@@ -891,8 +923,26 @@ def build_parser(
     return p
 
 
+#: environment variable that shrinks every run to a smoke test (``MVPO_SHRINK=1``): README
+#: lines pasted in order in seconds (tests/test_readme_in_order.py); never set by mvpo itself
+SHRINK_ENV = "MVPO_SHRINK"
+#: the sizes ``MVPO_SHRINK=1`` sets over every other layer (``mvpo-eval``: one episode of two
+#: tasks, 3 steps)
+SHRUNK: dict[str, Any] = {"iterations": 1, "num_groups": 2, "group_size": 2, "max_steps": 3,
+                          "eval_max_tasks": 2, "eval_episodes": 1}  # fmt: skip
+
+
+def shrunk() -> bool:
+    """Whether ``MVPO_SHRINK`` is set to a non-empty value other than ``0`` (said on stderr
+    by each command that applies it, so it is never silent)."""
+    import os
+
+    return os.environ.get(SHRINK_ENV, "0") not in ("", "0")
+
+
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Layer defaults < preset < YAML < flags into a :class:`TrainConfig`."""
+    """Layer defaults < preset < YAML < flags (< :data:`SHRUNK` under ``MVPO_SHRINK=1``) into
+    a :class:`TrainConfig`."""
     values: dict[str, Any] = {}
     file_values: dict[str, Any] = load_config(args.config) if getattr(args, "config", None) else {}
     preset_name = getattr(args, "preset", None) or file_values.pop("preset", None) or "cpu-tiny"
@@ -906,5 +956,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         v = getattr(args, f.name, None)
         if v is not None:
             values[f.name] = v
+    if shrunk():
+        import sys
+
+        values.update(SHRUNK)
+        print(f"{SHRINK_ENV} is set: sizes shrunk to {SHRUNK}", file=sys.stderr, flush=True)
     values = _with_run_dir(preset_name, values)
     return TrainConfig(**with_preset_env_kwargs(preset_name, values))

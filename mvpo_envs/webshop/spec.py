@@ -124,4 +124,9 @@ DECLARATION = EnvDeclaration(
         'add "search_query": "instruction" to --env-kwargs (the search page then lists '
         "search[<the task instruction>])"
     ),
+    # the CPU presets score the admissible actions: the search page must list a filled query
+    train_defaults={
+        "cpu-tiny": {"env_kwargs": {"search_query": "instruction"}},
+        "cpu-showcase": {"env_kwargs": {"search_query": "instruction"}},
+    },
 )
