@@ -62,7 +62,10 @@ def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
     (local / "metrics.jsonl").write_text('{"iteration": 0}\n')
     assert arc.main(["import", "--from", str(archive), "--base", str(base)]) == 0
     assert (local / "metrics.jsonl").read_text() == '{"iteration": 0}\n'
-    assert "kept 1 run folders that already have metrics: grpo-seed0" in capsys.readouterr().out
+    assert (
+        "kept 1 run folders that already have metrics (or other files): grpo-seed0"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_missing_folder_is_one_line(tmp_path):
@@ -169,12 +172,12 @@ def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path,
 
 
 def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive(tmp_path):
-    """``export --records``: a real tiny run's batch records up to its newest checkpoint (not
-    the one after it, which a resumed run rewrites) land in the archive, where
-    ``benchmarks/alignment.py --relabel`` scores them as it scores the run folder itself; an
-    archived record is never replaced, and a differing one is one line."""
+    """``export --records DIR``: a real tiny run's batch records up to its newest checkpoint
+    (not the one after it, which a resumed run rewrites) land in the machine-local DIR, never
+    in the archive, where ``benchmarks/alignment.py --relabel`` scores them as it scores the
+    run folder itself; a kept record is never replaced, and a differing one is one line."""
     arc, bench = load_benchmark("study_archive"), load_benchmark("alignment")
-    base, archive = tmp_path / "runs", tmp_path / "archive"
+    base, archive, local = tmp_path / "runs", tmp_path / "archive", tmp_path / "records"
     run = base / "gigpo-seed0"
     argv = ["--preset", "cpu-tiny", "--estimator", "gigpo", "--iterations", "3", "--seed", "0",
             "--run-dir", str(run), "--num-groups", "2", "--group-size", "4", "--max-steps", "6",
@@ -186,8 +189,10 @@ def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive
     # a run stopped after its checkpoint at 2 holds record 3 of an iteration it will replay
     shutil.rmtree(run / "checkpoints" / "iter-000003")
     (run / "checkpoints" / "LATEST").write_text("iter-000002\n")
-    assert arc.main(["export", "--base", str(base), "--to", str(archive), "--records"]) == 0
-    held = archive / "gigpo-seed0"
+    argv = ["export", "--base", str(base), "--to", str(archive), "--records", str(local)]
+    assert arc.main(argv) == 0
+    assert not list(archive.rglob("*.npz"))  # no binary batch record in the archive
+    held = local / "gigpo-seed0"
     assert sorted(find_records(held)) == [1, 2]
     for it in (1, 2):
         assert find_records(held)[it].read_bytes() == find_records(run)[it].read_bytes()
@@ -206,8 +211,12 @@ def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive
         assert outs["archive"]["variants"][v]["repaired_rows"] == series["repaired_rows"]
         np.testing.assert_array_equal(outs["archive"]["variants"][v]["auc"], series["auc"])
     # re-export: nothing replaced; a record that differs is one line
-    arc.export(base, archive, records=True)
+    arc.export(base, archive, records=local)
     find_records(run)[2].write_bytes(b"another run")
     with pytest.raises(SystemExit, match="iter-000002.npz differs.*nothing replaced"):
-        arc.export(base, archive, records=True)
+        arc.export(base, archive, records=local)
     assert find_records(held)[2].read_bytes() != b"another run"
+    # never into the archive or below benchmarks/results
+    for bad in (archive / "recs", tmp_path / "benchmarks" / "results" / "x"):
+        with pytest.raises(SystemExit, match="stay out of the archive and benchmarks/results"):
+            arc.export(base, archive, records=bad)
