@@ -33,7 +33,12 @@ import numpy as np
 
 from mvpo_abstraction.base import Abstraction, State, depth_bin
 from mvpo_abstraction.extras import require_extra
-from mvpo_abstraction.learned_milestones import Event, MilestoneLearner, cluster_label
+from mvpo_abstraction.learned_milestones import (
+    Event,
+    MilestoneLearner,
+    cluster_label,
+    unique_labels,
+)
 from mvpo_abstraction.registry import make_abstraction, register_abstraction
 
 FORMAT = "mvpo-learned-abstraction"
@@ -263,15 +268,17 @@ class EmbeddingClusterAbstraction(Abstraction):
         ids = self.cluster(distinct)
         vectors = self.encoder.encode(distinct)
         d = ((vectors - self.centroids[ids]) ** 2).sum(-1)
-        labels = []
+        labels, medoids = [], []
         for c in range(self.k):
             members = np.flatnonzero(ids == c)
             if not len(members):
                 labels.append(f"empty{c}")
+                medoids.append(f"empty{c}")
                 continue
             best = min(members, key=lambda j: (round(float(d[j]), 6), distinct[j]))
             labels.append(cluster_label(distinct[best]))
-        return labels
+            medoids.append(distinct[best])
+        return unique_labels(labels, medoids)
 
     def _set_events(self, events: list[Event]) -> None:
         self.events = list(events)

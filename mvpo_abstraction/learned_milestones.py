@@ -18,9 +18,12 @@ every observation mapped to a cluster id (the learned abstraction's k-means clus
    occurrences: it adds no information).
 
 Names come from the content of the clusters, not from their ids: each cluster is named by its
-medoid observation (the fitted text nearest the centroid), ``visit:<first words>~<hash>``, so a
-refit on the same data (any order, any k-means run that finds the same clusters) gives the same
-names, and AMP weights keyed by name carry over.
+medoid observation (the fitted text nearest the centroid), by :func:`cluster_label`: up to three
+content words of its first sentence that is not boilerplate (a welcome banner, the help text's
+command list, the task line, WebShop's instruction), e.g. ``visit:open-fridge-1`` or
+``move:arrive-countertop-1>pick-up-apple``; a label two clusters share gets a short hash of its
+text (``~1a2b``), see :func:`unique_labels`. So a refit on the same data (any order, any k-means
+run that finds the same clusters) gives the same names, and AMP weights keyed by name carry over.
 
 This module knows no environment: it sees cluster ids, texts and outcomes only.
 """
@@ -58,11 +61,63 @@ class Event:
         return asdict(self)
 
 
-def cluster_label(text: str, words: int = 4) -> str:
-    """Stable label of a cluster from its medoid text: first words plus a short content hash."""
-    slug = "-".join(re.findall(r"[a-z0-9]+", text.lower())[:words]) or "empty"
-    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:6]
-    return f"{slug}~{digest}"
+#: sentences (or ``[SEP]`` segments) that say nothing about the state: a banner, the help
+#: text's header and command lines (``look:   look around ...``), the task line, WebShop's
+#: ``Instruction:`` marker (the instruction after it is skipped too) and its page title
+_BOILERPLATE = re.compile(
+    r"^(-=.*=-|available commands:?|[a-z][\w ()<>\[\]/-]*:\s{2,}.*|your task is to:.*|"
+    r"instruction:?|webshop|amazon shopping game)$",
+    re.IGNORECASE,
+)
+#: words that carry no content in a label
+_STOPWORDS = frozenset(
+    "a an the you your to at of in on is are it its and or with for from this that there "
+    "be i me we us our my see into by as what which here looking quickly around".split()
+)
+#: the label of a text that is all boilerplate (the help text)
+BOILERPLATE_LABEL = "help"
+
+
+def cluster_label(text: str, words: int = 3) -> str:
+    """Short readable label of a cluster from its medoid text (module docstring): up to
+    ``words`` content words of the first sentence that is not boilerplate, ``"help"`` when every
+    sentence is (the help text), ``"empty"`` for a text without words."""
+    skip_next = False
+    for sentence in _sentences(text):
+        if skip_next:  # the instruction after WebShop's "Instruction:" marker
+            skip_next = False
+            continue
+        if _BOILERPLATE.match(sentence):
+            skip_next = sentence.lower().rstrip(":") == "instruction"
+            continue
+        kept = [w for w in re.findall(r"[a-z0-9]+", sentence.lower()) if w not in _STOPWORDS]
+        if kept:
+            return "-".join(kept[:words])
+    return BOILERPLATE_LABEL if re.search(r"[a-z0-9]", text.lower()) else "empty"
+
+
+def _sentences(text: str) -> list[str]:
+    """Lines, ``[SEP]`` segments and sentences of ``text``, stripped, empty ones dropped."""
+    parts = []
+    for line in re.split(r"\n|\[SEP\]", text):
+        if _BOILERPLATE.match(line.strip()):  # a help line keeps its inner ". "
+            parts.append(line.strip())
+            continue
+        parts += [p.strip() for p in re.split(r"(?<=[.!?])\s+", line)]
+    return [p for p in parts if p]
+
+
+def unique_labels(labels: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """``labels`` with ``~<4 hex of the text>`` added to each one that several texts share."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return [
+        f"{label}~{hashlib.sha1(text.encode('utf-8')).hexdigest()[:4]}"
+        if counts[label] > 1
+        else label
+        for label, text in zip(labels, texts, strict=True)
+    ]
 
 
 @dataclass

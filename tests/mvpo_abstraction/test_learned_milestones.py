@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
-from mvpo_abstraction.learned_milestones import Event, MilestoneLearner, cluster_label
+from mvpo_abstraction.learned_milestones import (
+    Event,
+    MilestoneLearner,
+    cluster_label,
+    unique_labels,
+)
 
 NAMES = [cluster_label(f"room {c} text") for c in range(6)]
 
@@ -103,5 +110,39 @@ def test_event_fires():
     visit, move = Event("v", "visit", dst=3), Event("m", "move", dst=3, src=1)
     assert visit.fires(None, 3) and not visit.fires(3, 2)
     assert move.fires(1, 3) and not move.fires(None, 3) and not move.fires(2, 3)
-    assert cluster_label("You arrive at Countertop 1.").startswith("you-arrive-at-countertop~")
+    assert cluster_label("You arrive at Countertop 1.") == "arrive-countertop-1"
     assert cluster_label("a") != cluster_label("b")
+
+
+HELP = (
+    "Available commands:\n  look:                             look around your current location\n"
+    "  go to (receptacle):               move to a receptacle\n"
+    "  examine (something):              examine something more closely. Then act.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("You open the fridge 1. The fridge 1 is open. In it, you see an egg 2.", "open-fridge-1"),
+        ("You pick up the apple 1 from the countertop 1.", "pick-up-apple"),
+        ("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking "
+         "quickly around you, you see a drawer 1.\n\nYour task is to: put a cd in a safe.",
+         "middle-room"),
+        (HELP, "help"),  # never a name taken from the help text
+        ("WebShop [SEP] Instruction: [SEP] Find me yoga pants [SEP] Search", "search"),
+        ("Instruction: [SEP] Find me a mug [SEP] Back to Search [SEP] Page 1 (Total results: "
+         "24) [SEP] Next >", "back-search"),
+        ("Thank you for shopping with us! [SEP] Your code: [SEP] None", "thank-shopping"),
+        ("", "empty"),
+    ],
+)  # fmt: skip
+def test_cluster_labels_are_short_readable_content_words(text, label):
+    assert cluster_label(text) == label
+
+
+def test_shared_labels_get_a_short_hash_of_their_text():
+    texts = ["You arrive at shelf 1. It is empty.", "You arrive at shelf 1. You see a cd."]
+    labels = unique_labels([cluster_label(t) for t in texts] + ["help"], [*texts, HELP])
+    assert labels[2] == "help" and labels[0] != labels[1]
+    assert all(re.fullmatch(r"arrive-shelf-1~[0-9a-f]{4}", x) for x in labels[:2])
