@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from mvpo_train.config import (
     preset,
     resume_safe_fields,
 )
+from mvpo_train.metrics import read_metrics
 
 
 def _micro_run(micro: Path, run: Path, *extra: str) -> list[str]:
@@ -315,3 +317,90 @@ def test_unavailable_device_and_missing_extra_are_one_line(tmp_path, capsys, mon
 
     assert _guard("mvpo-train", needs_extra, []) == 2  # was a traceback
     assert "pip install 'mvpo[vllm]'" in _one_error_line(capsys)
+
+
+def test_snake_case_flags_are_the_dashed_flags(tmp_path):
+    """``--run_dir`` (the YAML key's spelling) is ``--run-dir``, for every flag and form."""
+    p = build_parser()
+    dashed = config_from_args(p.parse_args(["--run-dir", "x", "--num-groups=2", "--no-progress"]))
+    snake = config_from_args(p.parse_args(["--run_dir", "x", "--num_groups=2", "--no_progress"]))
+    assert snake == dashed and snake.run_dir == "x" and snake.num_groups == 2
+    assert not snake.progress
+    # a value is never rewritten, nor anything after "--"
+    args = p.parse_args(["--env-kwargs", '{"data_dir": "a_b"}', "--run_dir=--my_dir"])
+    assert args.env_kwargs == {"data_dir": "a_b"} and args.run_dir == "--my_dir"
+    with pytest.raises(ConfigError, match="unrecognized"):
+        p.parse_args(["--not_a_flag", "1"])
+
+
+def test_default_run_folder_per_preset_env_estimator_and_seed(tmp_path, monkeypatch):
+    """Runs without --run-dir never share a folder: one per preset, env, estimator and seed,
+    then -2, -3 ... when it holds a run; --resume and --overwrite take the newest."""
+    monkeypatch.chdir(tmp_path)
+    p = build_parser()
+
+    def run_dir(*argv: str) -> str:
+        return config_from_args(p.parse_args(list(argv))).run_dir
+
+    assert run_dir() == "runs/cpu-tiny/alfworld-mvpo-seed0"
+    assert run_dir("--estimator", "gigpo", "--seed", "1") == "runs/cpu-tiny/alfworld-gigpo-seed1"
+    assert (
+        run_dir("--env-id", "mvpo/MilestoneChain-v0") == "runs/cpu-tiny/milestonechain-mvpo-seed0"
+    )
+    assert run_dir("--preset", "gpu-qwen2.5-1.5b").startswith("runs/gpu-qwen2.5-1.5b/")
+    assert run_dir("--preset", "cpu-showcase") == "runs/showcase"  # the showcase's own
+    assert run_dir("--resume") == "runs/cpu-tiny/alfworld-mvpo-seed0"  # nothing there yet
+    first = tmp_path / "runs/cpu-tiny/alfworld-mvpo-seed0"
+    first.mkdir(parents=True)
+    assert run_dir() == "runs/cpu-tiny/alfworld-mvpo-seed0"  # an empty folder holds no run
+    (first / "config.yaml").write_text("seed: 0\n")
+    assert run_dir() == "runs/cpu-tiny/alfworld-mvpo-seed0-2"
+    (tmp_path / "runs/cpu-tiny/alfworld-mvpo-seed0-2").mkdir()
+    (tmp_path / "runs/cpu-tiny/alfworld-mvpo-seed0-2/metrics.jsonl").write_text("")
+    assert run_dir() == "runs/cpu-tiny/alfworld-mvpo-seed0-3"
+    assert run_dir("--resume") == "runs/cpu-tiny/alfworld-mvpo-seed0-2"
+    assert run_dir("--overwrite") == "runs/cpu-tiny/alfworld-mvpo-seed0-2"
+    assert run_dir("--run-dir", "mine") == "mine"
+
+
+def test_ctrl_c_is_one_line_with_the_exact_resume_command(micro, tmp_path, capsys, monkeypatch):
+    """Ctrl-C: exit 130 and one line naming the command that continues the run: --resume once
+    a checkpoint exists, --overwrite when the folder holds a run without one."""
+    import mvpo_train.cli as cli
+
+    run = tmp_path / "run"
+    argv = _micro_run(micro, run, "--iterations", "2", "--stop-after", "1")
+    assert train_main(argv) == 0  # a real run, stopped after its first checkpoint
+    capsys.readouterr()
+
+    def interrupted_train(config):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("mvpo_train.trainer.train", interrupted_train)
+    assert train_main([*argv, "--resume"]) == cli.EXIT_INTERRUPTED
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    command = err.split("continue with: ", 1)[1]
+    assert command.startswith("mvpo-train --model ") and command.endswith(" --resume")
+    assert command.count("--resume") == 1
+    monkeypatch.undo()
+    assert train_main(shlex.split(command)[1:]) == 0  # the line, pasted, finishes the run
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
+    # a run folder without a checkpoint: the hint starts afresh
+    (run / "checkpoints").rename(tmp_path / "gone")
+    assert cli.resume_command("mvpo-train", ["--resume"], run) == "mvpo-train --overwrite"
+    assert cli.resume_command("mvpo-train", ["--seed", "1"], tmp_path / "new") == (
+        "mvpo-train --seed 1"
+    )
+
+
+def test_eval_takes_threads_and_progress(micro, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert train_main(_micro_run(micro, run)) == 0
+    capsys.readouterr()
+    base = ["--run-dir", str(run), "--split", "train", "--tasks", "13", "--max-steps", "2"]
+    assert eval_main([*base, "--threads", "1"]) == 0
+    assert "eval train" in capsys.readouterr().err  # the progress bar, on by default
+    assert eval_main([*base, "--threads", "1", "--no-progress"]) == 0
+    assert "eval train" not in capsys.readouterr().err
+    assert eval_main([*base, "--threads", "-1"]) == 2

@@ -137,3 +137,40 @@ def test_short_run_on_one_task_learns(micro, tmp_path):
     succ = np.array([r["success"] for r in rows])
     assert succ[:3].mean() < 0.15, succ.round(2).tolist()
     assert succ[-4:].mean() >= succ[:3].mean() + 0.2, succ.round(2).tolist()
+
+
+def test_progress_ticks_inside_an_iteration_and_is_quiet_without(micro, tmp_path, capsys):
+    """With progress the rollout ticks per step, the update per mini-batch and the evaluation
+    per episode (tqdm on stderr); progress=False writes none of it."""
+    kw = dict(eval_every=1, eval_split="train", eval_max_tasks=1, minibatch_size=2)
+    train(_cfg(micro, tmp_path / "a", progress=True, **kw))
+    err = capsys.readouterr().err
+    for text in ("mvpo-train [mvpo]", "rollout", "step 1", "update", "mb", "eval train", "ep"):
+        assert text in err, (text, err[-2000:])
+    train(_cfg(micro, tmp_path / "b", progress=False, **kw))
+    err = capsys.readouterr().err
+    assert not any(t in err for t in ("rollout", "update", "eval train", "mvpo-train [")), err
+
+
+def test_auto_threads_are_recorded_and_kept_on_resume(micro, tmp_path):
+    """threads=0 resolves to the free CPUs (at least 1) and config.yaml records the count; a
+    resumed auto run keeps the recorded count (another could change float sums)."""
+    import os
+
+    import yaml
+
+    from mvpo_train.threads import resolve_threads, saved_threads
+
+    run = tmp_path / "run"
+    train(_cfg(micro, run, threads=0, iterations=2, stop_after=1, save_every=1))
+    used = yaml.safe_load((run / "config.yaml").read_text())["threads"]
+    assert 1 <= used <= len(os.sched_getaffinity(0))
+    assert saved_threads(run) == used and saved_threads(tmp_path / "none") == 0
+    assert resolve_threads(3) == 3 and resolve_threads(0, resume_from=run) == used
+    cfg = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(yaml.safe_dump({**cfg, "threads": used + 7}))
+    assert resolve_threads(0, resume_from=run) == used + 7  # the recorded count, not a guess
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+    rows = train(_cfg(micro, run, threads=0, iterations=2, resume=True, save_every=1))
+    assert [r["iteration"] for r in rows] == [2]
+    assert torch.get_num_threads() == used
