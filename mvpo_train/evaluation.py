@@ -18,6 +18,7 @@ from mvpo_train.policy import Policy
 from mvpo_train.progress import episode_ticker, work_bar
 from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector
+from mvpo_train.task_selection import eval_task_indices
 
 __all__ = ["batch_metrics", "evaluate"]
 
@@ -65,7 +66,8 @@ def evaluate(
     progress: bool | None = None,
 ) -> dict[str, Any]:
     """Success rate (overall and per task type) on every task of an eval split (or on the
-    task indices ``tasks``, or the first ``max_tasks``), ``episodes`` episodes each.
+    task indices ``tasks``, or ``max_tasks`` of them stratified over the task types,
+    :func:`~mvpo_train.task_selection.eval_task_indices`), ``episodes`` episodes each.
     ``per_episode`` adds ``episode_task`` and ``episode_success``: each episode's task index
     and outcome, in task order (for paired comparisons, e.g. ``mvpo-showcase``).
     ``progress`` (default ``cfg.progress``): a bar on stderr ticking per step and finished
@@ -84,8 +86,8 @@ def evaluate(
     if key not in cache:
         cache[key] = make_venv(cfg, split, chunk, episodes)
     venv = cache[key]
-    n_all = venv.num_tasks if not max_tasks else min(max_tasks, venv.num_tasks)
-    task_list = [int(t) for t in tasks] if tasks else list(range(n_all))
+    # max_tasks: stratified over the task types, seeded by the run's seed (mvpo_train.task_selection)
+    task_list = [int(t) for t in tasks] if tasks else eval_task_indices(venv, max_tasks, cfg.seed)
     if any(not 0 <= t < venv.num_tasks for t in task_list):
         raise ConfigError(
             f"tasks: {[t for t in task_list if not 0 <= t < venv.num_tasks]} out of range; "

@@ -140,6 +140,11 @@ class AlfworldEnv(TextEnv):
         self._location = START_LOCATION
         self._text_view = TextView()
 
+    @property
+    def task_type_list(self) -> list[str]:
+        """The task type of each task, in task order (``mvpo-eval --max-tasks`` stratifies)."""
+        return [g.task_type for g in self.games]
+
     # -- Gymnasium API ---------------------------------------------------------------------------
     def step(self, action: str):
         """Gymnasium's ``step``; ALFWorld's command handling with ``protocol="original"``."""
