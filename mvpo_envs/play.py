@@ -95,13 +95,17 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def resolve_action(line: str, admissible: list[str], read: Callable[[str], str]) -> str | None:
     """The action a typed line means, or ``None`` when nothing should be sent.
 
-    A number picks an admissible action; an admissible template (``search[<query>]``, or
+    A number picks an admissible action (one out of range raises :class:`IndexError` naming
+    the range: nothing is sent, no step spent); an admissible template (``search[<query>]``, or
     SearchQA's ``<search> query </search>``) asks for its slot text (a typed ``search[<r>]`` is a query and goes as it is); an empty line, or an empty slot, sends nothing.
     """
     line = line.strip()
     if not line:
         return None
-    if line.isdigit() and 0 <= int(line) < len(admissible):
+    if line.isdigit():
+        if int(line) >= len(admissible):
+            last = f"0..{len(admissible) - 1}" if admissible else "none listed"
+            raise IndexError(f"no action number {line} (admissible: {last})")
         line = admissible[int(line)]
     m = TEMPLATE.match(line) if line in admissible else None
     tag = TAG_TEMPLATE.match(line) if line in admissible and m is None else None
@@ -135,7 +139,11 @@ def play(env: gym.Env, seed: int, read: Callable[[str], str] | None = None, writ
             total, step = 0.0, 0
             write(_screen(obs, info, step, total))
             continue
-        action = resolve_action(line, info["admissible_actions"], read)
+        try:
+            action = resolve_action(line, info["admissible_actions"], read)
+        except IndexError as err:  # an out-of-range number: said, no step spent
+            write(f"({err}; nothing sent)")
+            continue
         if action is None:
             write(f"(nothing sent: {HELP_LINE})")
             continue

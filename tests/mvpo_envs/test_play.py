@@ -43,13 +43,15 @@ def test_play_by_numbers_and_text_until_won():
     walkthrough = json.loads(open(info["gamefile"]).read())["walkthrough"]
     first = info["admissible_actions"].index(walkthrough[0])
     screens: list[str] = []
-    lines = [str(first), "", "   ", "gibberish", *walkthrough[1:]]
+    lines = [str(first), "", "   ", "999", "gibberish", *walkthrough[1:]]
     total = play(env, seed=0, read=_feed(lines), write=screens.append)
     assert total == 1.0
-    # the number became its action, blank lines sent nothing, the rest went as typed
+    # the number became its action, blank lines and an index out of range sent nothing (no
+    # step spent), the rest went as typed
     assert env.sent == [walkthrough[0], "gibberish", *walkthrough[1:]]
     text = "\n".join(screens)
     assert text.count("(nothing sent") == 2 and "(invalid action)" in text
+    assert "(no action number 999 (admissible: 0.." in text and "; nothing sent)" in text
     assert "signature:" in screens[0] and "actions: [0]" in screens[0]
     assert "goal_reached" in screens[-2] and screens[-1].endswith("won ***")
 
@@ -84,7 +86,8 @@ def test_webshop_search_template_asks_for_the_query():
 def test_resolve_action():
     admissible = ["go to desk 1", "search[<query>]"]
     assert resolve_action("0", admissible, _feed([])) == "go to desk 1"
-    assert resolve_action("7", admissible, _feed([])) == "7"  # not an index: sent as typed
+    with pytest.raises(IndexError, match=r"no action number 7 \(admissible: 0\.\.1\)"):
+        resolve_action("7", admissible, _feed([]))  # out of range: nothing sent
     assert resolve_action("1", admissible, _feed(["  lamp "])) == "search[lamp]"
     assert resolve_action("1", admissible, _feed([])) is None  # end of input: nothing
     assert resolve_action("search[<r>]", admissible, _feed([])) == "search[<r>]"  # a query
