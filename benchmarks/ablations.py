@@ -25,22 +25,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
-import os
-import platform
 import shlex
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
+from mvpo_train.stats import SMOOTH, bootstrap_ci, moving_average
+from mvpo_train.study import learning
+from mvpo_train.study.runs import eval_file, load_runs, n_metrics, run_dir, run_local
+from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
+
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "learning.py")
-learning = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("learning", learning)
-_spec.loader.exec_module(learning)
 
 
 def _kw(**kwargs: object) -> list[str]:
@@ -89,7 +86,7 @@ def sweep_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def _late_mean(rows: list[dict], key: str) -> float:
-    xs = [r[key] for r in rows[-learning.SMOOTH :] if key in r]
+    xs = [r[key] for r in rows[-SMOOTH:] if key in r]
     return float(np.mean(xs)) if xs else float("nan")
 
 
@@ -184,17 +181,17 @@ def runs_on_disk(base: Path) -> tuple[list[str], list[int]]:
 
 
 def _paired(a: dict, b: dict, key: str):
-    """Bootstrap CI of the per-seed differences ``a - b`` over the seeds both have."""
+    """Bootstrap CI of the per-seed differences ``a - b`` over seeds both have."""
     d = [a[s][key] - b[s][key] for s in a if s in b and a[s][key] is not None
          and b[s][key] is not None]  # fmt: skip
-    return (learning.bootstrap_ci(d), len(d)) if d else (None, 0)
+    return (bootstrap_ci(d), len(d)) if d else (None, 0)
 
 
 def analyse(args: argparse.Namespace) -> dict:
     """Every arm and seed finished under ``--base`` (all the sweep's commands together)."""
     base = Path(args.base)
     arms, seeds = runs_on_disk(base)
-    runs = learning.load_runs(base, arms, seeds, args.iterations)
+    runs = load_runs(base, arms, seeds, args.iterations)
     pairs = [(v, "mvpo") for v in arms if v != "mvpo"]
     table = learning.summarize(runs, base, 0.2, args.iterations, pairs=pairs)
     ref = reference(seeds)
@@ -203,12 +200,12 @@ def analyse(args: argparse.Namespace) -> dict:
     for arm, row in table["arms"].items():
         per = runs[arm]
         succ = np.array([[r["success"] for r in per[s]] for s in common])
-        row["curve_common"] = learning.moving_average(succ).mean(0).tolist() if len(common) else []
+        row["curve_common"] = moving_average(succ).mean(0).tolist() if len(common) else []
         row["kappa_late"] = float(np.mean([_late_mean(per[s], "adv/kappa") for s in per]))
         row["repaired_late"] = float(
             np.mean([_late_mean(per[s], "adv/repaired_ratio") for s in per])
         )
-        aligned = [credit_alignment(learning.run_dir(base, arm, s)) for s in per]
+        aligned = [credit_alignment(run_dir(base, arm, s)) for s in per]
         for key in ("repair_share", "alignment_repair", "phi_split_spearman_failed", "loop_share"):
             row[key] = float(np.nanmean([a[key] for a in aligned]))
         mine = {int(s): v for s, v in row["per_seed"].items()}
@@ -219,9 +216,9 @@ def analyse(args: argparse.Namespace) -> dict:
     for arm, per_seed in ref.items():
         table["reference"][arm] = {
             "seeds": sorted(per_seed),
-            "auc": learning.bootstrap_ci([v["auc"] for v in per_seed.values()]),
-            "final": learning.bootstrap_ci([v["final"] for v in per_seed.values()]),
-            "valid_unseen": learning.bootstrap_ci([v["valid_unseen"] for v in per_seed.values()]),
+            "auc": bootstrap_ci([v["auc"] for v in per_seed.values()]),
+            "final": bootstrap_ci([v["final"] for v in per_seed.values()]),
+            "valid_unseen": bootstrap_ci([v["valid_unseen"] for v in per_seed.values()]),
             "reached": sum(v["reach"] is not None for v in per_seed.values()),
         }
     if "mvpo" in ref and "mvpo" in table["arms"]:
@@ -243,15 +240,15 @@ def test_held_out(args: argparse.Namespace) -> None:
     pending = []
     for seed in args.seeds:
         for arm in ["mvpo", *args.test]:
-            path = learning.run_dir(base, arm, seed)
-            if learning.n_metrics(path) < args.iterations:
+            path = run_dir(base, arm, seed)
+            if n_metrics(path) < args.iterations:
                 continue
             cmds = [learning.eval_cmd(path, sp, e) for sp, e in learning.FINAL_EVALS
-                    if not learning.eval_file(path, sp).is_file()]  # fmt: skip
+                    if not eval_file(path, sp).is_file()]  # fmt: skip
             if cmds:
                 script = " && ".join(shlex.join(c) for c in cmds)
                 pending.append((f"{arm}-seed{seed} (held-out)", path, script))
-    learning._run_local(pending, argparse.Namespace(jobs=args.jobs))
+    run_local(pending, args.jobs, ROOT)
 
 
 def plot(table: dict, out: Path) -> None:
@@ -266,9 +263,10 @@ def plot(table: dict, out: Path) -> None:
         lw, ls = (2.5, "-") if arm == "mvpo" else (1.3, "--" if "kappa" in arm else "-")
         ax.plot(np.arange(1, len(y) + 1), y, lw=lw, ls=ls, label=arm)
     ax.axhline(0.2, color="grey", lw=0.8, ls=":")
+    common = table["common_seeds"]
     ax.set(
         title="MVPO ablations, train split: 5-iteration moving average of batch success,\n"
-        f"mean over the seeds every variant has ({table['common_seeds']})",
+        f"mean over seeds every variant has ({common})",
         xlabel="iteration",
         ylabel="batch success rate",
     )
@@ -280,7 +278,7 @@ def plot(table: dict, out: Path) -> None:
 
 
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
-    fmt = learning._fmt
+    fmt = fmt_ci
     it = args.iterations
     cmds = table["commands"] or ["python benchmarks/ablations.py"]
     lines = [
@@ -291,8 +289,11 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "",
         *[f"    {c}" for c in cmds],
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, {args.jobs} runs at a time, "
-        f"1 torch thread each; {time.strftime('%Y-%m-%d')}.",
+        machine_line(
+            out,
+            getattr(args, "analyze_only", False),
+            f", {args.jobs} runs at a time, 1 torch thread each",
+        ),
         "",
         "Settings: the learning study's `mvpo` arm (docs/learning_study.md: encoder policy "
         "warm-started on the train walkthroughs, bundled `alfworld` preset, all train tasks, "
@@ -316,7 +317,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "given an alignment: it contains A^E, the outcome itself, so its alignment is +1 by "
         "construction; the loop term's share of Var(D) = how much of the potential difference on "
         "repaired rows comes from `lambda_L * L(rho)` (the rest: the milestone values). Paired = "
-        "per-seed difference on the seeds both have.",
+        "per-seed difference on seeds both have.",
         "",
         "| variant | what changes | seeds | area | final | reached 20% | zero-adv. first 5 it. "
         "| kappa, late | repaired rows, late | repair's share of \\|A\\| | loop term's share "
@@ -329,8 +330,8 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         what = "baseline (defaults)" if arm == "mvpo" else VARIANTS[arm][1]
         pair = table["pairs"].get(f"{arm} - mvpo", {})
         lines.append(
-            f"| {arm} | {what} | {len(r['seeds'])} | {fmt(r['auc'])} | {fmt(r['final'])} | "
-            f"{r['reached']}/{len(r['seeds'])} | {fmt(r['zero_adv_early'])} | "
+            f"| {arm} | {what} | {n_seeds(r)} | {fmt(r['auc'])} | {fmt(r['final'])} | "
+            f"{r['reached']}/{n_seeds(r)} | {fmt(r['zero_adv_early'])} | "
             f"{r['kappa_late']:.2f} | {r['repaired_late']:.2f} | {r['repair_share']:.2f} | "
             f"{r['loop_share']:.2f} | "
             f"{r['alignment_repair']:+.3f} | {r['phi_split_spearman_failed']:+.3f} | "
@@ -352,28 +353,29 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         for arm, r in tested.items():
             pair = table["pairs"].get(f"{arm} - mvpo", {})
             lines.append(
-                f"| {arm} | {len(r['seeds'])} | {fmt(r['valid_unseen'])} | {fmt(r['valid_seen'])} "
+                f"| {arm} | {n_seeds(r)} | {fmt(r['valid_unseen'])} | {fmt(r['valid_seen'])} "
                 f"| {fmt(pair.get('valid_unseen'))} | {fmt(r['vs_study_gigpo_valid_unseen'])} |"
             )
     ref = table.get("reference", {})
     if ref:
         lines += [
             "",
-            "Reference, the committed study (`benchmarks/results/learning.json`, the seeds above):",
+            "Reference, the committed study (`benchmarks/results/learning.json`, those seeds):",
             "",
             "| arm | seeds | area | final | reached 20% | valid_unseen |",
             "|---|---|---|---|---|---|",
         ]
         for arm, r in ref.items():
             lines.append(
-                f"| study {arm} | {len(r['seeds'])} | {fmt(r['auc'])} | {fmt(r['final'])} | "
-                f"{r['reached']}/{len(r['seeds'])} | {fmt(r['valid_unseen'])} |"
+                f"| study {arm} | {n_seeds(r)} | {fmt(r['auc'])} | {fmt(r['final'])} | "
+                f"{r['reached']}/{n_seeds(r)} | {fmt(r['valid_unseen'])} |"
             )
         d = table.get("mvpo_rerun_max_abs_auc_diff")
         if d is not None:
+            rerun = table["mvpo_rerun_seeds"]
             lines += [
                 "",
-                f"The `mvpo` rerun against the study's `mvpo` on seeds {table['mvpo_rerun_seeds']}: "
+                f"The `mvpo` rerun against the study's `mvpo` on seeds {rerun}: "
                 f"largest per-seed area difference {d:.2e}"
                 + (" (identical trajectories)." if d < 1e-9 else " (not identical: see the logs)."),
             ]
@@ -425,9 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.test:
             test_held_out(args)
     table = analyse(args)
-    learning.save_results(
-        table, Path(args.out), plot, lambda t, out, png: write_markdown(t, args, out, png)
-    )
+    save_results(table, Path(args.out), plot, lambda t, out, png: write_markdown(t, args, out, png))
     return 0
 
 

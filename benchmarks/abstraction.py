@@ -133,7 +133,7 @@ def main() -> None:
         lines.append(f"- {label} steps: {rows} rows, {regions} regions, {hits} milestone hits.")
     lines += [
         "",
-        f"Reference step: the seeds' Table 3 (ALFWorld, MVPO), {REFERENCE_STEP_S:.1f} s.",
+        f"Reference step: the MVPO paper's Table 3 (ALFWorld, MVPO), {REFERENCE_STEP_S:.1f} s.",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while "
         f"measured), Python {platform.python_version()}, NumPy {np.__version__}.",
         "",

@@ -46,7 +46,7 @@ Two sources of batches:
 
 Variants: ``NAME`` or ``NAME:key=value,key=value`` (estimator config fields, values read as
 JSON when they parse, else as text), e.g. ``--variant mvpo --variant 'mvpo:lambda_L=0'
---variant 'mvpo:form=seeds'``. Each noisy-expert batch is scored by a fresh estimator (MVPO's
+--variant 'mvpo:form=paper'``. Each noisy-expert batch is scored by a fresh estimator (MVPO's
 EMA at 0: kappa near 1, the repair at full strength).
 
 Run from the repository root::
@@ -109,7 +109,7 @@ class BenchError(ValueError):
 
 # -- variants -----------------------------------------------------------------------------------
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
-    """``"mvpo:lambda_L=0,form=seeds"`` -> ``("mvpo", {"lambda_L": 0, "form": "seeds"})``."""
+    """``"mvpo:lambda_L=0,form=paper"`` -> ``("mvpo", {"lambda_L": 0, "form": "seeds"})``."""
     name, _, rest = text.partition(":")
     name = name.strip()
     if not name:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # AUC of MVPO's repair against the exact ALFWorld oracle on a trained policy's own rollouts
 # (benchmarks/results/alignment_trained.md): the warm-started encoder policy trained 10 iterations
-# (8x8x50, ALFWorld train, seed 0) with MVPO v1 and with form=seeds, every batch recorded, then
+# (8x8x50, ALFWorld train, seed 0) with MVPO v1 and with form=paper, every batch recorded, then
 # every recorded batch scored by benchmarks/alignment.py --run-dir (variants layer on the run's own config).
 set -e
 cd "$(dirname "$0")/.."
@@ -17,9 +17,9 @@ run() {  # name, estimator kwargs
 }
 mkdir -p runs/alignment-trained
 run v1 '{"form": "v1"}' &
-run seeds '{"form": "seeds"}' &
+run seeds '{"form": "paper"}' &
 wait
 for n in v1 seeds; do
-  $B/python benchmarks/alignment.py --run-dir runs/alignment-trained/$n --variant mvpo --variant 'mvpo:lambda_L=0' --variant 'mvpo:form=seeds' > runs/alignment-trained/$n.auc.txt 2>&1 || true
+  $B/python benchmarks/alignment.py --run-dir runs/alignment-trained/$n --variant mvpo --variant 'mvpo:lambda_L=0' --variant 'mvpo:form=paper' > runs/alignment-trained/$n.auc.txt 2>&1 || true
 done
 echo DONE

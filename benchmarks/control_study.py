@@ -15,7 +15,7 @@ same hyper-parameters and seeds; only the credit estimator (and its keywords) di
 Arms are estimator specs, ``--arm SPEC`` (repeatable): ``ESTIMATOR``, ``NAME=ESTIMATOR`` or
 ``[NAME=]ESTIMATOR:KEY=VALUE[,KEY=VALUE...]`` (values are JSON when they parse as JSON, else
 strings; a JSON object after the colon works too), e.g. ``--arm grpo --arm gigpo --arm mvpo
---arm 'mvpo-seeds=mvpo:form=seeds'``; each becomes ``--estimator`` + ``--estimator-kwargs``.
+--arm 'mvpo-paper=mvpo:form=paper'``; each becomes ``--estimator`` + ``--estimator-kwargs``.
 
 Logged per run and iteration (from ``metrics.jsonl``): batch success, GiGPO's zero-credit
 ratio (``adv/zero_credit_ratio``), the share of exactly-zero advantages
@@ -44,15 +44,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import json
-import os
-import platform
 import re
 import shlex
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,16 +56,21 @@ from typing import Any
 import numpy as np
 
 from mvpo_envs.data_files import DataFileError, load_json
+from mvpo_train.stats import SMOOTH, bootstrap_ci, curve_band, first_reach, moving_average
+from mvpo_train.study.runs import (
+    metric_rows,
+    n_metrics,
+    python_entry,
+    resume_flag,
+    run_dir,
+    run_local,
+)
+from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ENV_ID = "mvpo/MilestoneChain-v0"
-_spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "learning.py")
-learning = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("learning", learning)
-_spec.loader.exec_module(learning)
 
-SMOOTH = learning.SMOOTH
 RESULT = "result.json"
 #: metrics.jsonl key -> the compact result's curve name (None where an iteration lacks it)
 CURVES = {
@@ -163,7 +164,7 @@ def parse_arms(specs: list[str]) -> list[Arm]:
 
 def default_pairs(arms: list[Arm]) -> list[tuple[str, str]]:
     """Each non-baseline arm minus GRPO and minus GiGPO, GiGPO minus GRPO, and an arm with
-    keywords minus the plain arm of its estimator (``mvpo-seeds - mvpo``)."""
+    keywords minus the plain arm of its estimator (``mvpo-paper - mvpo``)."""
     names = {a.name for a in arms}
     pairs = [(a.name, b) for a in arms if a.name not in BASELINES for b in BASELINES if b in names]
     if set(BASELINES) <= names:
@@ -201,7 +202,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
     env_kwargs = {"difficulty": args.difficulty, "num_milestones": args.num_milestones}
     cmd = [
-        *learning._py("train_main"), "--preset", "cpu-tiny", "--env-id", ENV_ID,
+        *python_entry("train_main"), "--preset", "cpu-tiny", "--env-id", ENV_ID,
         "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
         "--max-steps", str(args.max_steps), "--policy", "encoder", "--model", "fresh",
         "--num-groups", str(args.num_groups), "--group-size", str(args.group_size),
@@ -214,11 +215,7 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
         "--eval-episodes", str(args.eval_episodes), "--eval-max-tasks", str(args.eval_max_tasks),
     ]  # fmt: skip
     # an interrupted run resumes from its checkpoint; a run folder without one starts over
-    if (path / "checkpoints" / "LATEST").is_file():
-        cmd.append("--resume")
-    elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
-        cmd.append("--overwrite")
-    return cmd + list(args.extra)
+    return cmd + resume_flag(path) + list(args.extra)
 
 
 def compact_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
@@ -231,11 +228,6 @@ def compact_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> li
     return [sys.executable, "-c", code, json.dumps(payload)]
 
 
-def _metric_rows(path: Path) -> list[dict[str, Any]]:
-    f = path / "metrics.jsonl"
-    return [json.loads(x) for x in f.read_text().splitlines() if x.strip()] if f.is_file() else []
-
-
 def _num(x: Any) -> str:
     return "-" if x is None else f"{float(x):.3f}"
 
@@ -244,7 +236,7 @@ def write_result(path: str, arm: str, spec: dict, seed: int, conf: dict) -> dict
     """The run's compact result (``result.json``) from its ``metrics.jsonl`` and held-out eval;
     refuses an incomplete run (fewer iterations than ``conf["iterations"]``)."""
     run = Path(path)
-    rows = _metric_rows(run)[: conf["iterations"]]
+    rows = metric_rows(run)[: conf["iterations"]]
     if len(rows) < conf["iterations"]:
         raise StudyError(f"{run}: {len(rows)} of {conf['iterations']} iterations in metrics.jsonl")
     held = rows[-1]
@@ -304,13 +296,13 @@ def pending_runs(args: argparse.Namespace, arms: list[Arm]) -> list[tuple[str, P
     out = []
     for seed in args.seeds:
         for arm in arms:
-            path = learning.run_dir(base, arm.name, seed)
+            path = run_dir(base, arm.name, seed)
             if args.fresh and path.exists():
                 shutil.rmtree(path)
             if read_result(path, arm, conf) is not None:
                 continue
             cmds = []
-            if learning.n_metrics(path) < args.iterations:
+            if n_metrics(path) < args.iterations:
                 cmds.append(train_cmd(path, arm, seed, args))
             cmds.append(compact_cmd(path, arm, seed, args))
             out.append((f"{arm.name}-seed{seed}", path, " && ".join(shlex.join(c) for c in cmds)))
@@ -346,7 +338,7 @@ def per_seed(res: dict[str, Any], threshold: float) -> dict[str, Any]:
         "auc": float(succ.mean()),
         "first": float(succ[:SMOOTH].mean()),
         "final": float(succ[-SMOOTH:].mean()),
-        "reach": learning.first_reach(succ, threshold),
+        "reach": first_reach(succ, threshold),
         "zero_credit_early": float(np.nanmean(zc[:SMOOTH])) if np.isfinite(zc).any() else None,
         "eval": res["eval"]["success"],
         "minutes": res["minutes"],
@@ -356,7 +348,7 @@ def per_seed(res: dict[str, Any], threshold: float) -> dict[str, Any]:
 def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations: int,
               pairs: list[tuple[str, str]]) -> dict[str, Any]:  # fmt: skip
     """Per arm: curves with bands and per-seed values with CIs; per pair: paired differences
-    over the seeds both arms finished (the success-curve difference with a band too)."""
+    over seeds both arms finished (the success-curve difference with a band too)."""
     table: dict[str, Any] = {"arms": {}, "pairs": {}}
     for arm, runs in results.items():
         if not runs:
@@ -364,7 +356,7 @@ def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations:
         seeds = sorted(runs)
         rs = [runs[s] for s in seeds]
         vals = {s: per_seed(runs[s], threshold) for s in seeds}
-        mean, lo, hi = learning.curve_band(learning.moving_average(_curve(rs, "success")))
+        mean, lo, hi = curve_band(moving_average(_curve(rs, "success")))
         row: dict[str, Any] = {
             "spec": rs[0]["spec"], "seeds": seeds, "per_seed": {str(s): vals[s] for s in seeds},
             "curve": mean.tolist(), "curve_lo": lo.tolist(), "curve_hi": hi.tolist(),
@@ -374,9 +366,9 @@ def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations:
         row["curves"] = {k: _nanmean_rows(_curve(rs, k)) for k in keys}
         for key in ("auc", "first", "final", "zero_credit_early", "eval", "minutes"):
             xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
-            row[key] = learning.bootstrap_ci(xs) if xs else None
+            row[key] = bootstrap_ci(xs) if xs else None
         reach = [vals[s]["reach"] or iterations + 1 for s in seeds]  # censored at N + 1
-        row["reach"] = learning.bootstrap_ci(reach)
+        row["reach"] = bootstrap_ci(reach)
         table["arms"][arm] = row
     for a, b in pairs:
         if a not in table["arms"] or b not in table["arms"]:
@@ -391,12 +383,12 @@ def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations:
                 if key == "reach":
                     x, y = x or iterations + 1, y or iterations + 1
                 d.append(x - y)
-            entry[key] = learning.bootstrap_ci(d) if d else None
-        diff = learning.moving_average(
+            entry[key] = bootstrap_ci(d) if d else None
+        diff = moving_average(
             _curve([results[a][s] for s in common], "success")
             - _curve([results[b][s] for s in common], "success")
         )
-        m, lo, hi = learning.curve_band(diff)
+        m, lo, hi = curve_band(diff)
         entry.update(curve=m.tolist(), curve_lo=lo.tolist(), curve_hi=hi.tolist())
         table["pairs"][f"{a} - {b}"] = entry
     return table
@@ -408,7 +400,7 @@ def load_results(args: argparse.Namespace, arms: list[Arm]) -> dict[str, dict[in
     for arm in arms:
         out[arm.name] = {}
         for seed in args.seeds:
-            res = read_result(learning.run_dir(base, arm.name, seed), arm, conf)
+            res = read_result(run_dir(base, arm.name, seed), arm, conf)
             if res is not None:
                 out[arm.name][seed] = res
     return out
@@ -427,7 +419,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
     for arm, row in table["arms"].items():
         y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
         x = np.arange(1, len(y) + 1)
-        (line,) = axes[0].plot(x, y, label=f"{arm} (n={len(row['seeds'])})")
+        (line,) = axes[0].plot(x, y, label=f"{arm} (n={n_seeds(row)})")
         colors[arm] = line.get_color()
         axes[0].fill_between(x, lo, hi, alpha=0.15, color=colors[arm])
         zc = np.array([np.nan if v is None else v for v in row["curves"]["zero_credit_ratio"]])
@@ -439,7 +431,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
     for name, p in table["pairs"].items():
         y, lo, hi = (np.array(p[k]) for k in ("curve", "curve_lo", "curve_hi"))
         x = np.arange(1, len(y) + 1)
-        (line,) = axes[1].plot(x, y, label=f"{name} (n={len(p['seeds'])})")
+        (line,) = axes[1].plot(x, y, label=f"{name} (n={n_seeds(p)})")
         axes[1].fill_between(x, lo, hi, alpha=0.12, color=line.get_color())
     axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
     axes[1].axhline(0.0, color="grey", lw=0.8)
@@ -476,8 +468,11 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         "# Control-task study: GRPO vs GiGPO vs MVPO on mvpo/MilestoneChain-v0",
         "",
         f"Command: `{command_line(args).strip()}` (table and plot only: add `--analyze-only`).",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), {args.jobs} run(s) "
-        f"at a time, 1 torch thread each; {time.strftime('%Y-%m-%d')}.",
+        machine_line(
+            out,
+            getattr(args, "analyze_only", False),
+            f" (shared), {args.jobs} run(s) at a time, 1 torch thread each",
+        ),  # fmt: skip
         "",
         f"Settings: encoder policy with a fresh head (`--model fresh`, from the seed), "
         f"`{ENV_ID}` difficulty {args.difficulty}, K = {args.num_milestones}, all train layouts, "
@@ -510,10 +505,10 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         )
         mins = r["minutes"][0] if r["minutes"] else float("nan")
         lines.append(
-            f"| {arm} | {len(r['seeds'])} | {learning._fmt(r['auc'])} | "
-            f"{learning._fmt(r['first'])} | {learning._fmt(r['final'])} | "
-            f"{learning._fmt(r['reach'], 1)} ({per}; {r['reached']}/{len(r['seeds'])} reached) | "
-            f"{learning._fmt(r['eval'])} | {learning._fmt(r['zero_credit_early'])} | {mins:.1f} |"
+            f"| {arm} | {n_seeds(r)} | {fmt_ci(r['auc'])} | "
+            f"{fmt_ci(r['first'])} | {fmt_ci(r['final'])} | "
+            f"{fmt_ci(r['reach'], 1)} ({per}; {r['reached']}/{n_seeds(r)} reached) | "
+            f"{fmt_ci(r['eval'])} | {fmt_ci(r['zero_credit_early'])} | {mins:.1f} |"
         )
     if table["pairs"]:
         lines += [
@@ -527,9 +522,9 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         ]
         for name, p in table["pairs"].items():
             lines.append(
-                f"| {name} | {len(p['seeds'])} | {learning._fmt(p['auc'])} | "
-                f"{learning._fmt(p['final'])} | {learning._fmt(p['reach'], 1)} | "
-                f"{learning._fmt(p['eval'])} |"
+                f"| {name} | {n_seeds(p)} | {fmt_ci(p['auc'])} | "
+                f"{fmt_ci(p['final'])} | {fmt_ci(p['reach'], 1)} | "
+                f"{fmt_ci(p['eval'])} |"
             )
     align = [k for k in ALIGN_SHOWN if any(k in r["curves"] for r in table["arms"].values())]
     if align:
@@ -615,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
         failed: list[str] = []
         if not args.analyze_only:
             pending = pending_runs(args, arms)
-            learning._run_local(pending, args)
+            run_local(pending, args.jobs, ROOT)
             failed = [f"{name} (see {path}/train.log)" for name, path, _ in pending
                       if not (path / RESULT).is_file()]  # fmt: skip
         results = load_results(args, arms)
@@ -628,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
                       for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
     table["settings"] = settings(args)
     table["command"] = command_line(args)
-    learning.save_results(
+    save_results(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold),

@@ -16,7 +16,6 @@ to print only.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import random
@@ -35,19 +34,10 @@ from mvpo_envs.milestone_chain.layout import (
     plan_length_from_start,
 )
 from mvpo_envs.milestone_chain.world import Rules
+from mvpo_train.stats import wilson
 
 ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = Path(__file__).resolve().parent / "results" / "control_uniform.md"
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion."""
-    if n == 0:
-        return 0.0, 0.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def uniform_episodes(difficulty: int, episodes: int) -> dict[str, Any]:

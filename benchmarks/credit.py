@@ -4,7 +4,7 @@ Synthetic but ALFWorld-like batches: G = 8 rollouts per task, 50 steps each, rol
 between ~20 receptacles, revisit some (anchors repeat, loops), fire sparse milestones and
 sometimes win at the last step. Sizes: 16 groups (6,400 rows) and 160 groups (64,000 rows).
 Reported: median wall time over repeats, ratio to GiGPO, and share of a reference training step
-(the seeds' Table 3: MVPO on ALFWorld, 340.0 s per step, of which 1.2 s advantage construction).
+(the MVPO paper's Table 3: MVPO on ALFWorld, 340.0 s per step, of which 1.2 s advantage construction).
 
 Run from the repository root: ``python benchmarks/credit.py`` (writes
 ``benchmarks/results/credit.md``).
@@ -35,12 +35,12 @@ ESTIMATORS = [
     "reinforce",
     "gigpo",
     "mvpo",
-    "mvpo-seeds",
+    "mvpo-paper",
     "ecpo",
     "progpo",
     "beacon",
 ]
-VARIANTS = {"mvpo-seeds": ("mvpo", {"form": "seeds"})}  # docs/estimators.md §3.8
+VARIANTS = {"mvpo-paper": ("mvpo", {"form": "paper"})}  # docs/estimators.md §3.8
 LOCATIONS = [f"{k} {i}" for k in ("cabinet", "drawer", "countertop", "shelf") for i in (1, 2, 3)]
 LOCATIONS += ["fridge 1", "microwave 1", "sinkbasin 1", "stoveburner 1", "garbagecan 1",
               "diningtable 1", "toaster 1", "coffeemachine 1"]  # fmt: skip
@@ -200,8 +200,8 @@ def main() -> None:
         ratio[o] = {k: v[1] for k, v in timed.items()}
     build = time_build(orders["time"]["6,400"])
     _, diag = get_estimator("mvpo")(by_traj["6,400"])
-    _, seeds = make("mvpo-seeds")(by_traj["6,400"])
-    vs_mvpo = {o: {k: res[o][k]["mvpo-seeds"] / res[o][k]["mvpo"] for k in sizes} for o in orders}
+    _, seeds = make("mvpo-paper")(by_traj["6,400"])
+    vs_mvpo = {o: {k: res[o][k]["mvpo-paper"] / res[o][k]["mvpo"] for k in sizes} for o in orders}
     lines = [
         "# Advantage construction time per estimator",
         "",
@@ -213,7 +213,7 @@ def main() -> None:
         "process's CPU time (NumPy runs single-threaded here), so other jobs sharing the machine",
         "do not inflate them. The ratio to GiGPO is the median of the per-round ratios.",
         "",
-        f"Reference step: the seeds' Table 3, ALFWorld, MVPO: **{REFERENCE_STEP_S:.1f} s** per",
+        f"Reference step: the MVPO paper's Table 3, ALFWorld, MVPO: **{REFERENCE_STEP_S:.1f} s** per",
         f"training step, of which {REFERENCE_ADV_S} s advantage construction (16 x 8 x 50 rows).",
         "",
         "## Rows in rollout order (time-major, as `rollout.collect()` emits them)",
@@ -231,7 +231,7 @@ def main() -> None:
         f"grouping_ratio {diag['grouping_ratio']:.3f}, {diag['num_regions']} regions, "
         f"success rate {diag['success_rate']:.3f}.",
         "",
-        '`mvpo-seeds` is `mvpo` with `form="seeds"` (docs/estimators.md §3.8); its time over '
+        '`mvpo-paper` is `mvpo` with `form="paper"` (docs/estimators.md §3.8); its time over '
         "the default MVPO's (ratio of medians): "
         + ", ".join(
             f"{vs_mvpo[o][k]:.2f}x ({k} rows, {'rollout' if o == 'time' else 'sorted'} order)"

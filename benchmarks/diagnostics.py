@@ -1,4 +1,4 @@
-"""The seeds' training diagnostics, measured and drawn: GRPO vs GiGPO vs MVPO on ALFWorld and WebShop.
+"""The MVPO paper's training diagnostics, measured and drawn: GRPO vs GiGPO vs MVPO on ALFWorld and WebShop.
 
 From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per iteration, and
 ``config.yaml``), per environment:
@@ -9,7 +9,7 @@ From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per ite
 * MVPO's kappa and EMA success over training;
 * MVPO's mean prefix potential Phi of successful vs failed trajectories over training, and the
   check whether the sign of the gap ever flips (circular by construction, docs/estimators.md
-  §3.7: kept for the seeds' Figure 3);
+  §3.7: kept for the MVPO paper's Figure 3);
 * MVPO's non-circular statistic ``adv/phi_split_spearman_failed`` over training (first -> last,
   mean, share above 0, the rows ``adv/phi_split_rows`` it is computed on; docs/estimators.md
   §3.7): on failed trajectories, the Spearman correlation between a region's value estimated
@@ -31,7 +31,7 @@ Written to ``benchmarks/results/diagnostics.md`` (+ ``.json``) with one figure p
 fewer seeds or iterations than asked is marked partial; config fields that differ between the
 runs of a set are listed ("not like for like").
 
-Run sets, the headline first (the studies in the seeds' regime, docs/learning_study.md; their
+Run sets, the headline first (the studies in the MVPO paper's regime, docs/learning_study.md; their
 arms, seeds 0-4 and 60 iterations as ``benchmarks/learning.py`` plans them, so a set in
 progress is marked partial):
 
@@ -40,8 +40,8 @@ progress is marked partial):
   copies (``benchmarks/study_archive.py export``) redraw it from the repository alone:
   ``--alfworld-full-base benchmarks/results/learning_full_runs``.
 * ``webshop-study`` (``--webshop-study-base``, default ``runs/webshop/learning``): the WebShop
-  study (the seeds' Table 2), arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor``,
-  ``mvpo-no-kappa-decay``; its tables show the seeds' early zero-advantage ratios beside ours.
+  study (the MVPO paper's Table 2), arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor``,
+  ``mvpo-no-kappa-decay``; its tables show the MVPO paper's early zero-advantage ratios beside ours.
 
 The earlier sets (committed history; a history set whose runs are not on disk is carried over,
 marked, from ``--previous-json``, default the committed ``diagnostics.json``):
@@ -51,37 +51,16 @@ marked, from ``--previous-json``, default the committed ``diagnostics.json``):
   ``mvpo-learned``; this script never trains them. While the study is incomplete, the
   sweep's smoke runs (``--quick``, ``runs/learning-quick/``) are shown too, as the set
   ``alfworld-quick`` marked as a preview.
-* ``webshop`` and ``webshop-score`` (``--run-webshop``): GRPO, GiGPO and MVPO on WebShop
-  (bundled catalog, default ``train`` split, 15-step episodes, 8 tasks x 8 rollouts), same
-  seeds, only ``--estimator`` differing, 5 iterations, one process at a time under
-  ``nice -n 15`` with one torch thread, into ``runs/diagnostics-webshop/<estimator>-seed<k>/``
-  (the seeds' reward: 1 for a won episode, else 0, as verl-agent's WebShop) and
-  ``runs/diagnostics-webshop/score/<estimator>-seed<k>/`` (WebShop's own score reward).
-  Resumable: a finished run is skipped, an interrupted one continues with
-  ``mvpo-train --resume``.
-
-  The policy is the encoder scorer (docs/policies.md) with a fresh head (its first scores
-  barely differ: close to uniform over the admissible actions). No warm start (the runs were
-  made before WebShop had the ``expert_actions`` hook that ``python -m
-  mvpo_train.encoder_policy`` reads, docs/webshop.md "Expert plans"). Two things stopped the
-  trainer's score mode on ``mvpo/WebShop-v0`` as it was, and were bridged here:
-
-  - the search page's one admissible action is the template ``search[<query>]``, which a
-    score-mode policy can only send literally (a search for "<query>": no results, success
-    0; the trainer now refuses it). The runs use the env id
-    ``mvpo-diag/WebShop-InstructionSearch-v0`` registered here: ``mvpo/WebShop-v0`` with
-    ``search_query="instruction"`` (the template in ``info["admissible_actions"]`` filled with
-    the task's instruction, the query WebShop's own random player sends,
-    ``mvpo_envs.webshop.expert.random_episode``; docs/webshop.md "Score mode"; this script's
-    earlier wrapper did the same, step for step) and the reward chosen by the keyword
-    ``diag_reward`` (``"success"`` | ``"original"``);
-  - the encoder policy splits its prompt at the tokenizer's ``[SEP]`` id, which WebShop's
-    ``" [SEP] "``-joined observations also produce: :func:`literal_sep_workaround`.
+* ``webshop`` and ``webshop-score``: GRPO, GiGPO and MVPO on WebShop, 5 iterations of 8 x 8
+  from a fresh encoder head, with the MVPO paper's success reward and with WebShop's score
+  (``runs/diagnostics-webshop/[score/]<estimator>-seed<k>/``), made by this script's former
+  ``--run-webshop`` (git history; the env it registered is ``mvpo/WebShop-v0`` with
+  ``search_query="instruction"`` and, for the first set, ``reward="success"`` today). This
+  script only analyses them.
 
 Commands (from the repository root)::
 
     python benchmarks/learning.py                      # the ALFWorld sweep (the lead's)
-    python benchmarks/diagnostics.py --run-webshop     # WebShop runs (~10 min), then analysis
     python benchmarks/diagnostics.py --analyze-only    # rebuild md + figures from the runs
     python benchmarks/diagnostics.py --analyze-only \
         --alfworld-full-base benchmarks/results/learning_full_runs \
@@ -93,10 +72,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,13 +80,16 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.metrics import read_metrics
+from mvpo_train.study.tables import n_seeds
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ALFWORLD_BASE = ROOT / "runs" / "learning-study"
 WEBSHOP_BASE = ROOT / "runs" / "diagnostics-webshop"
 ALFWORLD_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
 WEBSHOP_ARMS = ("grpo", "gigpo", "mvpo")
-#: the two studies in the seeds' regime (docs/learning_study.md, "The seeds' regime" and
+#: the two studies in the MVPO paper's regime (docs/learning_study.md, "The MVPO paper's regime" and
 #: "WebShop study"): their run folders, arms, seeds and iterations as ``benchmarks/learning.py``
 #: plans them; the headline of the md when found
 ALFWORLD_FULL_BASE = ROOT / "runs" / "full" / "learning"
@@ -127,8 +106,7 @@ HEADLINE_SETS = ("alfworld-full", "webshop-study")
 PHI_SPLIT = "adv/phi_split_spearman_failed"
 PHI_SPLIT_ROWS = "adv/phi_split_rows"
 ALIGNMENT_CMD = "python benchmarks/alignment.py --run-dir RUN --relabel --json OUT"
-DIAG_WEBSHOP_ID = "mvpo-diag/WebShop-InstructionSearch-v0"
-SEARCH_TEMPLATE = "search[<query>]"
+DIAG_WEBSHOP_ID = "mvpo-diag/WebShop-InstructionSearch-v0"  # the history sets' env id
 #: derived per-iteration key: share of rows in anchor-state step groups of >= 2 rows
 STEP_GROUPING = "derived/step_grouping_ratio"
 #: the phases of one iteration (docs/training.md, "One iteration"), metric key -> label
@@ -139,176 +117,15 @@ PHASES = {
     "time/update": "update",
     "time/eval": "eval",
 }
-#: the seeds' numbers (issue text of the MVPO paper's diagnostics) shown next to ours
-SEEDS_ZERO_ADV_WEBSHOP = {"grpo": ">0.90", "gigpo": "~0.65"}
-#: the sets with the seeds' binary WebShop reward: their tables show the paper's numbers
-SEEDS_ZERO_ADV_SETS = ("webshop", "webshop-study")
+#: the MVPO paper's numbers (issue text of the MVPO paper's diagnostics) shown next to ours
+PAPER_ZERO_ADV_WEBSHOP = {"grpo": ">0.90", "gigpo": "~0.65"}
+#: the sets with the MVPO paper's binary WebShop reward: their tables show the paper's numbers
+PAPER_ZERO_ADV_SETS = ("webshop", "webshop-study")
 NAMES = {"grpo": "GRPO", "gigpo": "GiGPO"}
-SEEDS_KAPPA = {
+PAPER_KAPPA = {
     "alfworld": "1 -> ~0.2 (EMA success 0.82)",
     "webshop": "1 -> ~0.4 (EMA success 0.61)",
 }
-
-
-# ====================================================================== WebShop env for score mode
-
-
-def make_instruction_search_webshop(diag_reward: str = "success", **kwargs: Any) -> Any:
-    """``mvpo/WebShop-v0`` with ``search_query="instruction"``: the admissible
-    ``search[<query>]`` template filled with the task's instruction (module docstring).
-    ``diag_reward``: ``"success"`` = the seeds' rule (verl-agent's WebShop worker: reward only
-    for a won episode; 1.0 here, as ALFWorld's), ``"original"`` = WebShop's score at the
-    purchase. Everything else is the env's own."""
-    import gymnasium as gym
-
-    if diag_reward not in ("success", "original"):
-        raise ValueError(f"diag_reward must be 'success' or 'original', got {diag_reward!r}")
-
-    from mvpo_envs.webshop.env import WebShopEnv
-
-    class DiagReward(gym.Wrapper):
-        def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            if diag_reward == "success":
-                reward = 1.0 if (terminated and info.get("won")) else 0.0
-            return obs, reward, terminated, truncated, info
-
-    return DiagReward(WebShopEnv(**{"search_query": "instruction", **kwargs}))
-
-
-def register_diag_envs() -> None:
-    """Register :data:`DIAG_WEBSHOP_ID` (15 steps, as ``mvpo/WebShop-v0``); idempotent."""
-    import gymnasium as gym
-
-    import mvpo_envs  # noqa: F401  (registers the mvpo ids)
-
-    if DIAG_WEBSHOP_ID not in gym.registry:
-        gym.register(
-            id=DIAG_WEBSHOP_ID,
-            entry_point=make_instruction_search_webshop,
-            max_episode_steps=gym.spec("mvpo/WebShop-v0").max_episode_steps,
-        )
-
-
-# ====================================================================== WebShop runs
-
-
-@dataclass
-class WebShopSet:
-    """One WebShop run set: its name in the md, folder, reward and seeds."""
-
-    name: str
-    base: Path
-    reward: str  # diag_reward: "success" | "original"
-    seeds: list[int]
-
-
-def webshop_sets(args: argparse.Namespace) -> list[WebShopSet]:
-    """The WebShop run sets: the main one (the seeds' success reward), then WebShop's own
-    score reward (``<base>/score``)."""
-    base = Path(args.webshop_base)
-    return [
-        WebShopSet("webshop", base, "success", list(args.webshop_seeds)),
-        WebShopSet("webshop-score", base / "score", "original", list(args.webshop_score_seeds)),
-    ]
-
-
-def webshop_train_cmd(
-    path: Path, estimator: str, seed: int, ws: WebShopSet, args: argparse.Namespace
-) -> list[str]:
-    """The ``mvpo-train`` flags of one WebShop run (through this script's ``--train-child``)."""
-    cmd = [
-        "nice", "-n", "15", sys.executable, str(Path(__file__).resolve()), "--train-child", "--",
-        "--env-id", DIAG_WEBSHOP_ID, "--env-kwargs", json.dumps({"diag_reward": ws.reward}),
-        "--policy", "encoder", "--model", "fresh",
-        "--estimator", estimator, "--seed", str(seed), "--tasks", "[]",
-        "--max-steps", "15", "--num-groups", str(args.num_groups),
-        "--group-size", str(args.group_size), "--iterations", str(args.iterations),
-        "--lr", str(args.lr), "--run-dir", str(path), "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--save-every", "1",
-    ]  # fmt: skip
-    if (path / "checkpoints" / "LATEST").is_file():
-        cmd.append("--resume")
-    elif path.exists() and any(path.iterdir()):
-        cmd.append("--overwrite")
-    return cmd
-
-
-def n_lines(path: Path) -> int:
-    f = path / "metrics.jsonl"
-    return sum(1 for x in f.open() if x.strip()) if f.is_file() else 0
-
-
-def run_webshop(args: argparse.Namespace) -> None:
-    """Train every (estimator, seed) WebShop run not finished yet, one process at a time."""
-    t_start = time.time()
-    jobs = [
-        (ws.base / f"{est}-seed{seed}", est, seed, ws)
-        for ws in webshop_sets(args)
-        for seed in ws.seeds
-        for est in WEBSHOP_ARMS
-    ]
-    for path, est, seed, ws in jobs:
-        if n_lines(path) >= args.iterations:
-            print(f"[skip]  {path}: {args.iterations} iterations done", flush=True)
-            continue
-        path.mkdir(parents=True, exist_ok=True)
-        cmd = webshop_train_cmd(path, est, seed, ws, args)
-        print(f"[start] {path}: {' '.join(cmd[5:])}", flush=True)
-        t0 = time.time()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
-        with open(path / "train.log", "a") as log:
-            rc = subprocess.run(cmd, stdout=log, stderr=log, cwd=ROOT, env=env).returncode
-        status = "ok" if rc == 0 else f"FAILED ({rc}, see {path}/train.log)"
-        print(f"[done]  {path} in {time.time() - t0:.0f} s: {status}", flush=True)
-        if rc != 0:
-            raise SystemExit(f"WebShop run {path.name} failed ({rc}); see {path}/train.log")
-    print(f"WebShop runs: {time.time() - t_start:.0f} s wall in this call", flush=True)
-
-
-def literal_sep_workaround() -> bool:
-    """Make the encoder policy read a literal ``[SEP]`` in a text as text; True if needed.
-
-    WebShop's observations join the page's strings with ``" [SEP] "``; the MiniLM tokenizer
-    turns that text into its special separator id, which the encoder policy uses to split a
-    prompt into (task, observation, previous action), so every WebShop prompt fails with
-    "prompt ids have N segments, expected 3". Until ``SegmentEmbedder.ids`` tokenizes with
-    ``split_special_tokens=True`` itself, this process patches it to do so (ALFWorld's texts
-    hold no ``[SEP]``: their ids are unchanged). Applied only when the package still has
-    the behaviour, so the patch disappears once the package is fixed.
-    """
-    from mvpo_train.encoder_policy import SegmentEmbedder
-
-    if getattr(SegmentEmbedder.ids, "_diag_patched", False):
-        return True
-    emb = SegmentEmbedder.__new__(SegmentEmbedder)
-    from transformers import AutoTokenizer
-
-    from mvpo_abstraction.learned import default_embedding_model_path
-
-    emb.tokenizer = AutoTokenizer.from_pretrained(default_embedding_model_path())
-    if emb.tokenizer.sep_token_id not in SegmentEmbedder.ids(emb, "a [SEP] b", 16):
-        return False
-
-    def ids(self: Any, text: str, limit: int) -> list[int]:
-        enc = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
-        return list(enc)[:limit]
-
-    ids._diag_patched = True  # type: ignore[attr-defined]
-    SegmentEmbedder.ids = ids  # type: ignore[method-assign]
-    return True
-
-
-def train_child(argv: Sequence[str]) -> int:
-    """``mvpo-train`` with :data:`DIAG_WEBSHOP_ID` registered (and the ``[SEP]`` workaround)."""
-    register_diag_envs()
-    if literal_sep_workaround():
-        print(
-            "diagnostics: encoder tokenizer reads literal '[SEP]' as text (workaround)", flush=True
-        )
-    from mvpo_train.cli import train_main
-
-    return train_main(list(argv))
 
 
 # ====================================================================== loading
@@ -360,22 +177,6 @@ class RunSet:
 
     def rows(self, arm: str) -> dict[int, list[dict[str, Any]]]:
         return {s: r.rows for s, r in sorted(self.runs.get(arm, {}).items()) if r.rows}
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The rows of ``path/metrics.jsonl`` (a torn last line of a running job is dropped)."""
-    rows = []
-    lines = (path / "metrics.jsonl").read_text().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:  # being written right now
-                break
-            raise ValueError(f"{path}/metrics.jsonl line {i + 1} is not JSON") from None
-    return rows
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -469,7 +270,7 @@ def early_per_seed(by_seed: dict[int, list[dict[str, Any]]], key: str, k: int) -
 
 
 def curve(by_seed: dict[int, list[dict[str, Any]]], key: str) -> dict[str, np.ndarray]:
-    """Per iteration up to the longest run: mean, min and max over the seeds that have that
+    """Per iteration up to the longest run: mean, min and max over seeds that have that
     iteration (a run in progress counts for the iterations it has; NaN ignored)."""
     import warnings
 
@@ -534,7 +335,7 @@ def phi_sign_check(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
 
 def phi_split_summary(by_seed: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     """MVPO's non-circular statistic :data:`PHI_SPLIT` over training (docs/estimators.md
-    §3.7): first / last iteration (mean over the seeds that have it, as the other first -> last
+    §3.7): first / last iteration (mean over seeds that have it, as the other first -> last
     columns), every (seed, iteration) value's mean, min, max and share above 0, per-seed means,
     and the rows it was computed on (:data:`PHI_SPLIT_ROWS`). NaN iterations (fewer than 3
     failed rows with an estimate, or no spread) are counted, not averaged."""
@@ -835,27 +636,27 @@ def _spread(d: dict[str, Any] | None) -> str:
     return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
 
 
-#: under the heading of a carried-over history set (its runs predate MVPO's seeds form)
+#: under the heading of a carried-over history set (its runs predate MVPO's paper form)
 FORM_V1_NOTE = (
     '**MVPO form.** The `mvpo` runs of this set used `form="v1"`, MVPO\'s default until '
-    "2026-12-01 (docs/estimators.md §3.10); the same commands now run the seeds form."
+    "2026-12-01 (docs/estimators.md §3.10); the same commands now run the paper form."
 )
 #: one line under each run set's heading
 SET_NOTES = {
     "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
     "`benchmarks/results/learning.md`).",
     "alfworld-quick": "ALFWorld: the learning sweep's smoke runs.",
-    "alfworld-full": "ALFWorld, the seeds' regime (docs/learning_study.md, \"The seeds' "
+    "alfworld-full": "ALFWorld, the MVPO paper's regime (docs/learning_study.md, \"The MVPO paper's "
     'regime"): the full train split (3,553 games), 16 tasks x 8 rollouts x 50 steps, 60 '
     "iterations, the history-aware encoder policy warm-started by 300 BC steps, the tuning "
     "grid's settings per arm (GRPO lr 3e-4, GiGPO lr 1e-3, MVPO lr 3e-4 with KL 0.05; "
-    'MVPO\'s default `form="seeds"`).',
-    "webshop-study": "WebShop study, the seeds' Table 2 (docs/learning_study.md, \"WebShop "
-    "study\"): the seeds' win-only reward (`mvpo-study/WebShop-SuccessReward-v0`), 16 goals "
+    'MVPO\'s default `form="paper"`).',
+    "webshop-study": "WebShop study, the MVPO paper's Table 2 (docs/learning_study.md, \"WebShop "
+    "study\"): the MVPO paper's win-only reward (`mvpo-study/WebShop-SuccessReward-v0`), 16 goals "
     "x 8 rollouts x 15 steps, 60 iterations, the encoder policy warm-started by 50 BC steps; "
     "`mvpo-no-anchor` = MVPO without GiGPO's anchor credit, `mvpo-no-kappa-decay` = kappa 1 "
     "throughout.",
-    "webshop": "WebShop, the seeds' reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
+    "webshop": "WebShop, the MVPO paper's reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
     "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
     "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
     "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
@@ -1000,7 +801,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         lines += [f"![{env} diagnostics]({png})", ""]
     arms = s["arms"]
     # --- zero advantage
-    seeds_col = env in SEEDS_ZERO_ADV_SETS
+    seeds_col = env in PAPER_ZERO_ADV_SETS
     head = (
         f"| estimator | seeds in the window, of found | iterations | zero-advantage ratio, it. 1 "
         f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
@@ -1009,33 +810,34 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     )
     sep = "|---|---|---|---|---|---|---|---|"
     if seeds_col:
-        head += " the paper's (seeds), WebShop, early |"
+        head += " the MVPO paper's, WebShop, early |"
         sep += "---|"
     lines += [f"### Zero-advantage and zero-credit ratio, first {early} iterations", "", head, sep]
     for arm, a in arms.items():
+        early_n = len(a["early_seeds"])
         row = (
-            f"| {arm} | {len(a['early_seeds'])} of {len(a['seeds'])} "
+            f"| {arm} | {early_n} of {n_seeds(a)} "
             f"| {min(a['iterations'])}..{max(a['iterations'])} "
             f"| {_f(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
             f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_f(a.get('success_first_iteration'))} "
             f"| {_spread(a.get('success'))} |"
         )
         if seeds_col:
-            row += f" {SEEDS_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
+            row += f" {PAPER_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
         lines.append(row)
     lines.append("")
-    paper = ", ".join(f"{NAMES[a]} {v}" for a, v in SEEDS_ZERO_ADV_WEBSHOP.items())
+    paper = ", ".join(f"{NAMES[a]} {v}" for a, v in PAPER_ZERO_ADV_WEBSHOP.items())
     if seeds_col:
-        lines += [f"Last column: the seeds' paper's early zero-advantage ratio on WebShop "
+        lines += [f"Last column: the MVPO paper's early zero-advantage ratio on WebShop "
                   f"({paper}; their win-only reward), quoted, not measured here.", ""]  # fmt: skip
     else:
-        lines += [f"For reference, the seeds' paper reports the early zero-advantage ratio on "
+        lines += [f"For reference, the MVPO paper reports the early zero-advantage ratio on "
                   f"WebShop only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
     # --- kappa / EMA / grouping
     lines += [
         "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
         "",
-        "Last = the longest run's last iteration, mean over the seeds that have reached it.",
+        "Last = the longest run's last iteration, mean over seeds that have reached it.",
         "",
         "| estimator | kappa | EMA success | grouping ratio, step groups | grouping ratio, MVPO regions |",
         "|---|---|---|---|---|",
@@ -1052,14 +854,14 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         )
     lines.append("")
     lines.append(
-        f"Seeds' paper: kappa {SEEDS_KAPPA.get(env.split('-')[0], '-')} over 150 iterations."
+        f"The MVPO paper: kappa {PAPER_KAPPA.get(env.split('-')[0], '-')} over 150 iterations."
     )
     lines.append("")
     # --- Phi
     lines += [
         "### Prefix potential Phi: successful vs failed trajectories",
         "",
-        "Circular by construction, kept for the seeds' Figure 3: the potential averages the "
+        "Circular by construction, kept for the MVPO paper's Figure 3: the potential averages the "
         "returns of the trajectories through a region, so successful trajectories raise their "
         "own regions' Phi (docs/estimators.md §3.7). "
         + (
@@ -1136,14 +938,11 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
 
 def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, out: Path,
                    pngs: dict[str, str | None]) -> None:  # fmt: skip
-    import platform
-
     lines = [
         "# Training diagnostics: GRPO vs GiGPO vs MVPO (ALFWorld and WebShop)",
         "",
-        f"Built by `{args.command}` from the runs on disk "
-        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, "
-        f"{os.cpu_count()} CPU cores); each set's section names the command that made its "
+        f"Built by `{args.command}` from the runs on disk; each set's section names the "
+        "command that made its "
         "runs. Every number below is read from the runs' `metrics.jsonl` (and, for the "
         "step-level alignment, from the `--alignment-json` files named there).",
         "",
@@ -1151,7 +950,7 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
     headline = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
     if headline:
         lines.append(
-            "**Headline**: the studies in the seeds' regime, "
+            "**Headline**: the studies in the MVPO paper's regime, "
             + ", ".join(
                 f"`{s['env']}` ({'partial' if s['partial'] else 'complete'})" for s in headline
             )
@@ -1159,7 +958,7 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         )
     else:
         lines.append(
-            "The studies in the seeds' regime (`alfworld-full`, `webshop-study`) have no runs "
+            "The studies in the MVPO paper's regime (`alfworld-full`, `webshop-study`) have no runs "
             "here yet (their sections, last, say where they are looked for); the sections "
             "below are the earlier run sets."
         )
@@ -1176,7 +975,7 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         f'"First k iterations" (k = {args.early}, or the length of the longest run of the '
         "set if shorter): the mean of each seed's first k iterations, then the mean over seeds "
         "with (min..max) and the per-seed values; a run with fewer than k iterations so far is "
-        "left out of these. Figures: per iteration, mean over the seeds that have it, band = "
+        "left out of these. Figures: per iteration, mean over seeds that have it, band = "
         "min..max over them.",
         "",
     ]
@@ -1185,15 +984,16 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         lines += [
             "WebShop setting of the sets `webshop` and `webshop-score` (every field in each "
             "set's settings line): "
-            f"`{DIAG_WEBSHOP_ID}` is registered by this script: `mvpo/WebShop-v0` with its "
-            "bundled catalog, split, 15-step episodes, protocol and abstraction, except that the "
-            "search template `search[<query>]` is filled with the task's instruction (a "
-            "score-mode policy cannot write a query, and the literal template finds nothing) "
-            "and the reward is chosen by `diag_reward`; the encoder's tokenizer reads the "
-            "observations' literal `[SEP]` as text (as the package's encoder policy does since "
-            "it was fixed; the runs were made with the script's bridge, the same ids). Policy: the encoder scorer with a fresh "
+            f"`{DIAG_WEBSHOP_ID}` was registered by this script when it made the runs (git "
+            "history): `mvpo/WebShop-v0` with its bundled catalog, split, 15-step episodes, "
+            "protocol and abstraction, except that the search template `search[<query>]` is "
+            "filled with the task's instruction (a score-mode policy cannot write a query, and "
+            'the literal template finds nothing; today `search_query="instruction"`) and the '
+            "reward was chosen by `diag_reward` (`success` is today's `success_reward=True`); the "
+            "encoder's tokenizer reads the observations' literal `[SEP]` as text (as the "
+            "package's encoder policy does). Policy: the encoder scorer with a fresh "
             "head (`--policy encoder --model fresh`, no warm start: the runs predate WebShop's "
-            "`expert_actions` hook, and a fresh head gives the near-uniform start of the seeds' "
+            "`expert_actions` hook, and a fresh head gives the near-uniform start of the MVPO paper's "
             "WebShop regime), one torch thread, only `--estimator` differing; a seed "
             "gives the three estimators the same first batch. Success = `won` (WebShop score "
             "1.0); its value at iteration 1 is the policy's initial success.",
@@ -1255,7 +1055,7 @@ class SetSpec:
 
 
 def set_specs(args: argparse.Namespace) -> list[SetSpec]:
-    """The headline sets (the two studies in the seeds' regime), then the history sets."""
+    """The headline sets (the two studies in the MVPO paper's regime), then the history sets."""
     full = Path(args.alfworld_full_base)
     copies = full.resolve() == ALFWORLD_FULL_COPIES.resolve()
     specs = [
@@ -1264,7 +1064,7 @@ def set_specs(args: argparse.Namespace) -> list[SetSpec]:
             "python benchmarks/learning.py --arms grpo gigpo mvpo --seeds 0 1 2 3 4 "
             "--iterations 60 --num-groups 16 --group-size 8 ... --base runs/full/learning",
             STUDY_ITERATIONS, ALFWORLD_FULL_BASE, oracle=True,
-            note="The full command: docs/learning_study.md, \"The seeds' regime\". " + (
+            note="The full command: docs/learning_study.md, \"The MVPO paper's regime\". " + (
                 "Read from the committed compact copies (`metrics.jsonl`, `config.yaml` and "
                 "evaluations of each run, as far as the study had run when they were exported "
                 "by `python benchmarks/study_archive.py export --base runs/full/learning --to "
@@ -1281,10 +1081,11 @@ def set_specs(args: argparse.Namespace) -> list[SetSpec]:
         SetSpec("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, tuple(args.alfworld_seeds),
                 "python benchmarks/learning.py", default_base=ALFWORLD_BASE, oracle=True),
     ]  # fmt: skip
+    web = Path(args.webshop_base)  # made by this script's former --run-webshop (git history)
     specs += [
-        SetSpec(ws.name, ws.base, WEBSHOP_ARMS, tuple(ws.seeds),
-                "python benchmarks/diagnostics.py --run-webshop")
-        for ws in webshop_sets(args)
+        SetSpec(name, base, WEBSHOP_ARMS, tuple(seeds), "python benchmarks/diagnostics.py --run-webshop")
+        for name, base, seeds in (("webshop", web, args.webshop_seeds),
+                                  ("webshop-score", web / "score", args.webshop_score_seeds))
     ]  # fmt: skip
     return specs
 
@@ -1374,10 +1175,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--run-webshop", action="store_true",
-                   help="train the WebShop runs not finished yet, then analyse")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true",
-                   help="only rebuild the md, json and figures from the runs on disk")  # fmt: skip
+                   help="rebuild the md, json and figures from the runs on disk (what this "
+                   "script always does; kept for the commands in the results)")  # fmt: skip
     p.add_argument("--alfworld-full-base", default=str(ALFWORLD_FULL_BASE),
                    help="the ALFWorld full-split study's runs (headline set `alfworld-full`); "
                    f"its committed compact copies: {_rel(ALFWORLD_FULL_COPIES)}")  # fmt: skip
@@ -1398,13 +1198,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "the sweep's `--quick` runs; '' for none")  # fmt: skip
     p.add_argument("--webshop-base", default=str(WEBSHOP_BASE), help="WebShop runs folder")
     p.add_argument("--webshop-seeds", nargs="+", type=int, default=[0, 1, 2],
-                   help="seeds of the main WebShop set (the seeds' success reward)")  # fmt: skip
+                   help="seeds of the main WebShop set (the MVPO paper's success reward)")  # fmt: skip
     p.add_argument("--webshop-score-seeds", nargs="*", type=int, default=[0, 1, 2],
                    help="seeds of the WebShop set with WebShop's score reward (none: skip)")  # fmt: skip
-    p.add_argument("--iterations", type=int, default=5, help="WebShop iterations per run")
-    p.add_argument("--num-groups", type=int, default=8, help="WebShop tasks per iteration")
-    p.add_argument("--group-size", type=int, default=8, help="WebShop rollouts per task")
-    p.add_argument("--lr", type=float, default=1e-3, help="WebShop runs' learning rate")
     p.add_argument("--early", type=int, default=5, help="'first iterations' of the tables")
     p.add_argument("--out", default=str(RESULTS / "diagnostics.md"))
     return p
@@ -1412,18 +1208,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--train-child"]:
-        rest = argv[1:]
-        return train_child(rest[1:] if rest[:1] == ["--"] else rest)
     args = build_parser().parse_args(argv)
-    if args.run_webshop and args.analyze_only:
-        print("--run-webshop and --analyze-only exclude each other", file=sys.stderr)
-        return 2
     args.command = "python benchmarks/diagnostics.py " + " ".join(
         a if a and all(c.isalnum() or c in "-_./=" for c in a) else repr(a) for a in argv
     )
-    if args.run_webshop:
-        run_webshop(args)
     try:
         analyze(args)
     except ValueError as e:  # bad input (an alignment file, the previous json): one line

@@ -6,14 +6,12 @@ through this file::
     python benchmarks/learning_webshop.py eval_main ARGS...    # = mvpo-eval ARGS, + WebShop's score
 
 Importing it registers (in this process only, as a child process of the study)
-:data:`SUCCESS_ENV_ID`: ``mvpo/WebShop-v0`` with the seeds' success reward (verl-agent's
-  WebShop worker: a reward only for a won episode; 1.0 here, as on ALFWorld). The env has no
-  keyword for it (its ``reward`` keyword picks WebShop's score rule, docs/webshop.md "Reward"),
-  so this is the one bridge left of ``benchmarks/diagnostics.py``'s (its factory, reused): the
-  search template is the env's own ``search_query="instruction"`` now (docs/webshop.md "Score
-  mode"), and the encoder policy reads WebShop's literal ``[SEP]`` itself. Observations,
-  admissible actions, ``won``, ``info["task_score"]``, the 15-step limit and the prompt templates
-  are ``mvpo/WebShop-v0``'s;
+:data:`SUCCESS_ENV_ID`, the id the study's runs name in their ``config.yaml``:
+``mvpo/WebShop-v0`` with the MVPO paper's success reward (``success_reward=True``: verl-agent's
+WebShop worker pays only a won episode; 1.0 here, as on ALFWorld) and
+``search_query="instruction"`` (docs/webshop.md "Score mode"); observations, admissible
+actions, ``won``, ``info["task_score"]``, the 15-step limit and the prompt templates are
+``mvpo/WebShop-v0``'s.
 
 ``eval_main`` plays the run's policy on ``mvpo/WebShop-v0`` itself (the study passes
 ``--env-id mvpo/WebShop-v0``: the same pages, its own reward = WebShop's score at the
@@ -23,8 +21,6 @@ purchase) and adds WebShop's score to the result file: ``score`` (mean over epis
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -32,27 +28,17 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-#: ``mvpo/WebShop-v0`` with the seeds' success reward (1.0 for a won episode, else 0)
+#: ``mvpo/WebShop-v0`` with the MVPO paper's success reward (1.0 for a won episode, else 0)
 SUCCESS_ENV_ID = "mvpo-study/WebShop-SuccessReward-v0"
 WEBSHOP_ID = "mvpo/WebShop-v0"
 
 
-@functools.cache
-def _diagnostics() -> Any:
-    """``benchmarks/diagnostics.py`` as a module (loaded once per process)."""
-    name = "mvpo_bench_diagnostics"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "diagnostics.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def make_success_reward_webshop(**kwargs: Any) -> Any:
-    """``mvpo/WebShop-v0`` (``kwargs`` as its own) whose reward is 1.0 on the step that wins
-    (``terminated`` with ``info["won"]``), else 0 (``benchmarks/diagnostics.py``'s wrapper)."""
-    return _diagnostics().make_instruction_search_webshop(diag_reward="success", **kwargs)
+    """``mvpo/WebShop-v0`` (``kwargs`` as its own) with ``success_reward=True``: 1.0 on the
+    step that wins (``terminated`` with ``info["won"]``), else 0."""
+    from mvpo_envs.webshop.env import WebShopEnv
+
+    return WebShopEnv(**{"search_query": "instruction", **kwargs, "success_reward": True})
 
 
 def register() -> None:

@@ -1,4 +1,4 @@
-"""Policy candidates for the seeds' regime on ALFWorld-scale rooms (docs/policies.md).
+"""Policy candidates for the MVPO paper's regime on ALFWorld-scale rooms (docs/policies.md).
 
 Measures, for each candidate, with 50-step episodes and sampled actions (temperature 1): the
 initial success on ``train`` and ``valid_unseen`` (with a 95% Wilson interval), env steps per
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
 import time
@@ -44,6 +43,7 @@ from mvpo_train.encoder_policy import (
     prompt_segments,
     warm_start,
 )
+from mvpo_train.stats import wilson
 from mvpo_train.trainer import evaluate, load_policy, train
 
 ENV = "mvpo/ALFWorld-v0"
@@ -122,16 +122,6 @@ def game_of_steps(demos, sep: int) -> list[int]:
             game += 1
         out.append(game)
     return out
-
-
-def wilson(p: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate ``p`` over ``n`` episodes."""
-    if n == 0:
-        return 0.0, 1.0
-    c = p + z * z / (2 * n)
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    d = 1 + z * z / n
-    return (c - h) / d, (c + h) / d
 
 
 def history_of(name: str) -> int:
@@ -393,7 +383,7 @@ def _rate(r: dict[str, Any], split: str) -> str:
     if f"{split}/success" not in r:
         return ""
     p, n = r[f"{split}/success"], r[f"{split}/episodes"]
-    lo, hi = wilson(p, n)
+    lo, hi = wilson(p * n, n)
     return f"{p:.3f} [{lo:.3f}, {hi:.3f}] ({n} ep)"
 
 

@@ -24,6 +24,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from mvpo_train.stats import SMOOTH
+from mvpo_train.study.runs import load_runs
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -57,25 +62,40 @@ def learning_cmd(
     ]  # fmt: skip
 
 
+def point_arms(base: Path, args: argparse.Namespace) -> dict | None:
+    """Per arm with every seed finished: training area / final (mean over seeds) of the point in
+    ``base``, from its sweep's ``learning.json`` or, without one (a committed archive of the
+    runs, ``benchmarks/study_archive.py``), from the runs' metrics; None when neither is there."""
+    f = base / "learning.json"
+    if f.is_file():
+        arms = json.loads(f.read_text())["arms"]
+        mean = {a: {k: r[k][0] for k in ("auc", "final")} for a, r in arms.items()}
+        seeds = {a: r["seeds"] for a, r in arms.items()}
+    else:
+        runs = {
+            a: r for a, r in load_runs(base, args.arms, args.seeds, args.iterations).items() if r
+        }
+        if not runs:
+            return None
+        succ = {
+            a: [np.array([x["success"] for x in rows]) for rows in r.values()]
+            for a, r in runs.items()
+        }
+        mean = {a: {"auc": float(np.mean([c.mean() for c in cs])),
+                    "final": float(np.mean([c[-SMOOTH:].mean() for c in cs]))} for a, cs in succ.items()}  # fmt: skip
+        seeds = {a: sorted(r) for a, r in runs.items()}
+    return {a: {**mean[a], "seeds": seeds[a]} for a in mean if len(seeds[a]) == len(args.seeds)}
+
+
 def summarize(args: argparse.Namespace) -> dict:
     """Per point and arm: training area / final (mean over seeds); the choice per arm."""
     table: dict = {"points": {}, "choice": {}}
     for lr, epochs, kl in points(args):
         name = point_name(lr, epochs, kl)
-        f = Path(args.base) / name / "learning.json"
-        if not f.is_file():
+        arms = point_arms(Path(args.base) / name, args)
+        if arms is None:
             continue
-        arms = json.loads(f.read_text())["arms"]
-        table["points"][name] = {
-            "lr": lr,
-            "ppo_epochs": epochs,
-            "kl_coef": kl,
-            "arms": {
-                a: {"auc": r["auc"][0], "final": r["final"][0], "seeds": r["seeds"]}
-                for a, r in arms.items()
-                if len(r["seeds"]) == len(args.seeds)
-            },
-        }
+        table["points"][name] = {"lr": lr, "ppo_epochs": epochs, "kl_coef": kl, "arms": arms}
     for arm in args.arms:
         done = {n: p["arms"][arm] for n, p in table["points"].items() if arm in p["arms"]}
         if len(done) == len(points(args)):  # a choice only over the whole grid

@@ -201,7 +201,9 @@ class WebShopEnv(TextEnv):
     ## Rewards
     0 on every step except ``click[buy now]``: WebShop's score in [0, 1]
     (``info["task_score"]``, parts in ``info["reward_info"]``); ``reward="original"``
-    (default) keeps WebShop's option-matching quirk on synthetic goals.
+    (default) keeps WebShop's option-matching quirk on synthetic goals. ``success_reward=True``
+    pays 1.0 on the step that wins (a purchase scoring 1.0) and 0 otherwise, the MVPO paper's
+    WebShop reward (verl-agent's WebShop worker); ``info["task_score"]`` still holds the score.
 
     ## Starting state
     The search page of the task chosen by ``reset(seed=..., options=...)`` (see
@@ -216,7 +218,8 @@ class WebShopEnv(TextEnv):
     ``split`` ("train" | "test" | "all": the first ``num_test_goals`` goals are the test
     split), ``data_dir`` (or ``$WEBSHOP_DATA``: WebShop's own files; bundled catalog when
     unset), ``goal_source`` ("synthetic" | "human"), ``search_backend`` ("bm25s" | "pyserini"),
-    ``reward`` ("original" | "fixed"), ``protocol`` ("original" | "strict": search only on
+    ``reward`` ("original" | "fixed"), ``success_reward`` (bool, default False: see Rewards),
+    ``protocol`` ("original" | "strict": search only on
     the search page, no special queries, action names compared after lower-casing and
     collapsing spaces), ``search_query`` ("template" | "instruction": the admissible search
     on the search page, docs/webshop.md "Score mode"), ``abstraction``, ``render_mode``,
@@ -230,7 +233,8 @@ class WebShopEnv(TextEnv):
     ## Version history
     * v0: WebShop's protocol and reward by default; ``reward="fixed"`` and
       ``protocol="strict"`` keep the earlier mvpo behaviour as opt-ins;
-      ``search_query="instruction"`` fills the search page's template for score-mode policies.
+      ``search_query="instruction"`` fills the search page's template for score-mode policies;
+      ``success_reward=True`` pays only a won episode.
     """
 
     default_abstraction = "webshop"
@@ -253,7 +257,10 @@ class WebShopEnv(TextEnv):
         protocol: str = "original",
         search_query: str = "template",
         catalog: str = "auto",
+        success_reward: bool = False,
     ):
+        if not isinstance(success_reward, bool):  # a string "false" would be truthy
+            raise ValueError(f"success_reward must be True or False, got {success_reward!r}")
         if reward not in REWARD_RULES:
             raise ValueError(f"reward must be one of {REWARD_RULES}, got {reward!r}")
         if protocol not in PROTOCOLS:
@@ -288,6 +295,7 @@ class WebShopEnv(TextEnv):
         self.reward_rule = reward
         self.protocol = protocol
         self.search_query = search_query
+        self.success_reward = success_reward
         self.goals = self.data.split(split, num_test_goals)
         if not self.goals:
             raise ValueError(
@@ -320,6 +328,7 @@ class WebShopEnv(TextEnv):
             "protocol": protocol,
             "search_query": search_query,
             "catalog": catalog,
+            "success_reward": success_reward,
         }
         self._expert_env: WebShopEnv | None = None
         self._session: Session | None = None
@@ -334,7 +343,10 @@ class WebShopEnv(TextEnv):
         self._raw_action = action if isinstance(action, str) else ""
         if self.protocol == "original":
             self._done = False  # WebShop keeps the session after a purchase
-        return super().step(action)
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.success_reward:  # the MVPO paper's WebShop reward: only a won episode pays
+            reward = 1.0 if terminated and info.get("won") else 0.0
+        return obs, reward, terminated, truncated, info
 
     # -- TextEnv hooks ---------------------------------------------------------------------------
     def _start(self, task_index: int) -> Transition:

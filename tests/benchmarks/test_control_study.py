@@ -19,23 +19,23 @@ def _study():
 def test_arm_specs_become_estimator_flags():
     cs = _study()
     assert cs.parse_arm("grpo").flags() == ["--estimator", "grpo"]
-    arm = cs.parse_arm("mvpo-seeds=mvpo:form=seeds,kappa_constant=0.25,flag=true")
-    assert (arm.name, arm.estimator) == ("mvpo-seeds", "mvpo")
-    assert arm.kwargs == {"form": "seeds", "kappa_constant": 0.25, "flag": True}
+    arm = cs.parse_arm("mvpo-paper=mvpo:form=paper,kappa_constant=0.25,flag=true")
+    assert (arm.name, arm.estimator) == ("mvpo-paper", "mvpo")
+    assert arm.kwargs == {"form": "paper", "kappa_constant": 0.25, "flag": True}
     flags = arm.flags()
     assert flags[:3] == ["--estimator", "mvpo", "--estimator-kwargs"]
     assert json.loads(flags[3]) == arm.kwargs
     assert cs.parse_arm('m=mvpo:{"a": [1, 2]}').kwargs == {"a": [1, 2]}
-    assert cs.parse_arm("mvpo:form=seeds").name == "mvpo-form-seeds"  # a name is derived
+    assert cs.parse_arm("mvpo:form=paper").name == "mvpo-form-paper"  # a name is derived
     for bad in ("", "Bad Name", "mvpo:form", "mvpo:{not json", "x y=mvpo", "mvpo:=1"):
         with pytest.raises(cs.StudyError, match="--arm"):
             cs.parse_arm(bad)
     with pytest.raises(cs.StudyError, match="given twice"):
-        cs.parse_arms(["mvpo", "mvpo=mvpo:form=seeds"])
-    arms = cs.parse_arms(["grpo", "gigpo", "mvpo", "mvpo-seeds=mvpo:form=seeds"])
+        cs.parse_arms(["mvpo", "mvpo=mvpo:form=paper"])
+    arms = cs.parse_arms(["grpo", "gigpo", "mvpo", "mvpo-paper=mvpo:form=paper"])
     assert cs.default_pairs(arms) == [
-        ("mvpo", "grpo"), ("mvpo", "gigpo"), ("mvpo-seeds", "grpo"), ("mvpo-seeds", "gigpo"),
-        ("gigpo", "grpo"), ("mvpo-seeds", "mvpo"),
+        ("mvpo", "grpo"), ("mvpo", "gigpo"), ("mvpo-paper", "grpo"), ("mvpo-paper", "gigpo"),
+        ("gigpo", "grpo"), ("mvpo-paper", "mvpo"),
     ]  # fmt: skip
 
 

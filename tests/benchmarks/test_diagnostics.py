@@ -111,7 +111,7 @@ def test_tables_are_computed_from_the_runs(diag, runs: Path) -> None:
 
 
 def test_a_run_in_progress_counts_where_it_has_iterations(diag, tmp_path: Path) -> None:
-    """Early window: a run shorter than k is left out; curves: mean over the seeds that have
+    """Early window: a run shorter than k is left out; curves: mean over seeds that have
     the iteration (the longer run alone past the shorter one's end)."""
     base = tmp_path / "study"
     _write_run(base / "mvpo-seed0", [_row(i, z) for i, z in ((1, 0.2), (2, 0.4), (3, 0.6))], 3)
@@ -152,44 +152,6 @@ def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path
     assert data[0]["arms"]["mvpo"]["phi"]["flips"] == [[0, 3]]
 
 
-def test_instruction_search_webshop_on_the_real_env(diag) -> None:
-    import gymnasium as gym
-
-    diag.register_diag_envs()
-    env = gym.make(diag.DIAG_WEBSHOP_ID, diag_reward="success")
-    _, info = env.reset(seed=0)
-    assert info["admissible_actions"] == [f"search[{info['task']}]"]
-    _, reward, terminated, _, info = env.step(info["admissible_actions"][0])
-    assert not terminated and reward == 0.0
-    assert info["state"]["visible_asins"]  # the instruction found products
-    assert diag.SEARCH_TEMPLATE not in info["admissible_actions"]
-    with pytest.raises(ValueError, match="diag_reward"):
-        gym.make(diag.DIAG_WEBSHOP_ID, diag_reward="binary")
-
-
-def test_success_reward_pays_only_a_won_episode(diag) -> None:
-    """The expert's actions replayed: ``success`` pays 1.0 exactly when WebShop's score is 1.0
-    (else 0.0), ``original`` pays the score, every earlier step pays 0."""
-    import gymnasium as gym
-
-    from mvpo_envs.webshop.expert import expert_episode
-
-    diag.register_diag_envs()
-    raw = gym.make("mvpo/WebShop-v0")
-    wins = 0
-    for task in range(4):
-        score, actions = expert_episode(raw, task)
-        for mode in ("success", "original"):
-            env = gym.make(diag.DIAG_WEBSHOP_ID, diag_reward=mode)
-            env.reset(options={"task_index": task})
-            rewards = [env.step(a)[1] for a in actions]
-            assert rewards[:-1] == [0.0] * (len(actions) - 1)
-            expected = (1.0 if score == 1.0 else 0.0) if mode == "success" else score
-            assert rewards[-1] == pytest.approx(expected)
-        wins += score == 1.0
-    assert wins >= 1  # the success branch was exercised
-
-
 def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: Path) -> None:
     """Study incomplete: the ``--quick`` runs are shown too, marked as a preview; study
     complete (or no preview asked): no preview."""
@@ -224,32 +186,7 @@ def test_the_sweeps_quick_runs_are_a_marked_preview(diag, runs: Path, tmp_path: 
     assert "**Preview only**" not in md and md.count("**Not run yet**") == 5
 
 
-def test_literal_sep_is_read_as_text_and_other_text_is_unchanged(diag) -> None:
-    """WebShop's ``" [SEP] "`` observations: the package's encoder reads a literal ``[SEP]`` as
-    text, so the script's bridge is not applied (and leaves the tokenizer alone)."""
-    from mvpo_train.encoder_policy import SegmentEmbedder
-
-    original = SegmentEmbedder.ids
-    emb = SegmentEmbedder.__new__(SegmentEmbedder)
-    from transformers import AutoTokenizer
-
-    from mvpo_abstraction.learned import default_embedding_model_path
-
-    emb.tokenizer = AutoTokenizer.from_pretrained(default_embedding_model_path())
-    sep = emb.tokenizer.sep_token_id
-    alfworld_text = "You arrive at countertop 1. On the countertop 1, you see a mug 2."
-    before = original(emb, alfworld_text, 128)
-    try:
-        ids = original(emb, "Instruction: [SEP] buy a mug", 128)
-        assert sep not in ids and len(ids) > len(original(emb, "Instruction: buy a mug", 128))
-        assert diag.literal_sep_workaround() is False
-        assert SegmentEmbedder.ids is original
-        assert SegmentEmbedder.ids(emb, alfworld_text, 128) == before
-    finally:
-        SegmentEmbedder.ids = original
-
-
-# ---------------------------------------------------------------- the studies in the seeds' regime
+# ---------------------------------------------------------------- the studies in the MVPO paper's regime
 
 
 def _mvpo_row(it: int, rho: float | None, rows: int) -> dict:
@@ -287,7 +224,7 @@ def test_the_studies_are_the_headline_and_marked_partial(diag, studies, tmp_path
     md = (tmp_path / "res" / "d.md").read_text()
     # headline first, the history sets after them
     assert md.index("## alfworld-full") < md.index("## webshop-study") < md.index("## alfworld\n")
-    assert "**Headline**: the studies in the seeds' regime, `alfworld-full` (partial), " in md
+    assert "**Headline**: the studies in the MVPO paper's regime, `alfworld-full` (partial), " in md
     # partial against the study's plan: 3 arms x 5 seeds x 60 iterations
     assert "`grpo`: seeds not found [1, 2, 3, 4]; iterations done/planned seed 0: 3/60" in md
     assert "`gigpo`: seeds not found [0, 1, 2, 3, 4]" in md
@@ -295,13 +232,13 @@ def test_the_studies_are_the_headline_and_marked_partial(diag, studies, tmp_path
     assert "x seeds 0-4 x 60 iterations; done 8 of 900 run-iterations." in md
     assert "`mvpo-no-kappa-decay`: seeds not found [0, 1, 2, 3, 4]" in md  # WebShop's 4 arms
     assert "done 4 of 1200 run-iterations." in md
-    # the seeds' early zero-advantage numbers: a column on WebShop, a sentence on ALFWorld
+    # the MVPO paper's early zero-advantage numbers: a column on WebShop, a sentence on ALFWorld
     web_md = md[md.index("## webshop-study") : md.index("## alfworld\n")]
-    assert "the paper's (seeds), WebShop, early |" in web_md
+    assert "the MVPO paper's, WebShop, early |" in web_md
     assert "| gigpo | 1 of 1 | 2..2 | 0.700 | 0.700 (0.700..0.700; 0.700) |" in web_md
     assert web_md.rstrip().count("| ~0.65 |") == 1 and "| mvpo |" in web_md
     full_md = md[: md.index("## webshop-study")]
-    assert "the paper's (seeds)" not in full_md
+    assert "the MVPO paper's, WebShop, early" not in full_md
     assert "reports the early zero-advantage ratio on WebShop only (GRPO >0.90, GiGPO ~0.65)" in md
     assert (tmp_path / "res" / "d_alfworld-full.png").stat().st_size > 10_000
     assert (tmp_path / "res" / "d_webshop-study.png").is_file()
@@ -429,7 +366,7 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
         arm, seed = name.rsplit("-seed", 1)
         note = next(x for x in s["partial"] if x.startswith(f"`{arm}`")) if n < 60 else ""
         assert n >= 60 or f"seed {seed}: {n}/60" in note
-    assert "phi_split" in s["arms"]["mvpo"]  # the seeds form logs its non-circular statistic
+    assert "phi_split" in s["arms"]["mvpo"]  # the paper form logs its non-circular statistic
     out = tmp_path / "d.md"
     none = str(tmp_path / "none")
     assert diag.main(["--analyze-only", "--alfworld-full-base", str(copies),
@@ -444,10 +381,8 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
 
 def test_the_study_sets_follow_the_studys_plan(diag) -> None:
     """The arms and iterations the sets are marked partial against are the study harness's."""
-    learning = load_benchmark("learning", name="learning_for_diagnostics", register=True)
-    try:
-        assert diag.WEBSHOP_STUDY_ARMS == learning.WEBSHOP.arms
-        assert diag.STUDY_ITERATIONS == learning.WEBSHOP.iterations
-        assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning.ALFWORLD.arms)
-    finally:
-        sys.modules.pop("learning_for_diagnostics", None)
+    from mvpo_train.study import learning
+
+    assert diag.WEBSHOP_STUDY_ARMS == learning.WEBSHOP.arms
+    assert diag.STUDY_ITERATIONS == learning.WEBSHOP.iterations
+    assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning.ALFWORLD.arms)

@@ -3,6 +3,7 @@ averages, iterations to threshold, bootstrap CIs and paired differences."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 from pathlib import Path
@@ -10,13 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .helpers import load_benchmark
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _learning():
-    return load_benchmark("learning")
+    return importlib.import_module("mvpo_train.study.learning")
 
 
 def test_moving_average_and_first_reach():
@@ -137,7 +136,9 @@ def test_a_refused_run_fails_its_script():
     import subprocess
 
     lm = _learning()
-    proc = subprocess.run([*lm._py("train_main"), "--lr", "-1"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*lm.python_entry("train_main"), "--lr", "-1"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "lr" in proc.stderr
 
 

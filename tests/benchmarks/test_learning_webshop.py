@@ -5,6 +5,7 @@ files, and the results table."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -23,7 +24,7 @@ ASIN = re.compile(r"click\[[a-z0-9]{10}\]")  # a product of the results page
 
 @pytest.fixture(scope="module")
 def lm():
-    return load_benchmark("learning")
+    return importlib.import_module("mvpo_train.study.learning")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,16 @@
+"""Studies: arms x seeds of ``mvpo-train`` runs, resumed and analysed (docs/learning_study.md).
+
+The harness behind the scripts of ``benchmarks/`` that train and compare estimators:
+
+* :mod:`mvpo_train.study.runs`: the run folders of a sweep (``<base>/<arm>-seed<k>/``), which
+  runs are finished (their ``metrics.jsonl`` rows, read with
+  :func:`mvpo_train.metrics.read_metrics`), the resume-or-overwrite rule (from
+  :func:`mvpo_train.checkpoint.latest_checkpoint`), a settings fingerprint, and the local or
+  Ray runner of the pending runs;
+* :mod:`mvpo_train.stats`: every interval and rank statistic of the tables;
+* :mod:`mvpo_train.study.tables`: the tables' number formats and the results writer
+  (markdown + ``.json`` + ``.png``);
+* :mod:`mvpo_train.study.learning`: the learning study (ALFWorld and WebShop arms, settings,
+  per-seed values, paired differences, its markdown and plot), which the ablations, the
+  tuning grid and the control study reuse.
+"""

@@ -1,0 +1,60 @@
+"""The results writers of a study: number formats, the command line a table names, and the
+files of one result (markdown, ``.json`` and ``.png`` beside it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["command_line", "fmt_ci", "machine_line", "n_seeds", "save_results"]
+
+
+def fmt_ci(ci: Sequence[float] | None, digits: int = 3) -> str:
+    """``mean [lo, hi]`` of an interval ``(mean, lo, hi)``; ``-`` for None."""
+    if ci is None:
+        return "-"
+    m, lo, hi = ci
+    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def n_seeds(row: dict[str, Any]) -> int:
+    """How many seeds a table row (an arm or a pair) is over."""
+    return len(row["seeds"])
+
+
+def machine_line(out: Path, analyze_only: bool, detail: str) -> str:
+    """``Machine: <arch>, <n> CPU cores<detail>; <date>.``: where and when a study's runs were
+    made. Rebuilding the table from the same runs (``analyze_only``) keeps the line of the
+    results file ``out`` as it is, so the analysis never depends on the machine or the clock."""
+    if analyze_only and out.is_file():
+        for line in out.read_text().splitlines():
+            if line.startswith("Machine: "):
+                return line
+    return f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores{detail}; {time.strftime('%Y-%m-%d')}."
+
+
+def command_line(script: str, argv: Sequence[str]) -> str:
+    """``python <script> ARGS`` as a shell would need it (``argv`` quoted)."""
+    return f"python {script} " + " ".join(shlex.quote(a) for a in argv)
+
+
+def save_results(
+    table: dict[str, Any],
+    out: Path,
+    draw: Callable[[dict[str, Any], Path], None],
+    write: Callable[[dict[str, Any], Path, Path], None],
+) -> None:
+    """``out`` (markdown, by ``write(table, out, png)``), its ``.png`` (``draw(table, png)``)
+    and ``.json`` (the table); the markdown is printed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    png = out.with_suffix(".png")
+    draw(table, png)
+    write(table, out, png)
+    out.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
+    print(out.read_text())
