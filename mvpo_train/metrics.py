@@ -34,6 +34,7 @@ __all__ = [
     "PhaseTimer",
     "check_metrics_rows",
     "flatten",
+    "format_axis",
     "plot_metrics",
     "read_metrics",
     "strip_timing",
@@ -313,6 +314,28 @@ def _smooth(y: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+#: unit of a metric key by its prefix (shown in the panel's title and y label)
+UNITS = {"time/": "seconds"}
+
+
+def format_axis(ax: Any, key: str, x: str) -> None:
+    """Title, labels and ticks of one ``mvpo-plot`` panel: the x ticks are whole numbers when
+    every x value drawn is one (iterations, env steps: no 2.5th iteration), and a key with a
+    unit (``time/*``: seconds per iteration) says it."""
+    from matplotlib.ticker import MaxNLocator
+
+    unit = next((u for prefix, u in UNITS.items() if key.startswith(prefix)), None)
+    per = " per iteration" if x == "iteration" else ""
+    ax.set_title(f"{key} ({unit}{per})" if unit else key)
+    if unit:
+        ax.set_ylabel(unit)
+    ax.set_xlabel(x)
+    xs = np.concatenate([line.get_xdata() for line in ax.get_lines()] or [np.zeros(0)])
+    if xs.size and np.all(np.isfinite(xs)) and np.all(xs == np.round(xs)):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+
+
 def plot_metrics(
     runs: Sequence[str | Path],
     keys: Iterable[str] = ("success", "return_mean", "adv/zero_credit_ratio", "time/total"),
@@ -373,9 +396,7 @@ def plot_metrics(
             if np.all(np.isnan(ys)):
                 continue
             ax.plot(xs, _smooth(ys, smooth), label=label)
-        ax.set_title(key)
-        ax.set_xlabel(x)
-        ax.grid(alpha=0.3)
+        format_axis(ax, key, x)
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
     handles, names = axes.flat[0].get_legend_handles_labels()

@@ -404,3 +404,25 @@ def test_eval_takes_threads_and_progress(micro, tmp_path, capsys):
     assert eval_main([*base, "--threads", "1", "--no-progress"]) == 0
     assert "eval train" not in capsys.readouterr().err
     assert eval_main([*base, "--threads", "-1"]) == 2
+
+
+def test_plot_panels_have_whole_iteration_ticks_and_a_time_unit():
+    """A short run's iteration axis ticks only whole iterations; a time panel names seconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mvpo_train.metrics import format_axis
+
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([1, 2, 3], [0.1, 0.2, 0.15])
+    format_axis(a, "success", "iteration")
+    b.plot([1, 2, 3], [30.0, 31.0, 29.0])
+    format_axis(b, "time/total", "iteration")
+    fig.canvas.draw()
+    ticks = [t for t in a.get_xticks() if 1 <= t <= 3]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert a.get_title() == "success" and a.get_ylabel() == ""
+    assert b.get_title() == "time/total (seconds per iteration)" and b.get_ylabel() == "seconds"
+    plt.close(fig)
