@@ -117,6 +117,9 @@ def credit_alignment(run: Path) -> dict[str, float]:
     from mvpo_train.credit.mvpo import potential_terms, repair_term
     from mvpo_train.records import find_records, read_batch_record
 
+    if not find_records(run):  # records stay on the machine that ran the study
+        print(f"ablations: {run}: no batch records (records/iter-*.npz); its credit columns "
+              "are NaN (docs/learning_study.md, \"What a study keeps\")", file=sys.stderr)  # fmt: skip
     out: dict[str, list[float]] = {"repair_share": [], "alignment_repair": [],
                                    "phi_split_spearman_failed": [], "loop_share": []}  # fmt: skip
     for _, path in sorted(find_records(run).items()):

@@ -376,7 +376,10 @@ def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     run_dir = Path(args.run_dir)
     records = find_records(run_dir)
     if not records:
-        raise BenchError(f"--run-dir {run_dir}: no records/iter-*.npz (train with --record-every)")
+        raise BenchError(
+            f"--run-dir {run_dir}: no records/iter-*.npz (train with --record-every; records "
+            'stay on the machine that ran the study: docs/learning_study.md, "What a study keeps")'
+        )
     first = read_batch_record(next(iter(records.values())))
     trained_mvpo = first.estimator_name == "mvpo"
     variants = list(args.variant or ([] if trained_mvpo else DEFAULT_VARIANTS))
