@@ -21,10 +21,13 @@ are equal, GRPO's advantages and loss are 0): the run shows the plumbing, not le
 
 Run (starts ``mvpo-serve`` on a free loopback port, or use ``--url`` for a running one)::
 
-    python examples/trl_grpo_alfworld.py --max-steps 2
+    python examples/trl_grpo_alfworld.py --max-steps 2 --output-dir runs/trl-grpo
 
 It prints one JSON line per optimizer step (``step``, ``loss``, ``reward``, ``tool_calls``,
-the env calls made so far) and a last line with the totals.
+the env calls made so far) and a last line with the totals, and saves the trained model and
+its tokenizer to ``--output-dir`` (``from_pretrained`` loads it). Flags keep TRL's words:
+``--max-steps`` is ``GRPOConfig.max_steps``, the optimizer steps (``mvpo-train`` calls those
+``--iterations``; its ``--max-steps`` is an episode's length, here ``--max-turns``).
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import argparse
 import contextlib
 import json
 import os
-import tempfile
 from typing import Any
 
 from mvpo_envs.serve import MvpoEnvClient, StepResult
@@ -211,11 +213,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-kwargs", default='{"preset": "mini"}', help="JSON, for mvpo-serve")
     p.add_argument("--transport", choices=["http", "ws"], default="http")
     p.add_argument("--model", default="tiny-qwen2", help="a folder or hub id (default: bundled)")
-    p.add_argument("--max-steps", type=int, default=4, help="GRPO optimizer steps")
+    p.add_argument(
+        "--output-dir",
+        default="runs/trl-grpo-alfworld",
+        help="TRL's output_dir: the trained model and tokenizer are saved here",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=4,
+        help="TRL's max_steps: GRPO optimizer steps (an episode's length is --max-turns)",
+    )
     p.add_argument("--episodes", type=int, default=16, help="distinct seeded episodes (rows)")
     p.add_argument("--generations", type=int, default=4, help="rollouts per episode (group)")
     p.add_argument("--max-completion-length", type=int, default=256, help="tokens per rollout")
-    p.add_argument("--max-turns", type=int, default=8, help="tool calls per rollout at most")
+    p.add_argument(
+        "--max-turns", type=int, default=8, help="tool calls (env steps) per rollout at most"
+    )
     p.add_argument("--lr", type=float, default=1e-5, help="GRPO's learning rate")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cpu", action=argparse.BooleanOptionalAction, default=True)
@@ -231,14 +245,17 @@ def main(argv: list[str] | None = None) -> None:
         if args.url
         else served(args.env_id, "--env-kwargs", args.env_kwargs)
     )
-    with server as url, tempfile.TemporaryDirectory(prefix="trl-grpo-") as out:
+    with server as url:
         factory = GameFactory(url, args.transport, args.max_turns)
         model, tokenizer = load_model(args.model)
         try:
-            result = build_trainer(args, factory, model, tokenizer, out).train()
+            trainer = build_trainer(args, factory, model, tokenizer, args.output_dir)
+            result = trainer.train()
         finally:
             factory.close()
-    summary = {"steps": result.global_step, "train_loss": result.training_loss}
+    trainer.save_model(args.output_dir)  # the model and its tokenizer (processing_class)
+    summary = {"steps": result.global_step, "train_loss": result.training_loss,
+               "output_dir": args.output_dir}  # fmt: skip
     print(json.dumps(summary | factory.counts()), flush=True)
 
 

@@ -120,3 +120,18 @@ def test_two_grpo_steps_run_on_the_served_env(ex, served_url, tmp_path):
     moved = any(not p.equal(b) for p, b in zip(model.parameters(), before, strict=True))
     assert len(logs) == 2 and moved == any(log["frac_reward_zero_std"] < 1 for log in logs)
     assert all(log["tools/call_frequency"] >= 0 for log in logs)
+
+
+def test_the_example_saves_its_model_to_output_dir(ex, served_url, tmp_path, capsys):
+    """``main`` keeps the trained model: ``--output-dir`` holds weights and tokenizer that
+    ``from_pretrained`` loads; ``--max-steps`` is TRL's (optimizer steps)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = tmp_path / "trained"
+    ex.main(["--url", served_url, "--max-steps", "1", "--generations", "2", "--episodes", "2",
+             "--max-completion-length", "16", "--output-dir", str(out)])  # fmt: skip
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 1 and summary["output_dir"] == str(out)
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert AutoTokenizer.from_pretrained(out).chat_template
+    assert sum(p.numel() for p in model.parameters()) > 0
