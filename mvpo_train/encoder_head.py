@@ -104,6 +104,10 @@ class ScorerHead(nn.Module):
     #: (384 KiB at 256 x 384), so a chunk holds 25 MB; 64 was the fastest of 8-256 on one
     #: thread (a chunk that fits the caches; an update micro-batch is one chunk)
     CHUNK_PROMPTS = 64
+    #: the factored form builds ``M_p`` when candidates x (C + 1) per prompt exceed this, else
+    #: multiplies each candidate's ``[a, ctx*a]`` (one thread, 256 x 384: ``M_p`` for 64
+    #: prompts costs about as much as 15 candidates per prompt with C = 6, 25 with C = 3)
+    M_CANDIDATE_WORK = 96
     #: candidate rows per chunk of the ``concat`` form (an ALFWorld batch's old / reference
     #: log-probs in one forward peaked at 8.74 GB, 1.74 GB in chunks of this size;
     #: docs/policies.md, "Memory")
@@ -191,22 +195,28 @@ class ScorerHead(nn.Module):
         return fn(*args)
 
     def _factored(self, ctx: torch.Tensor, act: torch.Tensor, counts: list[int]) -> torch.Tensor:
-        """The factored form of one chunk (module docstring). ``W_a`` joins ``W_x`` as the
-        block of a constant context of ones, so ``M_p`` is one product batched over the
-        embedding dimension: ``M[d] = [ctx_1..C, 1][:, :, d] @ [W_x | W_a][:, :, d]``."""
+        """The factored form of one chunk (module docstring): ``u_p`` once per prompt, then
+        either ``M_p`` once per prompt and one ``[hidden, dim]`` product per candidate (many
+        candidates per prompt), or the candidate part ``[W_a | W_x] [a, ctx*a]`` per candidate
+        (few candidates: building ``M_p`` costs more than it saves); see
+        :attr:`M_CANDIDATE_WORK`."""
         lin = self.net[0]
         P, C, D = ctx.shape
         w = lin.weight  # [hidden, (2C+1) D] = [W_c | W_a | W_x]
         u = torch.addmm(lin.bias, ctx.reshape(P, C * D), w[:, : C * D].t())  # [P, hidden]
+        sizes = torch.tensor(counts, device=ctx.device)
+        if len(act) * (C + 1) <= self.M_CANDIDATE_WORK * P:
+            rows = torch.repeat_interleave(torch.arange(P, device=ctx.device), sizes)
+            x = torch.cat([act.unsqueeze(1), ctx[rows] * act.unsqueeze(1)], dim=1).flatten(1)
+            pre = torch.addmm(u[rows], x, w[:, C * D :].t())  # [N, hidden]
+            return self.net[2](torch.tanh(pre)).squeeze(-1)
+        # W_a joins W_x as the block of a constant context of ones, so M_p is one product
+        # batched over the embedding dimension: M[d] = [ctx, 1][:, :, d] @ [W_x | W_a][:, :, d]
         w_xa = torch.cat([w[:, (C + 1) * D :], w[:, C * D : (C + 1) * D]], dim=1)
         ctx1 = torch.cat([ctx, ctx.new_ones(P, 1, D)], dim=1)  # [P, C+1, D]
-        # [D, P, C+1] @ [D, C+1, hidden] -> M as [D, P, hidden]
         m = torch.bmm(ctx1.permute(2, 0, 1), w_xa.reshape(-1, C + 1, D).permute(2, 1, 0))
-        k_max = max(counts)
-        mask = torch.arange(k_max, device=ctx.device) < torch.tensor(
-            counts, device=ctx.device
-        ).unsqueeze(1)  # [P, K]: the real candidates
-        padded = act.new_zeros(P, k_max, D)
+        mask = torch.arange(max(counts), device=ctx.device) < sizes.unsqueeze(1)  # [P, K]
+        padded = act.new_zeros(P, mask.shape[1], D)
         padded[mask] = act
         pre = torch.baddbmm(u.unsqueeze(1), padded, m.permute(1, 0, 2))  # [P, K, hidden]
         return self.net[2](torch.tanh(pre[mask])).squeeze(-1)

@@ -473,10 +473,13 @@ def test_the_concat_form_runs_in_balanced_chunks_with_the_same_scores(embedder, 
     assert torch.equal(head.score_groups(ctx, act, counts), whole) and calls == [len(rows)]
 
 
-def test_the_factored_form_gives_the_concat_scores_and_gradients(embedder):
+@pytest.mark.parametrize("work", [0, 10**9])  # M_p per prompt / the candidate part per row
+def test_the_factored_form_gives_the_concat_scores_and_gradients(embedder, monkeypatch, work):
     """The factored head (the default) computes the same function from the same weights:
     scores and first-layer gradients equal to the ``concat`` form up to float rounding,
-    prompts without candidates included, in one chunk and in checkpointed chunks."""
+    prompts without candidates included, in one chunk and in checkpointed chunks, by either
+    route of the factored form."""
+    monkeypatch.setattr(ScorerHead, "M_CANDIDATE_WORK", work)
     torch.manual_seed(0)
     head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=2,
                       history_pool="concat")  # fmt: skip
