@@ -3,6 +3,7 @@ analysis recomputes a real run's records (docs/learning_study.md, "Ablations")."
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -13,15 +14,13 @@ import pytest
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
 
-from .helpers import load_benchmark
-
 TINY = ["--num-groups", "2", "--group-size", "4", "--max-steps", "6", "--ppo-epochs", "1",
         "--threads", "1", "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def ablations():
-    yield load_benchmark("ablations")
+    yield importlib.import_module("mvpo_train.study.ablations")
     sys.modules.pop("learning", None)
 
 

@@ -4,16 +4,15 @@ results are written and whose rerun skips the finished run, and the paired analy
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
 import pytest
 
-from .helpers import load_benchmark
-
 
 def _study():
-    return load_benchmark("control_study", register=True)
+    return importlib.import_module("mvpo_train.study.control_study")
 
 
 def test_arm_specs_become_estimator_flags():

@@ -7,18 +7,17 @@ notes and the "not run yet" section; then the WebShop env of the script on the r
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-from .helpers import load_benchmark
-
 
 @pytest.fixture(scope="module")
 def diag():
-    yield load_benchmark("diagnostics", register=True)
+    yield importlib.import_module("mvpo_train.study.diagnostics")
     sys.modules.pop("diagnostics", None)
 
 

@@ -3,16 +3,15 @@ held-out evaluation, and the choice per arm is the largest training area over th
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-
-from .helpers import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _grid():
-    return load_benchmark("tuning_grid")
+    return importlib.import_module("mvpo_train.study.tuning_grid")
 
 
 def _args(tg, tmp_path: Path, monkeypatch) -> list[list[str]]:
