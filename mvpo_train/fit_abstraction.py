@@ -17,6 +17,7 @@ gymnasium id, the info dict (``state``, ``admissible_actions``) and the rewards.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,8 @@ from mvpo_abstraction.learned_milestones import MilestoneLearner
 from mvpo_envs.action_templates import fill_template
 from mvpo_envs.declaration import default_env_id
 from mvpo_train.config import OneLineParser, json_arg
+from mvpo_train.progress import episode_ticker, work_bar
+from mvpo_train.threads import passive_openmp, set_torch_threads
 
 Episode = list[dict[str, Any]]
 
@@ -41,12 +44,14 @@ def random_rollouts(
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
     max_steps: int | None = None,
+    progress: bool = False,
 ) -> tuple[list[Episode], list[float]]:
     """``episodes`` seeded random-policy episodes: their states (reset first) and returns.
 
     An admissible template is sent as random play fills it (:func:`mvpo_envs.action_templates.fill_template`:
     a query slot gets the task text, so WebShop's random episodes reach result pages and
-    SearchQA's search the question; docs/abstractions.md, "Fit and use")."""
+    SearchQA's search the question; docs/abstractions.md, "Fit and use"). ``progress``: a
+    bar on stderr ticking per episode (:mod:`mvpo_train.progress`)."""
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     kwargs = dict(env_kwargs or {})
@@ -56,6 +61,7 @@ def random_rollouts(
     rng = np.random.default_rng(seed)
     out: list[Episode] = []
     returns: list[float] = []
+    bar = work_bar(progress, "random episodes", episodes, "ep")
     try:
         for i in range(episodes):
             _, info = env.reset(seed=seed + i)
@@ -74,19 +80,22 @@ def random_rollouts(
                     break
             out.append(states)
             returns.append(total)
+            bar.update(1)
     finally:
+        bar.close()
         env.close()
     return out, returns
 
 
 def policy_rollouts(
-    run_dir: str | Path, env_id: str, episodes: int, seed: int = 0
+    run_dir: str | Path, env_id: str, episodes: int, seed: int = 0, progress: bool = False
 ) -> tuple[list[Episode], list[float]]:
     """``episodes`` episodes of the policy of a ``mvpo-train`` run (its latest complete
     checkpoint, its config: env keywords, prompt, action mode), tasks drawn with ``seed``.
 
     States are the observations the policy acted on (``{"observation": text}``, from the
     rollout's ``anchor`` column); returns are the env rewards (without format penalties).
+    ``progress``: a bar on stderr ticking per step and finished episode.
     """
     import torch
 
@@ -125,7 +134,8 @@ def policy_rollouts(
             make_generation_backend(cfg, policy),
             torch.Generator().manual_seed(seed),
         )
-        batch = collector.collect(tasks)
+        with work_bar(progress, "policy episodes", episodes, "ep") as bar:
+            batch = collector.collect(tasks, on_step=episode_ticker(bar))
     finally:
         venv.close()
     traj, t = np.asarray(batch.traj), np.asarray(batch.t)
@@ -174,18 +184,20 @@ def fit_abstraction(
     env_kwargs: dict[str, Any] | None = None,
     max_steps: int | None = None,
     model_path: str | None = None,
+    progress: bool = False,
 ) -> EmbeddingClusterAbstraction:
     """Collect, fit, save to ``out``; returns the fitted abstraction.
 
     ``milestones``: ``"learned"`` (an error when every episode has the same return),
     ``"rules"`` (the env's own), a registered abstraction name, or ``"auto"`` (the default:
     learned when the returns differ, else the env's rules; the result's ``milestones_from``
-    and the saved ``fit.milestones`` say which).
+    and the saved ``fit.milestones`` say which). ``progress``: bars on stderr while the
+    episodes are played.
     """
     if policy == "random":
-        eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps)
+        eps, returns = random_rollouts(env_id, episodes, seed, env_kwargs, max_steps, progress)
     else:
-        eps, returns = policy_rollouts(policy, env_id, episodes, seed)
+        eps, returns = policy_rollouts(policy, env_id, episodes, seed, progress)
     check_episodes(eps, returns, k, milestones, policy)
     requested = milestones
     if milestones == "auto":
@@ -239,8 +251,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--env-kwargs", type=json_arg(dict), default={}, help="extra gym.make keywords as JSON"
     )
     p.add_argument("--model-path", default=None, help="sentence-transformers folder")
+    p.add_argument(
+        "--threads", type=int, default=0, help="torch CPU threads (0 = auto: the CPUs free now)"
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="show progress (episodes played) on stderr",
+    )
+    passive_openmp()  # before torch loads (mvpo_train.threads)
     try:
         args = p.parse_args(argv)  # a bad flag is a ConfigError (a ValueError): one line
+        if args.threads < 0:
+            raise ValueError(f"--threads: expected 0 (auto) or more, got {args.threads}")
+        set_torch_threads(args.threads)
         env_kwargs = args.env_kwargs
         abstraction = fit_abstraction(
             args.env_id,
@@ -255,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             env_kwargs=env_kwargs,
             max_steps=args.max_steps,
             model_path=args.model_path,
+            progress=args.progress,
         )
     except (ValueError, KeyError, TypeError, FileNotFoundError, gym.error.Error) as err:
         # json.JSONDecodeError is a ValueError; gym.error.Error covers an unknown env id

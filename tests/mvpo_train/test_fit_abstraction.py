@@ -113,13 +113,14 @@ def test_default_milestones_are_learned_when_some_episode_succeeds(tmp_path, cap
 
 def test_errors_are_one_clear_line(tmp_path, capsys):
     base = ["mvpo/SearchQA-v0", "--episodes", "6", "--k", "2", "--out", str(tmp_path / "x")]
+    base.append("--no-progress")  # the bar is tested in ..._show_progress_per_episode_...
     # a random policy never answers right: no event can predict success
     assert main([*base, "--milestones", "learned"]) == 2
     err = capsys.readouterr().err
     assert "the same return (0)" in err and "--milestones rules" in err
     assert len(err.strip().splitlines()) == 1  # no progress bar or warning around it
     # more clusters than distinct observations: names --k and --episodes
-    assert main([*base[:3], "--k", "500", "--out", str(tmp_path / "x")]) == 2
+    assert main([*base[:3], "--k", "500", "--out", str(tmp_path / "x"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "--k 500" in err and "raise --episodes" in err and len(err.strip().splitlines()) == 1
     assert main([*base, "--policy", str(tmp_path / "no-run")]) == 2
@@ -181,3 +182,13 @@ def test_async_vector_env_loads_the_folder_after_a_fit_in_this_process(tmp_path)
         torch.set_num_threads(threads)
     assert signatures["async"] == signatures["sync"]
     assert all(s.startswith("c") for s in signatures["sync"])
+
+
+def test_random_rollouts_show_progress_per_episode_or_nothing(capsys):
+    from mvpo_train.fit_abstraction import random_rollouts
+
+    eps, _ = random_rollouts("mvpo/ALFWorld-v0", 3, 0, {"preset": "mini"}, 2, progress=True)
+    err = capsys.readouterr().err
+    assert len(eps) == 3 and "random episodes" in err and "/3 [" in err, err
+    random_rollouts("mvpo/ALFWorld-v0", 3, 0, {"preset": "mini"}, 2, progress=False)
+    assert "random episodes" not in capsys.readouterr().err
