@@ -60,6 +60,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import proc_stats  # noqa: E402  (benchmarks/ is not a package)
 
+from mvpo_envs.cache_files import MANIFEST, write_manifest  # noqa: E402
+
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
 #: distractor passages added to the bundled world's 394
 DISTRACTORS = (10_000, 100_000, 1_000_000)
@@ -190,7 +192,7 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
         "passage_prefix": "",
     }
     folder = Path(cache) / index_key(corpus.content_hash, "faiss-flatip", **params)
-    if not (folder / "DONE").is_file():
+    if not (folder / MANIFEST).is_file():  # the retriever opens only a complete folder
         from sentence_transformers import SentenceTransformer
 
         model = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
@@ -208,7 +210,8 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
         tmp.mkdir(parents=True, exist_ok=True)
         faiss.write_index(index, str(tmp / "index.faiss"))
         (tmp / "docs.json").write_text(json.dumps({"num_docs": len(corpus)}))
-        (tmp / "DONE").write_text("planted by benchmarks/searchqa_scale.py: repeated vectors\n")
+        (tmp / "PLANTED").write_text("planted by benchmarks/searchqa_scale.py: repeated vectors\n")
+        write_manifest(tmp)
         del index
         os.replace(tmp, folder)
     out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
@@ -327,7 +330,7 @@ def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, A
     settings = ivf_settings(n, None, 0, None, 0)
     folder = index_folder(Path(cache), corpus.content_hash, probe.params, settings)
     out: dict[str, Any] = {"passages": n, "real_rows": rows, **settings}
-    if not (folder / "DONE").is_file():
+    if not (folder / MANIFEST).is_file():  # the retriever opens only a complete folder
         import faiss
 
         real = load_rows(real_folder, np.arange(rows))
@@ -344,7 +347,8 @@ def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, A
         docs = {"num_docs": n, **settings, "planted_real_rows": rows}
         (tmp / "docs.json").write_text(json.dumps(docs))
         note = f"planted by benchmarks/searchqa_scale.py: {rows} real vectors repeated\n"
-        (tmp / "DONE").write_text(note)
+        (tmp / "PLANTED").write_text(note)
+        write_manifest(tmp)
         del index
         os.replace(tmp, folder)
     out["real_rows"] = json.loads((folder / "docs.json").read_text())["planted_real_rows"]

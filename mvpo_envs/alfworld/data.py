@@ -21,6 +21,8 @@ listed in sorted order, so an index means the same game on every machine.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import sys
@@ -29,6 +31,7 @@ from pathlib import Path
 
 from mvpo_envs.alfworld.game_file import TASK_TYPES, check_traj, read_json_object
 from mvpo_envs.alfworld.provenance import generator_fingerprint
+from mvpo_envs.cache_files import remove
 from mvpo_envs.data_files import DataFileError
 
 #: ALFWorld's split names, and the names of its AlfredTWEnv modes mapped onto them
@@ -119,6 +122,9 @@ def resolve_split(split: str, preset: str) -> str:
     return split
 
 
+log = logging.getLogger("mvpo.cache")
+
+
 def cache_dir() -> Path:
     """``$MVPO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mvpo``, else ``~/.cache/mvpo``."""
     if os.environ.get("MVPO_CACHE_DIR"):
@@ -151,7 +157,10 @@ def generated_split_dir(
     are the same for any number of ``workers`` (default :func:`default_workers`). The games go to
     ``cache_dir()/alfworld/alfworld-seed<seed>-<fingerprint>/<split>-<N>/<split>/``, written to
     a temporary folder first and renamed when complete, so an interrupted run leaves nothing
-    that looks finished.
+    that looks finished. At open the folder is checked against its ``MANIFEST.json`` (every
+    listed game file there with its SHA-256, no other game folder; once per process): a
+    missing manifest, a missing, extra or changed game is one warning line and the folder is
+    generated again once (a second failure is one ``RuntimeError`` line).
     """
     split = resolve_split(split, "alfworld")
     if num_games == "full":
@@ -162,8 +171,14 @@ def generated_split_dir(
         raise ValueError(f"num_games must be a positive integer or 'full', not {num_games!r}")
     root = cache_dir() / "alfworld" / f"alfworld-seed{seed}-{generator_fingerprint()}"
     final = root / f"{split}-{num_games}"
-    if (final / "MANIFEST.json").is_file():
-        return final / split
+    if final.exists():
+        problem = _generated_problem(final, split)
+        if problem is None:
+            return final / split
+        log.warning(
+            "generated ALFWorld cache %s is damaged (%s); generating it again", final, problem
+        )
+        remove(final)
     from mvpo_envs.alfworld.generate import generate
 
     root.mkdir(parents=True, exist_ok=True)
@@ -194,7 +209,47 @@ def generated_split_dir(
         if not (final / "MANIFEST.json").is_file():
             raise
         shutil.rmtree(tmp, ignore_errors=True)
+    problem = _generated_problem(final, split)
+    if problem is not None:
+        raise RuntimeError(
+            f"generated ALFWorld cache {final} is damaged right after generation: {problem}"
+        )
     return final / split
+
+
+_CHECKED: dict[tuple[str, int], None] = {}
+
+
+def _generated_problem(final: Path, split: str) -> str | None:
+    """What is wrong with a generated split folder, or None: every game its ``MANIFEST.json``
+    lists is there (checked at every open), with its SHA-256 (once per process and manifest),
+    and no other game folder is."""
+    from mvpo_envs.alfworld.generate import MANIFEST_FILE, sha256_file
+
+    path = final / MANIFEST_FILE
+    try:
+        key = (str(path), path.stat().st_mtime_ns)
+        games = json.loads(path.read_text(encoding="utf-8"))["sets"]["."]["splits"][split]["games"]
+        listed = {final / split / g["relpath"]: g["sha256"] for g in games}
+    except FileNotFoundError:
+        return f"no {MANIFEST_FILE}"
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return f"{path} unreadable ({type(err).__name__}: {err})"
+    for game_dir, digests in listed.items():
+        for name in digests:
+            if not (game_dir / name).is_file():
+                return f"{game_dir / name} is missing"
+    on_disk = {p.parent for p in (final / split).glob("*/*/game.tw-pddl")}
+    extra = sorted(on_disk - set(listed))
+    if extra:
+        return f"{extra[0]} is not in {MANIFEST_FILE}"
+    if key not in _CHECKED:
+        for game_dir, digests in listed.items():
+            for name, digest in digests.items():
+                if sha256_file(game_dir / name) != digest:
+                    return f"{game_dir / name} differs from its SHA-256 in {MANIFEST_FILE}"
+        _CHECKED[key] = None
+    return None
 
 
 def select_split_dir(

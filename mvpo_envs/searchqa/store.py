@@ -10,7 +10,12 @@ passages are not a million Python objects in every env or worker:
   lookup by id with a binary search, no per-process dict;
 * ``meta.json``: the passage count, the file's sha256 (``content_hash``, the same as
   :func:`~mvpo_envs.searchqa.data.load_corpus` gives, so the retrievers' index caches are shared
-  between the two forms) and the fingerprint; written last (a folder without it is rebuilt).
+  between the two forms) and the fingerprint;
+* ``cache-manifest.json``: every file's size and SHA-256, written last
+  (:mod:`mvpo_envs.cache_files`): checked at open (sizes always, digests for folders up to
+  256 MiB, which are also read into memory rather than mapped); a damaged folder is one
+  warning line and rebuilt once. Opening also checks the offsets (non-decreasing, ending at
+  the blob's size) and the id order.
 
 Rows are checked exactly as :func:`~mvpo_envs.searchqa.data.load_corpus` checks them (one
 :class:`~mvpo_envs.data_files.DataFileError` line naming the file, the line and the field). The
@@ -26,17 +31,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
+from mvpo_envs.cache_files import map_mode, open_verified, read_blob
 from mvpo_envs.data_files import DataFileError
 from mvpo_envs.searchqa.data import Doc, RowError, passage_from_row, read_rows
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 META = "meta.json"
 _CHUNK = 1 << 16  # passages per write
 
@@ -81,12 +86,20 @@ class CompactCorpus:
             raise ValueError(f"{folder}: compact corpus version {meta.get('version')!r}")
         self.folder, self.path = folder, path
         self.content_hash = str(meta["content_hash"])
-        self._off = np.load(folder / "contents.off.npy", mmap_mode="r")
-        self._blob = np.memmap(folder / "contents.bin", dtype=np.uint8, mode="r")
-        self._ids = np.load(folder / "ids.npy", mmap_mode="r")
-        self._order = np.load(folder / "ids.order.npy", mmap_mode="r")
-        if not len(self._off) - 1 == len(self._ids) == meta["passages"]:
+        mode = map_mode(folder)
+        self._off = np.load(folder / "contents.off.npy", mmap_mode=mode)
+        self._blob = read_blob(folder / "contents.bin", mode)
+        self._ids = np.load(folder / "ids.npy", mmap_mode=mode)
+        self._order = np.load(folder / "ids.order.npy", mmap_mode=mode)
+        if not len(self._off) - 1 == len(self._ids) == len(self._order) == meta["passages"]:
             raise ValueError(f"{folder}: compact corpus counts do not match {META}")
+        if mode is None:  # in memory: the structure is cheap to check too
+            off = np.asarray(self._off)
+            if off[0] != 0 or off[-1] != len(self._blob) or (np.diff(off) < 0).any():
+                raise ValueError(f"{folder / 'contents.off.npy'}: offsets do not fit the blob")
+            ids = np.asarray(self._ids)[np.asarray(self._order)]
+            if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():
+                raise ValueError(f"{folder / 'ids.order.npy'}: does not sort the ids")
         self.docs = _Docs(self)
 
     def __len__(self) -> int:
@@ -147,73 +160,59 @@ def _progress(iterable, total: int | None, desc: str, show: bool):
     return tqdm(iterable, total=total, desc=desc, unit="psg", mininterval=1.0)
 
 
-def build(folder: Path, path: Path, show_progress: bool = True) -> None:
-    """Write the corpus jsonl ``path`` as a compact folder (deterministic bytes)."""
-    if (folder / META).exists():
-        return
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
-        digest = hashlib.sha256()
-        offsets, ids, lines = [0], [], []
-        pos = 0
-        rows = _progress(read_rows(path, "corpus file"), None, "corpus store", show_progress)
-        with open(tmp / "contents.bin", "wb") as out:
-            pending: list[bytes] = []
-            for lineno, row in rows:
-                try:
-                    doc = passage_from_row(row, len(ids))
-                except RowError as err:
-                    raise DataFileError(f"{path}, line {lineno}: {err}") from None
-                blob = doc.contents.encode("utf-8")
-                pending.append(blob)
-                pos += len(blob)
-                offsets.append(pos)
-                ids.append(doc.id.encode("utf-8"))
-                lines.append(lineno)
-                if len(pending) >= _CHUNK:
-                    out.write(b"".join(pending))
-                    pending.clear()
-            out.write(b"".join(pending))
-        if not ids:
-            raise DataFileError(f"{path}: the corpus holds no passages")
-        width = max(len(i) for i in ids)
-        id_arr = np.array(ids, dtype=f"S{width}")
-        del ids
-        order = np.argsort(id_arr, kind="stable")
-        sorted_ids = id_arr[order]
-        same = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-        if len(same):
-            first, dup = int(order[same[0]]), int(order[same[0] + 1])
-            raise DataFileError(
-                f"{path}, line {lines[dup]}: id: duplicate passage id "
-                f"{id_arr[dup].decode('utf-8')!r} (first at line {lines[first]})"
-            )
-        del sorted_ids
-        np.save(tmp / "contents.off.npy", np.array(offsets, dtype=np.int64))
-        np.save(tmp / "ids.npy", id_arr)
-        np.save(tmp / "ids.order.npy", order.astype(np.int64))
-        with open(path, "rb") as fh:
-            while block := fh.read(1 << 20):
-                digest.update(block)
-        meta = {
-            "version": STORE_VERSION,
-            "passages": len(id_arr),
-            "content_hash": digest.hexdigest(),
-            "source": str(path.resolve()),
-            "fingerprint": fingerprint(path),
-        }
-        (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-        try:
-            os.replace(tmp, folder)
-        except OSError:
-            if not (folder / META).exists():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+def build(tmp: Path, path: Path, show_progress: bool = True) -> None:
+    """Write the corpus jsonl ``path`` as a compact folder into the new folder ``tmp``
+    (deterministic bytes; :func:`mvpo_envs.cache_files.build_into` renames it)."""
+    digest = hashlib.sha256()
+    offsets, ids, lines = [0], [], []
+    pos = 0
+    rows = _progress(read_rows(path, "corpus file"), None, "corpus store", show_progress)
+    with open(tmp / "contents.bin", "wb") as out:
+        pending: list[bytes] = []
+        for lineno, row in rows:
+            try:
+                doc = passage_from_row(row, len(ids))
+            except RowError as err:
+                raise DataFileError(f"{path}, line {lineno}: {err}") from None
+            blob = doc.contents.encode("utf-8")
+            pending.append(blob)
+            pos += len(blob)
+            offsets.append(pos)
+            ids.append(doc.id.encode("utf-8"))
+            lines.append(lineno)
+            if len(pending) >= _CHUNK:
+                out.write(b"".join(pending))
+                pending.clear()
+        out.write(b"".join(pending))
+    if not ids:
+        raise DataFileError(f"{path}: the corpus holds no passages")
+    width = max(len(i) for i in ids)
+    id_arr = np.array(ids, dtype=f"S{width}")
+    del ids
+    order = np.argsort(id_arr, kind="stable")
+    sorted_ids = id_arr[order]
+    same = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    if len(same):
+        first, dup = int(order[same[0]]), int(order[same[0] + 1])
+        raise DataFileError(
+            f"{path}, line {lines[dup]}: id: duplicate passage id "
+            f"{id_arr[dup].decode('utf-8')!r} (first at line {lines[first]})"
+        )
+    del sorted_ids
+    np.save(tmp / "contents.off.npy", np.array(offsets, dtype=np.int64))
+    np.save(tmp / "ids.npy", id_arr)
+    np.save(tmp / "ids.order.npy", order.astype(np.int64))
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    meta = {
+        "version": STORE_VERSION,
+        "passages": len(id_arr),
+        "content_hash": digest.hexdigest(),
+        "source": str(path.resolve()),
+        "fingerprint": fingerprint(path),
+    }
+    (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def store_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -226,20 +225,19 @@ def store_root(cache_dir: str | os.PathLike | None = None) -> Path:
 def open_or_build(
     path: str | os.PathLike, cache_dir: str | os.PathLike | None = None, show_progress: bool = True
 ) -> CompactCorpus:
-    """The compact form of corpus ``path``, built first if needed (a damaged folder is rebuilt
-    once)."""
+    """The compact form of corpus ``path``, built first if needed; verified at open, a damaged
+    folder rebuilt once (:func:`mvpo_envs.cache_files.open_verified`)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
     folder = store_root(cache_dir) / f"corpus-{fingerprint(path)}"
-    if (folder / META).exists():
-        try:
-            return CompactCorpus(folder, path)
-        except (OSError, ValueError, KeyError):
-            shutil.rmtree(folder, ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    build(folder, path, show_progress)
-    return CompactCorpus(folder, path)
+    corpus, _ = open_verified(
+        folder,
+        lambda tmp: build(tmp, path, show_progress),
+        lambda f: CompactCorpus(f, path),
+        "SearchQA compact corpus",
+    )
+    return corpus
 
 
 _OPEN: dict[tuple[str, str], CompactCorpus] = {}

@@ -23,14 +23,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+from mvpo_envs.cache_files import (
+    MANIFEST,
+    OPEN_ERRORS,
+    CacheDamaged,
+    build_into,
+    check_bm25s,
+    map_mode,
+    remove,
+    verify_manifest,
+)
+
+log = logging.getLogger("mvpo.cache")
 
 SEARCH_RETURN_N = 50
 BM25_K1 = 0.9
@@ -147,11 +161,15 @@ class BM25sRetriever:
             folder = base / f"bm25s-{self.key}"
         self.cache_path = folder
         self.loaded_from_cache = False
-        if folder is not None and (folder / "params.index.json").exists():
-            try:
-                self._bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        if folder is not None and folder.exists():
+            try:  # verified against its manifest (mvpo_envs.cache_files); damaged: rebuilt
+                verify_manifest(folder)
+                self._bm25 = _load(folder)
                 self.loaded_from_cache = True
-            except (OSError, ValueError, KeyError):
+            except (CacheDamaged, *OPEN_ERRORS) as err:
+                reason = " ".join(str(err).split())
+                log.warning("WebShop bm25s cache %s is damaged (%s); rebuilding it", folder, reason)
+                remove(folder)
                 self._bm25 = None
         if not self.loaded_from_cache:
             self._bm25 = bm25s.BM25(k1=k1, b=b, method="lucene")
@@ -160,19 +178,10 @@ class BM25sRetriever:
                 self._save(folder)
 
     def _save(self, folder: Path) -> None:
-        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
-        try:
-            tmp.mkdir(parents=True, exist_ok=True)
-            self._bm25.save(str(tmp), show_progress=False)
-            if not folder.exists():
-                os.replace(tmp, folder)
+        try:  # a temporary sibling, the manifest last, renamed into place
+            build_into(folder, lambda tmp: self._bm25.save(str(tmp), show_progress=False))
         except OSError:
             pass  # a read-only cache only costs a rebuild next time
-        finally:
-            if tmp.exists():
-                for f in tmp.iterdir():
-                    f.unlink()
-                tmp.rmdir()
 
     @classmethod
     def from_saved(
@@ -182,14 +191,15 @@ class BM25sRetriever:
 
         ``ids`` may be any sequence (a compact catalog's memory-mapped asins): it is not copied.
         """
-        import bm25s
 
         self = cls.__new__(cls)
         self.ids = ids
         self._stem = _stemmer(stemmer)
         self.key = Path(folder).name.removeprefix("bm25s-")
         self.cache_path = Path(folder)
-        self._bm25 = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        self._bm25 = _load(Path(folder))
+        if int(self._bm25.scores["num_docs"]) != len(ids):
+            raise ValueError(f"{folder}: an index of {self._bm25.scores['num_docs']} documents")
         self.loaded_from_cache = True
         return self
 
@@ -217,6 +227,18 @@ class BM25sRetriever:
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> list[str]:
         """The ``k`` best documents with a positive score, best first, ties by document order."""
         return [self.ids[i] for i in top_k(self.scores(query), k)]
+
+
+def _load(folder: Path) -> Any:
+    """A saved ``bm25s`` index: read into memory when its cache is small, else mapped
+    (:func:`mvpo_envs.cache_files.map_mode`), checked (:func:`~mvpo_envs.cache_files.check_bm25s`)."""
+    import bm25s
+
+    root = folder.parent if (folder.parent / MANIFEST).is_file() else folder
+    mmap = map_mode(root) is not None
+    model = bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False)
+    check_bm25s(model, folder)
+    return model
 
 
 def top_k(scores: np.ndarray, k: int) -> list[int]:

@@ -11,8 +11,11 @@ folder ``<cache_dir>/catalog-<fingerprint>/`` and from then on opened memory-map
 * ``goals.bin`` + ``goals.off.npy``: the shuffled goals, decoded when read;
 * ``bm25s-<key>/``: the search index (:class:`~mvpo_envs.webshop.search.BM25sRetriever`),
   loaded with ``mmap=True``;
-* ``meta.json``: counts and the fingerprint, written last (a folder without it is unfinished
-  and rebuilt).
+* ``meta.json``: counts and the fingerprint;
+* ``cache-manifest.json``: every file's size and SHA-256 (the index's too), written last
+  (:mod:`mvpo_envs.cache_files`): checked at open (sizes always, digests for folders up to
+  256 MiB, which are also read into memory rather than mapped), with the offsets and the asin
+  order; a damaged or unfinished folder is one warning line and rebuilt once.
 
 The folder is built in a temporary sibling and renamed into place, so concurrent builders and
 readers never see half a catalog. Every process (and every env of a process, through the
@@ -30,15 +33,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
 
-STORE_VERSION = 1
+from mvpo_envs.cache_files import MANIFEST, build_into, map_mode, open_verified, read_blob
+
+STORE_VERSION = 2
 META = "meta.json"
 
 
@@ -79,11 +82,15 @@ class Records(Sequence):
 
     def __init__(self, folder: Path, name: str, index: range | None = None):
         self._folder, self._name = folder, name
-        self._off = np.load(folder / f"{name}.off.npy", mmap_mode="r")
-        size = int(self._off[-1])
-        self._blob = (
-            np.memmap(folder / f"{name}.bin", dtype=np.uint8, mode="r") if size else np.zeros(0)
-        )
+        mode = map_mode(folder)
+        self._off = np.load(folder / f"{name}.off.npy", mmap_mode=mode)
+        self._blob = read_blob(folder / f"{name}.bin", mode)
+        if mode is None:  # in memory: the structure is cheap to check too
+            off = np.asarray(self._off)
+            if off[0] != 0 or off[-1] != len(self._blob) or (np.diff(off) < 0).any():
+                raise ValueError(f"{folder / (name + '.off.npy')}: offsets do not fit the blob")
+        elif int(self._off[-1]) != len(self._blob):
+            raise ValueError(f"{folder / (name + '.off.npy')}: offsets do not fit the blob")
         self._index = index  # a view: positions into the full record list
 
     def __len__(self) -> int:
@@ -127,9 +134,14 @@ class Asins(Sequence):
     """The asins in product order, memory-mapped (``asins.npy``, fixed-width UTF-8)."""
 
     def __init__(self, folder: Path):
-        self._a = np.load(folder / "asins.npy", mmap_mode="r")
-        self._sorted = np.load(folder / "asins.sorted.npy", mmap_mode="r")
-        self._order = np.load(folder / "asins.order.npy", mmap_mode="r")
+        mode = map_mode(folder)
+        self._a = np.load(folder / "asins.npy", mmap_mode=mode)
+        self._sorted = np.load(folder / "asins.sorted.npy", mmap_mode=mode)
+        self._order = np.load(folder / "asins.order.npy", mmap_mode=mode)
+        if not len(self._a) == len(self._sorted) == len(self._order):
+            raise ValueError(f"{folder}: asin arrays of different lengths")
+        if mode is None and len(self._a) and not (self._a[self._order] == self._sorted).all():
+            raise ValueError(f"{folder / 'asins.order.npy'}: does not sort asins.npy")
 
     def __len__(self) -> int:
         return len(self._a)
@@ -203,70 +215,60 @@ class PriceStore(_ByAsin):
 
 
 def _finished(folder: Path) -> bool:
-    return (folder / META).exists()
+    return (folder / MANIFEST).exists()
 
 
 def build(folder: Path, data: Any, show_progress: bool = True, release: bool = False) -> None:
     """Write ``data`` (a :class:`~mvpo_envs.webshop.data.WebShopData`) as a compact catalog.
 
     Deterministic: the same data gives byte-identical files. Builds in a temporary sibling and
-    renames it into place; when another process finished first, its folder is kept.
-    ``release=True`` empties ``data``'s lists once written (lower peak memory for a
-    throw-away load).
+    renames it into place (:func:`mvpo_envs.cache_files.build_into`, the manifest last); when
+    another process finished first, its folder is kept. ``release=True`` empties ``data``'s
+    lists once written (lower peak memory for a throw-away load).
     """
-    from mvpo_envs.webshop.search import BM25sRetriever, product_document
-
     if _finished(folder):
         return
-    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
-        products = data.products
-        n = len(products)
-        _write_records(tmp, "products", products, n, show_progress)
-        _write_records(tmp, "goals", data.goals, len(data.goals), show_progress)
-        goal_asins = [g["asin"].encode("utf-8") for g in data.goals]
-        gwidth = max((len(a) for a in goal_asins), default=1) or 1
-        np.save(tmp / "goals.asins.npy", np.array(goal_asins, dtype=f"S{gwidth}"))
-        encoded = [p["asin"].encode("utf-8") for p in products]
-        width = max((len(a) for a in encoded), default=1) or 1
-        asins = np.array(encoded, dtype=f"S{width}")
-        order = np.argsort(asins, kind="stable")
-        np.save(tmp / "asins.npy", asins)
-        np.save(tmp / "asins.sorted.npy", asins[order])
-        np.save(tmp / "asins.order.npy", order.astype(np.int64))
-        np.save(tmp / "prices.npy", np.array([data.prices[p["asin"]] for p in products]))
-        num_goals = len(data.goals)
-        if release:
-            data.goals.clear()
-            data.prices.clear()
-        docs = [
-            product_document(p) for p in _progress(products, n, "store documents", show_progress)
-        ]
-        ids = [p["asin"] for p in products]
-        if release:
-            products.clear()
-            data.by_asin.clear()
-        retriever = BM25sRetriever(ids, docs, cache_dir=tmp, show_progress=show_progress)
-        meta = {
-            "version": STORE_VERSION,
-            "products": n,
-            "goals": num_goals,
-            "bm25s": retriever.cache_path.name if retriever.cache_path else None,
-            "source": data.source,
-            "files": data.files,
-        }
-        (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
-        try:
-            os.replace(tmp, folder)
-        except OSError:
-            if not _finished(folder):
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    build_into(folder, lambda tmp: _write(tmp, data, show_progress, release))
+
+
+def _write(tmp: Path, data: Any, show_progress: bool, release: bool) -> None:
+    """Every file of a compact catalog into the new folder ``tmp``."""
+    from mvpo_envs.webshop.search import BM25sRetriever, product_document
+
+    products = data.products
+    n = len(products)
+    _write_records(tmp, "products", products, n, show_progress)
+    _write_records(tmp, "goals", data.goals, len(data.goals), show_progress)
+    goal_asins = [g["asin"].encode("utf-8") for g in data.goals]
+    gwidth = max((len(a) for a in goal_asins), default=1) or 1
+    np.save(tmp / "goals.asins.npy", np.array(goal_asins, dtype=f"S{gwidth}"))
+    encoded = [p["asin"].encode("utf-8") for p in products]
+    width = max((len(a) for a in encoded), default=1) or 1
+    asins = np.array(encoded, dtype=f"S{width}")
+    order = np.argsort(asins, kind="stable")
+    np.save(tmp / "asins.npy", asins)
+    np.save(tmp / "asins.sorted.npy", asins[order])
+    np.save(tmp / "asins.order.npy", order.astype(np.int64))
+    np.save(tmp / "prices.npy", np.array([data.prices[p["asin"]] for p in products]))
+    num_goals = len(data.goals)
+    if release:
+        data.goals.clear()
+        data.prices.clear()
+    docs = [product_document(p) for p in _progress(products, n, "store documents", show_progress)]
+    ids = [p["asin"] for p in products]
+    if release:
+        products.clear()
+        data.by_asin.clear()
+    retriever = BM25sRetriever(ids, docs, cache_dir=tmp, show_progress=show_progress)
+    meta = {
+        "version": STORE_VERSION,
+        "products": n,
+        "goals": num_goals,
+        "bm25s": retriever.cache_path.name if retriever.cache_path else None,
+        "source": data.source,
+        "files": data.files,
+    }
+    (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
 
 
 class CompactData:
@@ -339,12 +341,23 @@ class TaskIds(Sequence):
 def open_or_build(folder: Path, load, show_progress: bool = True) -> CompactData:
     """Open the compact catalog at ``folder``, building it first from ``load()`` if needed.
 
-    A folder that cannot be opened (an older version, damaged files) is rebuilt once.
+    Verified at open (:func:`mvpo_envs.cache_files.open_verified`): a folder that does not match
+    its manifest or cannot be opened (an older version, damaged files, a broken index) is one
+    warning line and rebuilt once; damaged again, one ``CacheError`` line.
     """
-    if _finished(folder):
-        try:
-            return CompactData(folder)
-        except (OSError, ValueError, KeyError):
-            shutil.rmtree(folder, ignore_errors=True)
-    build(folder, load(), show_progress, release=True)
-    return CompactData(folder)
+
+    def open_(f: Path) -> CompactData:
+        data = CompactData(f)
+        if data.bm25s_dir is not None:
+            from mvpo_envs.webshop.search import BM25sRetriever
+
+            BM25sRetriever.from_saved(data.bm25s_dir, data.asins)  # opens and checks it
+        return data
+
+    opened, _ = open_verified(
+        folder,
+        lambda tmp: _write(tmp, load(), show_progress, True),
+        open_,
+        "WebShop compact catalog",
+    )
+    return opened

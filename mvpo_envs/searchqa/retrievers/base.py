@@ -7,7 +7,9 @@ best first, at most ``topk`` hits (fewer when the backend finds fewer, as Lucene
 Indexes are built once and cached under :func:`default_cache_dir` in a folder named by
 :func:`index_key`, a hash of the corpus content hash, the backend and its parameters (model
 identity included), so that a changed corpus or setting never reuses a stale index. Folders are
-written to a temporary name and renamed, so an interrupted build leaves nothing half-written.
+written to a temporary name with a manifest of every file's size and digest and renamed, so an
+interrupted build leaves nothing half-written; opening verifies the manifest and rebuilds a
+damaged folder once (:mod:`mvpo_envs.cache_files`).
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
+
+from mvpo_envs.cache_files import MANIFEST, build_into, open_verified, remove
+
+T = TypeVar("T")
 
 
 class Hit(TypedDict):
@@ -134,25 +138,21 @@ def index_key(corpus_hash: str, backend: str, **params: Any) -> str:
 
 
 def cached_build(folder: Path, build: Callable[[Path], None]) -> tuple[Path, bool]:
-    """Run ``build(tmp)`` unless ``folder`` exists, then move ``tmp`` to ``folder``.
-
-    Returns ``(folder, built_now)``. Concurrent builders race harmlessly: the first rename wins.
-    """
-    if (folder / "DONE").is_file():
+    """Run ``build(tmp)`` unless ``folder`` is complete (has its manifest), then rename
+    ``tmp`` to ``folder`` (:func:`mvpo_envs.cache_files.build_into`; a stale half-built
+    folder is replaced). Returns ``(folder, built_now)``. Concurrent builders race harmlessly:
+    the first rename wins. The folder is not verified here: :func:`open_index` does that."""
+    if (folder / MANIFEST).is_file():
         return folder, False
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
-    try:
-        build(tmp)
-        (tmp / "DONE").write_text("ok\n")
-        if folder.exists():  # a stale half-built folder (no DONE marker): replace it
-            shutil.rmtree(folder, ignore_errors=True)
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first
-            if not (folder / "DONE").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    remove(folder)
+    build_into(folder, build)
     return folder, True
+
+
+def open_index(
+    folder: Path, build: Callable[[Path], None], open_: Callable[[Path], T], what: str
+) -> tuple[T, bool]:
+    """An index cache folder opened with ``open_(folder)``, built first when missing, verified
+    against its manifest and rebuilt once when damaged (one warning line; a second failure is
+    one :class:`~mvpo_envs.cache_files.CacheError` line). ``(opened, built_now)``."""
+    return open_verified(folder, build, open_, what)

@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_envs.cache_files import check_bm25s, map_mode
 from mvpo_envs.searchqa.data import Corpus
 from mvpo_envs.searchqa.retrievers.base import (
     Hit,
     Retriever,
-    cached_build,
     default_cache_dir,
     hits_from_rows,
     index_key,
+    open_index,
 )
 
 
@@ -117,13 +118,17 @@ class BM25Retriever(Retriever):
             model.save(str(tmp), show_progress=False)
             (tmp / "docs.json").write_text(json.dumps({"num_docs": len(corpus)}))
 
-        self.index_dir, self.built_now = cached_build(folder, build)
-        if _num_docs(self.index_dir) != len(corpus):
-            raise RuntimeError(f"BM25 cache {self.index_dir} does not match the corpus; delete it")
-        # memory-mapped: every env of the process and every process of the machine share pages
-        self._model = bm25s.BM25.load(
-            str(self.index_dir), mmap=True, show_progress=False, verbosity=0
-        )
+        def open_(index_dir: Path) -> Any:
+            if _num_docs(index_dir) != len(corpus):
+                raise ValueError(f"{index_dir / 'docs.json'}: another passage count")
+            # small: read into memory; large: memory-mapped, every process shares the pages
+            mmap = map_mode(index_dir) is not None
+            model = bm25s.BM25.load(str(index_dir), mmap=mmap, show_progress=False, verbosity=0)
+            check_bm25s(model, index_dir)
+            return model
+
+        self.index_dir = folder
+        self._model, self.built_now = open_index(folder, build, open_, "SearchQA BM25")
 
     def _search(self, queries: list[str], topk: int) -> list[list[Hit]]:
         import bm25s

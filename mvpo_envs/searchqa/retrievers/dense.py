@@ -35,14 +35,15 @@ from typing import Any
 import numpy as np
 
 from mvpo_abstraction.extras import require_extra
+from mvpo_envs.cache_files import map_mode
 from mvpo_envs.searchqa.data import Corpus
 from mvpo_envs.searchqa.retrievers.base import (
     Hit,
     Retriever,
-    cached_build,
     default_cache_dir,
     hits_from_rows,
     index_key,
+    open_index,
 )
 from mvpo_envs.searchqa.retrievers.embeddings import embed_corpus, iter_shards, load_rows
 
@@ -56,15 +57,24 @@ def default_model_path() -> Path:
 
 
 def model_fingerprint(model_path: str | Path) -> str:
-    """Identity of a model folder: its config files' bytes plus every file's name and size."""
+    """Identity of a model folder: every file's name and the SHA-256 of its bytes (the
+    weights included: a fine-tune with the same file names and sizes is another model, and
+    its index another cache folder). Memoised per process by the files' sizes and times."""
     root = Path(model_path)
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root).as_posix()
-        digest.update(f"{rel}:{path.stat().st_size}\n".encode())
-        if path.suffix == ".json":
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    stamp = tuple((p.as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if stamp not in _FINGERPRINTS:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(f"{path.relative_to(root).as_posix()}\n".encode())
+            with open(path, "rb") as fh:
+                while block := fh.read(1 << 20):
+                    digest.update(block)
+        _FINGERPRINTS[stamp] = digest.hexdigest()[:16]
+    return _FINGERPRINTS[stamp]
+
+
+_FINGERPRINTS: dict[tuple, str] = {}
 
 
 @contextmanager
@@ -268,10 +278,19 @@ class DenseRetriever(Retriever):
             faiss.write_index(built, str(tmp / "index.faiss"))
             (tmp / "docs.json").write_text(json.dumps({"num_docs": n, **settings}))
 
-        self.index_dir, self.built_now = cached_build(folder, build)
-        self._index = read_index_mmap(self.index_dir / "index.faiss")
-        if self._index.ntotal != n:
-            raise RuntimeError(f"dense cache {self.index_dir} does not match the corpus; delete it")
+        def open_(index_dir: Path) -> Any:
+            path = index_dir / "index.faiss"
+            if map_mode(index_dir) is None:  # small: read into memory (module docstring)
+                faiss = require_extra("faiss", "dense", "the dense retriever")
+                opened = faiss.read_index(str(path))
+            else:
+                opened = read_index_mmap(path)
+            if opened.ntotal != n:
+                raise ValueError(f"{path}: {opened.ntotal} vectors for {n} passages")
+            return opened
+
+        self.index_dir = folder
+        self._index, self.built_now = open_index(folder, build, open_, "SearchQA dense")
         if index == "ivf":
             faiss = require_extra("faiss", "dense", "the dense retriever")
             faiss.extract_index_ivf(self._index).nprobe = min(self.nprobe, self.nlist)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mvpo_envs import cache_files
 from mvpo_envs.data_files import DataFileError
 from mvpo_envs.searchqa.data import bundled_corpus_path, load_corpus, load_qa
 from mvpo_envs.searchqa.distractors import distractor_passages
@@ -71,7 +72,7 @@ def test_generator_cli_distractors(tmp_path: Path, capsys) -> None:
     assert "--distractors" in capsys.readouterr().err
 
 
-def test_compact_corpus_is_the_in_memory_corpus(large: Path, tmp_path: Path) -> None:
+def test_compact_corpus_is_the_in_memory_corpus(large: Path, tmp_path: Path, monkeypatch) -> None:
     memory = load_corpus(large / "corpus.jsonl")
     compact = open_or_build(large / "corpus.jsonl", tmp_path, show_progress=False)
     assert isinstance(compact, CompactCorpus)
@@ -83,10 +84,15 @@ def test_compact_corpus_is_the_in_memory_corpus(large: Path, tmp_path: Path) -> 
     assert compact.get("no such id") is None and compact.get(12) is None
     with pytest.raises(IndexError):
         compact[len(memory)]
-    # opened again: the same folder, nothing rebuilt; the arrays are read-only maps
+    # opened again: the same folder, nothing rebuilt; a small folder is read into memory (no
+    # SIGBUS when a file is truncated under the process), a large one mapped read-only
     again = open_or_build(large / "corpus.jsonl", tmp_path, show_progress=False)
     assert again.folder == compact.folder
-    assert isinstance(again._blob, np.memmap) and not again._off.flags.writeable
+    assert not isinstance(again._blob, np.memmap)
+    monkeypatch.setattr(cache_files, "VERIFY_BYTES", 1000)
+    mapped = CompactCorpus(again.folder)
+    assert isinstance(mapped._blob, np.memmap) and not mapped._off.flags.writeable
+    assert list(mapped.docs) == memory.docs
     # one instance per process and cache folder
     assert load_corpus_compact(large / "corpus.jsonl", tmp_path) is load_corpus_compact(
         large / "corpus.jsonl", tmp_path
@@ -129,7 +135,7 @@ def test_open_corpus_choices(large: Path, tmp_path: Path) -> None:
 
 
 def test_bm25_on_the_compact_corpus_ranks_the_same_from_a_mapped_index(
-    large: Path, tmp_path: Path
+    large: Path, tmp_path: Path, monkeypatch
 ) -> None:
     memory = load_corpus(large / "corpus.jsonl")
     compact = open_or_build(large / "corpus.jsonl", tmp_path, show_progress=False)
@@ -137,10 +143,15 @@ def test_bm25_on_the_compact_corpus_ranks_the_same_from_a_mapped_index(
     b = BM25Retriever(compact, cache_dir=tmp_path / "b")
     queries = [q.question for q in load_qa(large / "test.jsonl")[:40]]
     assert a.search(queries, 5) == b.search(queries, 5)
-    # the index folder keeps the count, not a million ids; it is loaded memory-mapped
+    # the index folder keeps the count, not a million ids; small: in memory, large: mapped
     assert json.loads((b.index_dir / "docs.json").read_text()) == {"num_docs": len(compact)}
     assert not (b.index_dir / "doc_ids.json").exists()
-    assert isinstance(b._model.scores["data"], np.memmap)
+    assert not isinstance(b._model.scores["data"], np.memmap)
+    monkeypatch.setattr(cache_files, "VERIFY_BYTES", 1000)
+    mapped = BM25Retriever(compact, cache_dir=tmp_path / "b")
+    assert isinstance(mapped._model.scores["data"], np.memmap)
+    assert mapped.search(queries, 5) == a.search(queries, 5)
+    monkeypatch.undo()
     again = BM25Retriever(compact, cache_dir=tmp_path / "b")
     assert not again.built_now and again.search(queries, 5) == a.search(queries, 5)
 
