@@ -115,6 +115,12 @@ Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
 
 
+def env_folder_name(env_id: str) -> str:
+    """An env id's name for a run folder: lower case, without namespace and version
+    (``mvpo/ALFWorld-v0`` -> ``alfworld``)."""
+    return re.sub(r"-v\d+$", "", env_id.rsplit("/", 1)[-1]).lower()
+
+
 def _f(default: Any, help: str, **kw: Any) -> Any:
     """A field with its help text and checks: ``ge``/``gt``/``le`` bounds, ``safe=True`` when
     a resumed run may change it (docs/training.md, "Reliability")."""
@@ -129,7 +135,7 @@ class TrainConfig:
 
     # -- run ---------------------------------------------------------------------------------
     run_dir: str = _f(
-        "runs/cpu-tiny/alfworld-mvpo-seed0",
+        f"runs/cpu-tiny/{env_folder_name(default_env_id())}-mvpo-seed0",
         "output folder: metrics.jsonl, checkpoints, plots (default: runs/<preset>/<env>-"
         "<estimator>-seed<seed>, or the first free <that>-2, -3, ... when it holds a run; "
         "--resume / --overwrite take the newest of them; the showcase preset: runs/showcase)",
@@ -711,8 +717,7 @@ def default_run_dir(preset_name: str, values: dict[str, Any]) -> str:
     (``mvpo/ALFWorld-v0`` -> ``alfworld``); other characters than letters, digits, ``.``,
     ``_`` and ``-`` become ``_``."""
     fields = TrainConfig.__dataclass_fields__
-    env = str(values.get("env_id", fields["env_id"].default)).rsplit("/", 1)[-1]
-    env = re.sub(r"-v\d+$", "", env).lower()
+    env = env_folder_name(str(values.get("env_id", fields["env_id"].default)))
     estimator = str(values.get("estimator", fields["estimator"].default))
     seed = values.get("seed", fields["seed"].default)
     name = re.sub(r"[^A-Za-z0-9._-]", "_", f"{env}-{estimator}-seed{seed}")

@@ -48,13 +48,17 @@ def test_every_field_has_a_help_string_and_a_flag():
         assert f.name in flags and flags[f.name].help.startswith(f.metadata["help"])
 
 
-def test_layering_defaults_preset_yaml_flags(tmp_path):
+def test_layering_defaults_preset_yaml_flags(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default run folder is free here
     p = build_parser()
     default = config_from_args(p.parse_args([]))
     assert default == TrainConfig(env_kwargs={"preset": "mini"})  # cpu-tiny: mini rooms
-    # the preset's env keywords belong to its env id and yield to any given ones
+    # the preset's env keywords belong to its env id and yield to any given ones; WebShop's
+    # declaration fills the search template for the score-mode CPU preset, not for the GPU one
     webshop = config_from_args(p.parse_args(["--env-id", "mvpo/WebShop-v0"]))
-    assert webshop.env_kwargs == {}
+    assert webshop.env_kwargs == {"search_query": "instruction"}
+    gpu_webshop = ["--env-id", "mvpo/WebShop-v0", "--preset", "gpu-qwen2.5-1.5b"]
+    assert config_from_args(p.parse_args(gpu_webshop)).env_kwargs == {}
     given = config_from_args(p.parse_args(["--env-kwargs", '{"preset": "alfworld"}']))
     assert given.env_kwargs == {"preset": "alfworld"}
     gpu = config_from_args(p.parse_args(["--preset", "gpu-qwen2.5-1.5b"]))
