@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mvpo_train import stats
+from mvpo_train.study import runs
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,22 +22,22 @@ def _learning():
 
 
 def test_moving_average_and_first_reach():
-    lm = _learning()
+
     x = np.array([0.0, 0.0, 0.5, 0.5, 0.5, 1.0, 1.0])
-    ma = lm.moving_average(x, 2)
+    ma = stats.moving_average(x, 2)
     assert np.allclose(ma, [0.0, 0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
-    assert lm.first_reach(x, 0.5, window=2) == 4  # first full window whose mean >= 0.5
-    assert lm.first_reach(x, 0.5, window=5) == 6  # (0.5 * 3 + 1) / 5 = 0.5
-    assert lm.first_reach(x, 1.1, window=2) is None
-    assert lm.first_reach(np.array([1.0, 1.0]), 0.5, window=3) is None  # window never full
+    assert stats.first_reach(x, 0.5, window=2) == 4  # first full window whose mean >= 0.5
+    assert stats.first_reach(x, 0.5, window=5) == 6  # (0.5 * 3 + 1) / 5 = 0.5
+    assert stats.first_reach(x, 1.1, window=2) is None
+    assert stats.first_reach(np.array([1.0, 1.0]), 0.5, window=3) is None  # window never full
 
 
 def test_bootstrap_ci_brackets_the_mean_and_is_seeded():
-    lm = _learning()
-    m, lo, hi = lm.bootstrap_ci([1.0, 2.0, 3.0, 4.0])
+
+    m, lo, hi = stats.bootstrap_ci([1.0, 2.0, 3.0, 4.0])
     assert m == 2.5 and 1.0 <= lo < m < hi <= 4.0
-    assert lm.bootstrap_ci([1.0, 2.0, 3.0, 4.0]) == (m, lo, hi)
-    assert lm.bootstrap_ci([2.0, 2.0]) == (2.0, 2.0, 2.0)
+    assert stats.bootstrap_ci([1.0, 2.0, 3.0, 4.0]) == (m, lo, hi)
+    assert stats.bootstrap_ci([2.0, 2.0]) == (2.0, 2.0, 2.0)
 
 
 def _write_run(path: Path, success: list[float], held: float) -> None:
@@ -86,7 +89,7 @@ def test_iterations_to_further_thresholds(tmp_path):
     g, m = table["arms"]["grpo"], table["arms"]["mvpo"]
     assert [g["per_seed"][s]["reach_at"]["0.3"] for s in "01"] == [5, 7]
     assert [g["per_seed"][s]["reach_at"]["0.45"] for s in "01"] == [None, None]
-    assert g["reach_at"]["0.3"] == {"ci": lm.bootstrap_ci([5, 7]), "reached": 2}
+    assert g["reach_at"]["0.3"] == {"ci": stats.bootstrap_ci([5, 7]), "reached": 2}
     assert g["reach_at"]["0.45"]["ci"][0] == n + 1 and g["reach_at"]["0.45"]["reached"] == 0
     assert m["reach_at"]["0.45"]["ci"][0] == 5
     pair = table["pairs"]["mvpo - grpo"]["reach_at"]
@@ -118,7 +121,7 @@ def test_heldout_during_training_per_arm_and_paired(tmp_path):
     runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1], n)
     table = lm.summarize(runs, tmp_path, 0.2, n)
     g = table["arms"]["grpo"]
-    assert g["inline_eval_ci"]["2"] == lm.bootstrap_ci([0.1, 0.2])
+    assert g["inline_eval_ci"]["2"] == stats.bootstrap_ci([0.1, 0.2])
     assert np.isclose(g["inline_eval_ci"]["4"][0], 0.2)
     pair = table["pairs"]["mvpo - grpo"]["inline_eval"]
     assert sorted(pair) == ["2", "4"]
@@ -135,9 +138,8 @@ def test_a_refused_run_fails_its_script():
     """A run's command exits with the entry's code, so a refused config is FAILED, not ok."""
     import subprocess
 
-    lm = _learning()
     proc = subprocess.run(
-        [*lm.python_entry("train_main"), "--lr", "-1"], capture_output=True, text=True
+        [*runs.python_entry("train_main"), "--lr", "-1"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "lr" in proc.stderr
 
@@ -170,7 +172,7 @@ def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
         calls.append(cmd)
         return subprocess.CompletedProcess(cmd, rc["value"])
 
-    monkeypatch.setattr(lm.subprocess, "run", fake_run)
+    monkeypatch.setattr(subprocess, "run", fake_run)
     monkeypatch.setattr(lm, "run_all", lambda args, base: None)
     monkeypatch.setattr(lm, "load_runs", lambda *a, **k: {})
     monkeypatch.setattr(lm, "summarize", lambda *a, **k: {"arms": {}, "pairs": {}})
@@ -220,9 +222,9 @@ def test_one_process_evaluates_the_warm_start(tmp_path, monkeypatch, capsys):
 
     lm = _learning()
     calls: list[list[str]] = []
-    monkeypatch.setattr(lm.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
     args = lm.parse_args(["--base", str(tmp_path), "--arms", "gigpo", "--seeds", "0"])
-    first = lm.run_dir(tmp_path, "gigpo", 0)
+    first = runs.run_dir(tmp_path, "gigpo", 0)
     first.mkdir()
     (first / "config.yaml").write_text("seed: 0\n")
     (tmp_path / "warm-start").mkdir()

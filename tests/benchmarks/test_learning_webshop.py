@@ -168,7 +168,7 @@ def test_nothing_is_chosen_on_the_test_split(lm, tmp_path, monkeypatch):
             )
         return subprocess.CompletedProcess(cmd, 0)
 
-    monkeypatch.setattr(lm.subprocess, "run", fake_run)
+    monkeypatch.setattr(subprocess, "run", fake_run)
     args = lm.parse_args(["--env", "webshop", "--base", str(tmp_path), "--warm",
                           str(tmp_path / "warm"), "--warm-candidates", "0", "50",
                           "--candidate-tasks", "4"])  # fmt: skip

@@ -1,0 +1,174 @@
+"""The learning study's runs: the ``mvpo-train`` / ``mvpo-eval`` commands of each (arm, seed), the
+cached warm start and its held-out evaluation, the warm-start candidates; pending runs go to
+:mod:`mvpo_train.study.runs`."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from mvpo_train.study.learning_env import (
+    ALFWORLD,
+    ROOT,
+    StudyEnv,
+    arm_flags,
+    embedding_cache,
+    final_evals,
+    study_env,
+)
+from mvpo_train.study.runs import (
+    RUN_ENV,
+    eval_file,
+    n_metrics,
+    python_entry,
+    resume_flag,
+    run_dir,
+    run_local,
+    run_ray,
+)
+
+
+def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list[str]:
+    env = study_env(args)
+    cmd = [
+        *python_entry("train_main", env.child), "--preset", "cpu-tiny", *env.arm(arm), "--seed", str(seed),
+        "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--save-every", "5",
+    ]  # fmt: skip
+    if args.study:
+        cmd += [*env.flags, "--num-groups", str(args.num_groups), "--group-size",
+                str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
+                "--eval-episodes", str(args.eval_episodes), "--env-kwargs", args.env_kwargs,
+                "--embedding-cache", embedding_cache(args), "--model", args.warm]  # fmt: skip
+    # an interrupted run resumes from its checkpoint; a run folder without one starts over
+    return cmd + resume_flag(path) + list(args.extra) + arm_flags(args).get(arm, [])
+
+
+def eval_cmd(
+    path: Path, split: str, episodes: int, model: str | None = None, env: StudyEnv = ALFWORLD
+) -> list[str]:
+    cmd = [*python_entry("eval_main", env.child), "--run-dir", str(path), "--split", split, "--episodes",
+           str(episodes), "--sampled", "--seed", "0", "--out", str(eval_file(path, split))]  # fmt: skip
+    cmd += ["--env-id", env.eval_env_id] if env.eval_env_id else []
+    return cmd + (["--model", model] if model else [])
+
+
+def run_all(args: argparse.Namespace, base: Path) -> None:
+    """Train (and evaluate) every (arm, seed) pair not finished yet, seed by seed."""
+    pending = []
+    for seed in args.seeds:
+        for arm in args.arms:
+            path = run_dir(base, arm, seed)
+            if args.fresh and path.exists():
+                shutil.rmtree(path)
+            evals = final_evals(args) if args.eval else ()
+            cmds = []
+            if n_metrics(path) < args.iterations:
+                cmds.append(train_cmd(path, arm, seed, args))
+            cmds += [eval_cmd(path, s, e, env=study_env(args)) for s, e in evals
+                     if not eval_file(path, s).is_file()]  # fmt: skip
+            if cmds:
+                script = " && ".join(shlex.join(c) for c in cmds)
+                pending.append((f"{arm}-seed{seed}", path, script))
+    if args.ray is not None:
+        run_ray(pending, args.ray, args.jobs, ROOT)
+    else:
+        run_local(pending, args.jobs, ROOT)
+
+
+def warm_cmd(args: argparse.Namespace, out: str, *extra: str) -> list[str]:
+    """``python -m mvpo_train.encoder_policy`` for the study's warm start into ``out``: behaviour
+    cloning on the expert plans of the *train* split of the study's env (``extra`` last)."""
+    cmd = [sys.executable, "-m", "mvpo_train.encoder_policy", "--out", out,
+           *shlex.split(args.warm_args)]  # fmt: skip
+    if study_env(args) is not ALFWORLD:
+        cmd += ["--env-id", study_env(args).env_id]
+    if args.env_kwargs.strip() not in ("", "{}"):  # the walkthroughs of the study's games
+        cmd += ["--env-kwargs", args.env_kwargs]
+    return cmd + list(extra)
+
+
+def ensure_warm(args: argparse.Namespace, head: str, *extra: str) -> None:
+    """Make or check the warm start in ``head`` (``warm_cmd``: replays every expert plan of
+    the split, minutes on the full ALFWorld split). With ``--warm-checked`` and a warm start
+    already there, only its saved settings are compared with the study's ``--warm-args``
+    (``--settings-only``: seconds): another warm start in the folder stops the study in one
+    line instead of being used."""
+    cmd = warm_cmd(args, head, *extra)
+    quick = args.warm_checked and (Path(head) / "warm_start.json").is_file()
+    run = subprocess.run(cmd + ["--settings-only"] if quick else cmd, cwd=ROOT,
+                         env={**os.environ, **RUN_ENV})  # fmt: skip
+    if run.returncode != 0:
+        raise SystemExit(f"warm start {head}: `{shlex.join(cmd)}` failed "
+                         f"(exit {run.returncode}; its message is above)")  # fmt: skip
+
+
+def warm_candidates(args: argparse.Namespace, base: Path) -> list[dict]:
+    """Train-split success of the warm start after each ``--warm-candidates`` BC step count
+    (0 = a fresh head): the split's first ``--candidate-tasks`` tasks x 1 sampled episode,
+    seed 0, with the runs' env, step limit and policy. Nothing here reads a held-out split.
+    Cached per candidate in ``BASE/warm-candidates/``; the rows are also written to its
+    ``candidates.json`` (the results file shows them)."""
+    env, work = study_env(args), base / "warm-candidates"
+    work.mkdir(parents=True, exist_ok=True)
+    config = work / "config.json"  # mvpo-eval --config: JSON is YAML
+    fields = {"env_id": env.eval_env_id or env.env_id, "env_kwargs": json.loads(args.env_kwargs),
+              "policy": "encoder", "max_steps": env.steps, "tasks": [], "threads": 1,
+              "embedding_cache": embedding_cache(args)}  # fmt: skip
+    config.write_text(json.dumps(fields, indent=1) + "\n")
+    run_env = {**os.environ, **RUN_ENV}
+    rows = []
+    for steps in args.warm_candidates:
+        head = f"{args.warm}-steps{steps}" if steps else "fresh"
+        if steps:
+            ensure_warm(args, head, "--steps", str(steps))
+        out = work / f"train-steps{steps}-tasks{args.candidate_tasks}.json"
+        if not out.is_file():
+            cmd = [*python_entry("eval_main", env.child), "--config", str(config), "--model", head,
+                   "--split", "train", "--max-tasks", str(args.candidate_tasks), "--episodes",
+                   "1", "--sampled", "--seed", "0", "--out", str(out)]  # fmt: skip
+            subprocess.run(cmd, cwd=ROOT, env=run_env, check=True)
+        ev = json.loads(out.read_text())
+        rows.append({"steps": steps, "head": head, "episodes": ev["episodes"],
+                     "success": ev["success"], "score": ev.get("score"),
+                     "seconds": ev.get("time/seconds")})  # fmt: skip
+    (work / "candidates.json").write_text(json.dumps(rows, indent=1) + "\n")
+    return rows
+
+
+def warm_start_and_eval(args: argparse.Namespace, base: Path, build: bool = True) -> None:
+    """The cached warm start (``build``: made or checked, which replays every expert plan of
+    the split, minutes on the full ALFWorld split; skipped with ``--warm-checked`` when the
+    folder holds one), and the held-out success of the warm start itself (once: it is the
+    same for every arm and seed), evaluated through the first seed's first run folder. When
+    the study runs as one process per arm on the same ``--base``, only one of them evaluates
+    it (a lock in ``BASE/warm-start``); the others go on with their runs."""
+    env = {**os.environ, **RUN_ENV}
+    if build:
+        ensure_warm(args, args.warm)
+    if not args.eval:
+        return
+    first = run_dir(base, args.arms[0], args.seeds[0])
+    start = base / "warm-start"
+    start.mkdir(parents=True, exist_ok=True)
+    with open(start / ".lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"[warm start] another process of this study is evaluating it ({start})")
+            return
+        for split, episodes in final_evals(args):
+            out = start / f"eval-{split}.json"
+            if out.is_file() or not (first / "config.yaml").is_file():
+                continue
+            cmd = eval_cmd(first, split, episodes, model=str(ROOT / args.warm),
+                           env=study_env(args))  # fmt: skip
+            cmd[cmd.index("--out") + 1] = str(out)
+            subprocess.run(cmd, cwd=ROOT, env=env, check=True)
