@@ -1,0 +1,167 @@
+"""Benchmark: ``mvpo-train``'s first iteration beside a CPU hog, old thread default vs new.
+
+A *hog* is one process spinning on CPU 0 (``os.sched_setaffinity``), as a laptop's other work
+takes a core. Each arm runs ``mvpo-train --iterations 1`` (preset ``cpu-tiny``, its default
+sizes unless ``--train-args`` shrinks them) in a fresh folder and reads the first iteration's
+own time (``time/total`` of metrics.jsonl: rollout + log-probs + advantages + update):
+
+* ``old``: ``--threads 2`` with OpenMP's default wait policy (threads spin before sleeping;
+  ``OMP_WAIT_POLICY`` set to an empty value, which OpenMP ignores and the entry point keeps);
+* ``2 + passive``: ``--threads 2`` with ``OMP_WAIT_POLICY=PASSIVE`` (the wait policy alone);
+* ``new``: the new default (``--threads`` auto: the CPUs free now, mvpo_train/threads.py) with
+  ``OMP_WAIT_POLICY=PASSIVE`` set by the entry point.
+
+Every arm runs idle and with the hog, in one process, rounds interleaved (arm order rotated
+per round). Reported: median seconds per (arm, condition), the thread count each arm used
+(config.yaml), and the ratios hog / idle and old / new. "Idle" means no hog of ours: the
+machine's load average at the start of each run is in the table, since other work may share
+it. Writes ``benchmarks/results/threads.md`` and ``.json``.
+
+Run from the repository root::
+
+    python benchmarks/threads.py                       # default sizes, 1 round
+    python benchmarks/threads.py --rounds 2 --train-args "--num-groups 2"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "threads"
+HOG = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
+
+#: arm -> (extra mvpo-train flags, OMP_WAIT_POLICY value; "" = OpenMP's default)
+ARMS: dict[str, tuple[list[str], str]] = {
+    "old (2 threads, default wait)": (["--threads", "2"], ""),
+    "2 threads + passive": (["--threads", "2"], "PASSIVE"),
+    "new (auto + passive)": ([], "PASSIVE"),
+}
+
+
+def first_iteration(
+    extra: list[str], wait_policy: str, train_args: list[str], timeout: float
+) -> dict:
+    """One ``mvpo-train --iterations 1`` in a fresh folder: its first iteration's seconds,
+    the threads it used, the wall time of the process and the load average before it. A run
+    still going after ``timeout`` seconds of wall time is killed: ``seconds`` is then None."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env["OMP_WAIT_POLICY"] = wait_policy
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        cmd = [sys.executable, "-m", "mvpo_train.cli", "--iterations", "1", "--run-dir", str(run),
+               "--no-progress", "--report-to", "none", "--record-every", "0", *train_args,
+               *extra]  # fmt: skip
+        t0 = time.perf_counter()
+        try:
+            subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+                           timeout=timeout)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return {"seconds": None, "wall": timeout, "threads": None, "load": load}
+        wall = time.perf_counter() - t0
+        row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+        threads = yaml.safe_load((run / "config.yaml").read_text())["threads"]
+    return {"seconds": row["time/total"], "wall": wall, "threads": threads, "load": load}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=1, help="runs per (arm, condition)")
+    p.add_argument("--train-args", default="", help="extra mvpo-train flags for every run")
+    p.add_argument("--out", default=str(OUT), help="results path without extension")
+    p.add_argument(
+        "--timeout", type=float, default=900.0, help="wall seconds a run may take (then killed)"
+    )
+    args = p.parse_args(argv)
+    train_args = shlex.split(args.train_args)
+    results: dict[str, dict[str, list[dict]]] = {a: {"idle": [], "hog": []} for a in ARMS}
+    arms = list(ARMS)
+    for r in range(args.rounds):
+        for condition in ("idle", "hog"):
+            hog = subprocess.Popen([sys.executable, "-c", HOG]) if condition == "hog" else None
+            try:
+                if hog is not None:
+                    time.sleep(1.0)  # the hog is spinning before the run samples the CPUs
+                for arm in arms[r % len(arms) :] + arms[: r % len(arms)]:
+                    extra, policy = ARMS[arm]
+                    res = first_iteration(extra, policy, train_args, args.timeout)
+                    results[arm][condition].append(res)
+                    print(f"round {r} {condition:4s} {arm}: {res}", flush=True)
+            finally:
+                if hog is not None:
+                    hog.kill()
+                    hog.wait()
+
+    def median(runs: list[dict]) -> float:  # a killed run counts as its whole wall time
+        return statistics.median(
+            args.timeout if x["seconds"] is None else x["seconds"] for x in runs
+        )
+
+    def shown(runs: list[dict]) -> str:
+        value = median(runs)
+        killed = any(x["seconds"] is None for x in runs)
+        return f"> {value:.0f} (killed)" if killed else f"{value:.1f}"
+
+    med = {a: {c: median(v[c]) for c in v} for a, v in results.items()}
+    old, new = arms[0], arms[-1]
+    lines = [
+        "# `mvpo-train`'s first iteration beside a CPU hog: old thread default vs new",
+        "",
+        f"Generated by `python benchmarks/threads.py{' ' + ' '.join(sys.argv[1:]) if sys.argv[1:] else ''}` "
+        f"on {platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} usable "
+        f"CPUs, Python {platform.python_version()}, {args.rounds} round(s). A hog is one process "
+        "spinning on CPU 0. Seconds are the first iteration's own time (`time/total`), medians "
+        "over rounds; the load column is the 1-minute load average before each run (other "
+        "work on the machine shows there). A run still going after "
+        f"{args.timeout:.0f} s of wall time was killed and counts as that many seconds (a lower "
+        "bound; ratios against it are lower bounds too).",
+        "",
+        "| arm | threads used (idle / hog) | idle s | hog s | hog / idle | load before (idle / hog) |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for a, v in results.items():
+        th = (
+            "/".join(str(x["threads"]) for x in v["idle"])
+            + " / "
+            + "/".join(str(x["threads"]) for x in v["hog"])
+        )
+        loads = (
+            "/".join(f"{x['load']:.1f}" for x in v["idle"])
+            + " / "
+            + "/".join(f"{x['load']:.1f}" for x in v["hog"])
+        )
+        lines.append(
+            f"| {a} | {th} | {shown(v['idle'])} | {shown(v['hog'])} | "
+            f"{med[a]['hog'] / med[a]['idle']:.2f} | {loads} |"
+        )
+    lines += [
+        "",
+        f"Old / new, idle: **{med[old]['idle'] / med[new]['idle']:.2f}x**; with the hog: "
+        f"**{med[old]['hog'] / med[new]['hog']:.2f}x**. New arm with the hog / idle: "
+        f"**{med[new]['hog'] / med[new]['idle']:.2f}x** (goal: at most 1.5x).",
+        "",
+    ]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text("\n".join(lines))
+    out.with_suffix(".json").write_text(json.dumps({"argv": sys.argv[1:], "runs": results,
+                                                    "median_seconds": med}, indent=1) + "\n")  # fmt: skip
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
