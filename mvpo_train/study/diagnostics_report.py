@@ -1,0 +1,503 @@
+"""The diagnostics' figures and markdown (:mod:`mvpo_train.study.diagnostics`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mvpo_train.study.diagnostics_data import (
+    ALIGNMENT_CMD,
+    DIAG_WEBSHOP_ID,
+    HEADLINE_SETS,
+    NAMES,
+    PAPER_KAPPA,
+    PAPER_ZERO_ADV_SETS,
+    PAPER_ZERO_ADV_WEBSHOP,
+    PHASES,
+    PHI_SPLIT,
+    STEP_GROUPING,
+    RunSet,
+    _rel,
+    curve,
+    has_key,
+    milestones,
+)
+from mvpo_train.study.tables import n_seeds
+
+
+def plot(rs: RunSet, out: Path, early: int, alignment: Sequence[dict[str, Any]] = ()) -> bool:
+    """Eight panels for one run set (the last: the step-level alignment files matched to it);
+    False (nothing drawn) when no run was found."""
+    if not rs.found():
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, 4, figsize=(16.5, 6.8))
+    colors = {a: f"C{i}" for i, a in enumerate(rs.arms)}
+
+    def band(
+        ax: Any, arm: str, key: str, label: str, style: str = "-", color: str | None = None
+    ) -> None:
+        by_seed = rs.rows(arm)
+        if not by_seed or not has_key(by_seed, key):
+            return
+        c = curve(by_seed, key)
+        col = color or colors[arm]
+        ax.plot(c["x"], c["mean"], style, color=col, marker="o", ms=2.5,
+                label=f"{label} (n={len(by_seed)})")  # fmt: skip
+        ax.fill_between(c["x"], c["lo"], c["hi"], color=col, alpha=0.15, lw=0)
+
+    for arm in rs.arms:
+        band(axes[0, 0], arm, "adv/zero_adv_ratio", arm)
+        band(axes[0, 1], arm, "adv/zero_credit_ratio", arm)
+        band(axes[1, 0], arm, STEP_GROUPING, f"{arm} step groups", "--")
+        band(axes[1, 0], arm, "adv/grouping_ratio", f"{arm} regions")
+    mv = [a for a in rs.arms if a.startswith("mvpo") and rs.rows(a)]
+    for arm in mv:
+        band(axes[0, 2], arm, "adv/kappa", f"{arm} kappa")
+        band(axes[0, 2], arm, "adv/ema_success", f"{arm} EMA success", "--")
+        band(axes[1, 1], arm, "adv/phi_success_mean", f"{arm} successful", "-")
+        band(axes[1, 1], arm, "adv/phi_failure_mean", f"{arm} failed", ":")
+        band(axes[0, 3], arm, PHI_SPLIT, arm)
+    if axes[0, 3].lines:
+        axes[0, 3].axhline(0.0, color="grey", lw=0.8)
+    for j, al in enumerate(alignment):
+        for k, (v, d) in enumerate(al["variants"].items()):
+            c = d["curve"]
+            axes[1, 3].plot(c["iterations"], c["auc"], marker="o", ms=2.5, color=f"C{j}",
+                            ls=("-", "--", ":", "-.")[k % 4], label=f"{al['name']} {v}")  # fmt: skip
+    if axes[1, 3].lines:
+        axes[1, 3].axhline(0.5, color="grey", lw=0.8)
+    if "mvpo" in mv:
+        by_seed = rs.rows("mvpo")
+        for j, m in enumerate(milestones(by_seed)):
+            band(axes[1, 2], "mvpo", f"adv/amp_weights/{m}", m, color=f"C{j}")
+    titles = {
+        (0, 0): ("zero-advantage ratio", "share of rows"),
+        (0, 1): ("zero-credit ratio", "share of rows"),
+        (0, 2): ("MVPO kappa (solid) and EMA success (dashed)", ""),
+        (1, 0): ("grouping ratio: step groups (dashed), MVPO regions (solid)", "share of rows"),
+        (1, 1): ("MVPO mean prefix potential Phi per trajectory", "Phi"),
+        (1, 2): ("MVPO AMP weights per milestone (arm mvpo)", "weight"),
+        (0, 3): ("MVPO phi_split_spearman_failed (non-circular)", "Spearman rho"),
+        (1, 3): ("step-level alignment: oracle AUC of the repair", "AUC"),
+    }
+    for (i, j), (title, ylab) in titles.items():
+        ax = axes[i, j]
+        ax.set(title=title, xlabel="iteration", ylabel=ylab)
+        ax.title.set_fontsize(10)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
+        else:
+            empty = "not measured yet" if (i, j) == (1, 3) else "no data"
+            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    for ax in (axes[0, 0], axes[0, 1]):
+        ax.axvspan(0.5, early + 0.5, color="grey", alpha=0.08)
+    fig.suptitle(f"{rs.env}: mean over seeds, band = min..max over seeds ({_rel(rs.base)})")
+    fig.tight_layout()
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100)
+    plt.close(fig)
+    # a 256-colour palette: the same picture at a third of the bytes (the PNGs are committed)
+    Image.open(buf).convert("RGB").quantize(256).save(out, optimize=True)
+    return True
+
+
+def _f(x: float | None, nd: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+
+def _r(x: float, nd: int) -> float:
+    """``x`` rounded, without a negative zero (-0.00 -> 0.00)."""
+    return round(x, nd) + 0.0
+
+
+def _spread(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "-"
+    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=_seed))
+    return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
+
+
+#: under the heading of a carried-over history set (its runs predate MVPO's paper form)
+FORM_V1_NOTE = (
+    '**MVPO form.** The `mvpo` runs of this set used `form="v1"`, MVPO\'s default until '
+    "2026-12-01 (docs/estimators.md §3.10); the same commands now run the paper form."
+)
+
+
+#: one line under each run set's heading
+SET_NOTES = {
+    "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
+    "`benchmarks/results/learning.md`).",
+    "alfworld-quick": "ALFWorld: the learning sweep's smoke runs.",
+    "alfworld-full": "ALFWorld, the MVPO paper's regime (docs/learning_study.md, \"The MVPO paper's "
+    'regime"): the full train split (3,553 games), 16 tasks x 8 rollouts x 50 steps, 60 '
+    "iterations, the history-aware encoder policy warm-started by 300 BC steps, the tuning "
+    "grid's settings per arm (GRPO lr 3e-4, GiGPO lr 1e-3, MVPO lr 3e-4 with KL 0.05; "
+    'MVPO\'s default `form="paper"`).',
+    "webshop-study": "WebShop study, the MVPO paper's Table 2 (docs/learning_study.md, \"WebShop "
+    "study\"): the MVPO paper's win-only reward (`mvpo-study/WebShop-SuccessReward-v0`), 16 goals "
+    "x 8 rollouts x 15 steps, 60 iterations, the encoder policy warm-started by 50 BC steps; "
+    "`mvpo-no-anchor` = MVPO without GiGPO's anchor credit, `mvpo-no-kappa-decay` = kappa 1 "
+    "throughout.",
+    "webshop": "WebShop, the MVPO paper's reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
+    "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
+    "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
+    "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
+    "all equal.",
+}
+
+
+def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The table of :data:`PHI_SPLIT` per MVPO arm (nothing when no arm logged it)."""
+    rows = [(arm, a["phi_split"]) for arm, a in arms.items() if a.get("phi_split")]
+    if not rows:
+        return []
+    lines = [
+        "### Non-circular check of the potential: `adv/phi_split_spearman_failed`",
+        "",
+        "Logged by the trainer for every MVPO batch (docs/estimators.md §3.7). The trajectories "
+        "of each rollout group are split in two halves by position (even, odd); each row gets "
+        "its region's value estimated from the *other* half's visits only (the potential's "
+        "formula, before batch normalisation). Over the rows of *failed* trajectories that have "
+        "such an estimate (`adv/phi_split_rows`): the Spearman rank correlation between that "
+        "estimate and the number of milestones the row's own trajectory still fires from that "
+        "step on. Non-circular: the rows are failures (no success in their own return), the "
+        "estimate comes from other trajectories (it does not move with the row's own value, as "
+        "a leave-one-out mean would), and the milestones are the row's own future, which the "
+        "estimate does not see. Positive: regions from which the other half went on to progress "
+        "are regions from which failed rollouts still progressed; 0: the potential does not "
+        "predict progress. NaN iterations (fewer than 3 such rows, or no spread) are counted "
+        "apart.",
+        "",
+        "| estimator | rho, first -> last iteration (mean over seeds) | rho, all iterations: "
+        "mean (min..max) | iterations with rho > 0 | iterations with a value, of logged "
+        "| per-seed mean | rows per iteration, mean (min..max) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm, p in rows:
+        per = ", ".join(f"{v:+.3f}" for _, v in sorted(p["per_seed_mean"].items(), key=_seed))
+        pos = "-" if math.isnan(p["positive_share"]) else f"{100 * p['positive_share']:.0f}%"
+        lines.append(
+            f"| {arm} | {_g(p['first'])} -> {_g(p['last'])} | {_g(p['mean'])} "
+            f"({_g(p['min'])}..{_g(p['max'])}) | {pos} | {p['values']} of {p['iterations']} "
+            f"| {per or '-'} | {_f(p['rows_mean'], 0)} ({_f(p['rows_min'], 0)}.."
+            f"{_f(p['rows_max'], 0)}) |"
+        )
+    return lines + [""]
+
+
+def alignment_lines(s: dict[str, Any]) -> list[str]:
+    """The step-level alignment table of one set from the ``--alignment-json`` files matched
+    to it; "not measured yet" for its MVPO runs without one."""
+    lines = [
+        "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
+        "",
+    ]
+    missing = s.get("alignment_missing", [])
+    if not s.get("oracle", True) and not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
+            "(docs/alignment.md), so this set's repair has no step-level label.",
+            "",
+        ]
+    if not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: no `--alignment-json` file for this set's MVPO runs"
+            + (f" ({', '.join(f'`{m}`' for m in missing)})" if missing else "")
+            + f". Measure a run with `{ALIGNMENT_CMD}`, then pass `--alignment-json OUT` here.",
+            "",
+        ]
+    lines += [
+        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
+        "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
+        "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
+        "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
+        "Mean over the iterations with an AUC (NaN where the repaired rows' known labels are "
+        "all of one kind). Read from the files named below, not recomputed here.",
+        "",
+        "| run | variant | iterations with an AUC, of scored | AUC, mean over iterations "
+        "| min..max | repaired rows per iteration (mean) | unverified trajectories, of all |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for al in s["alignment"]:
+        unv = al.get("unverified_trajectories")
+        tot = al.get("trajectories")
+        unv_s = "-" if unv is None else f"{unv} of {'-' if tot is None else tot}"
+        for v, d in al["variants"].items():
+            lines.append(
+                f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
+                f"| {_f(d['mean'])} | {_f(d['min'])}..{_f(d['max'])} "
+                f"| {_f(d['repaired_mean'], 0)} | {unv_s} |"
+            )
+    lines += ["", "Made by:"]
+    lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
+              for al in s["alignment"]]  # fmt: skip
+    if missing:
+        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
+    return lines + [""]
+
+
+def _g(x: float | None) -> str:
+    """A signed statistic (``+0.123``), ``-`` for NaN."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.3f}"
+
+
+def _seed(item: tuple[Any, Any]) -> int:
+    """Sort key of a per-seed item whose seed may be a JSON string (a carried-over set)."""
+    return int(item[0])
+
+
+def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
+    env = s["env"]
+    early = s.get("early", 0)
+    lines = [f"## {env}", "", SET_NOTES.get(env, ""), ""]
+    if s.get("carried_from"):  # drawn before 2026-12-01: the v1 form
+        lines += [FORM_V1_NOTE, ""]
+    lines.append(f"Runs: `{s['base_rel']}/<arm>-seed<k>/`, made by `{command}`.")
+    lines.append("")
+    if s.get("note"):
+        lines += [s["note"], ""]
+    if not s["found"]:
+        return lines + ["**Not run yet**: no run folder with metrics was found.", ""]
+    plan = s.get("plan") or {}
+    if plan.get("iterations_planned"):
+        seeds = plan["seeds"]
+        lines += [
+            f"Planned: arms {', '.join(f'`{a}`' for a in plan['arms'])} x seeds "
+            f"{seeds[0]}-{seeds[-1] if len(seeds) > 1 else seeds[0]} x {plan['iterations']} "
+            f"iterations; done {plan['iterations_done']} of {plan['iterations_planned']} "
+            "run-iterations.",
+            "",
+        ]
+    shown = ", ".join(f"`{k}` {json.dumps(v)}" for k, v in s["settings"].items())
+    lines += [f"Settings shared by the runs (their `config.yaml`): {shown}.", ""]
+    if s["settings_differ"]:
+        lines.append("**Not like for like**:")
+        lines += [f"* {d}" for d in s["settings_differ"]] + [""]
+    if s["partial"]:
+        lines.append("**Partial run set** (fewer seeds or iterations than asked):")
+        lines += [f"* {n}" for n in s["partial"]] + [""]
+    else:
+        lines.append("Complete: every asked seed has its planned iterations.")
+        lines.append("")
+    if png:
+        lines += [f"![{env} diagnostics]({png})", ""]
+    arms = s["arms"]
+    # --- zero advantage
+    seeds_col = env in PAPER_ZERO_ADV_SETS
+    head = (
+        f"| estimator | seeds in the window, of found | iterations | zero-advantage ratio, it. 1 "
+        f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
+        f"| zero-credit ratio, first {early} it. | batch success, it. 1 "
+        f"| batch success, first {early} it. |"
+    )
+    sep = "|---|---|---|---|---|---|---|---|"
+    if seeds_col:
+        head += " the MVPO paper's, WebShop, early |"
+        sep += "---|"
+    lines += [f"### Zero-advantage and zero-credit ratio, first {early} iterations", "", head, sep]
+    for arm, a in arms.items():
+        early_n = len(a["early_seeds"])
+        row = (
+            f"| {arm} | {early_n} of {n_seeds(a)} "
+            f"| {min(a['iterations'])}..{max(a['iterations'])} "
+            f"| {_f(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
+            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_f(a.get('success_first_iteration'))} "
+            f"| {_spread(a.get('success'))} |"
+        )
+        if seeds_col:
+            row += f" {PAPER_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
+        lines.append(row)
+    lines.append("")
+    paper = ", ".join(f"{NAMES[a]} {v}" for a, v in PAPER_ZERO_ADV_WEBSHOP.items())
+    if seeds_col:
+        lines += [f"Last column: the MVPO paper's early zero-advantage ratio on WebShop "
+                  f"({paper}; their win-only reward), quoted, not measured here.", ""]  # fmt: skip
+    else:
+        lines += [f"For reference, the MVPO paper reports the early zero-advantage ratio on "
+                  f"WebShop only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
+    # --- kappa / EMA / grouping
+    lines += [
+        "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
+        "",
+        "Last = the longest run's last iteration, mean over seeds that have reached it.",
+        "",
+        "| estimator | kappa | EMA success | grouping ratio, step groups | grouping ratio, MVPO regions |",
+        "|---|---|---|---|---|",
+    ]
+    for arm, a in arms.items():
+
+        def fl(key: str, a: dict[str, Any] = a) -> str:
+            d = a.get(key)
+            return "-" if not d else f"{_f(d['first'])} -> {_f(d['last'])}"
+
+        lines.append(
+            f"| {arm} | {fl('adv/kappa')} | {fl('adv/ema_success')} | {fl(STEP_GROUPING)} "
+            f"| {fl('adv/grouping_ratio')} |"
+        )
+    lines.append("")
+    lines.append(
+        f"The MVPO paper: kappa {PAPER_KAPPA.get(env.split('-')[0], '-')} over 150 iterations."
+    )
+    lines.append("")
+    # --- Phi
+    lines += [
+        "### Prefix potential Phi: successful vs failed trajectories",
+        "",
+        "Circular by construction, kept for the MVPO paper's Figure 3: the potential averages the "
+        "returns of the trajectories through a region, so successful trajectories raise their "
+        "own regions' Phi (docs/estimators.md §3.7). "
+        + (
+            "The non-circular check is the next table."
+            if any(a.get("phi_split") for a in arms.values())
+            else "The trainer's non-circular statistic (`adv/phi_split_spearman_failed`) is "
+            "not in these runs' metrics."
+        ),
+        "",
+    ]
+    any_phi = False
+    for arm, a in arms.items():
+        p = a.get("phi")
+        if not p:
+            continue
+        any_phi = True
+        if p["iterations_with_both"] == 0:
+            lines.append(f"* `{arm}`: no iteration had both successful and failed trajectories.")
+            continue
+        verdict = (
+            "never flips: successful trajectories always have the higher mean Phi"
+            if not p["flips"]
+            else f"**flips** in {len(p['flips'])} of {p['iterations_with_both']} iterations "
+            f"(seed, iteration): {[tuple(f) for f in p['flips'][:12]]}"
+            f"{' ...' if len(p['flips']) > 12 else ''}"
+        )
+        lines.append(
+            f"* `{arm}`: {p['iterations_with_both']} (seed, iteration) pairs with both kinds; "
+            f"gap Phi(success) - Phi(failure) mean {_f(p['gap_mean'])}, min {_f(p['gap_min'])}; "
+            f"the sign {verdict}."
+        )
+    if not any_phi:
+        lines.append("No MVPO run in this set.")
+    lines.append("")
+    lines += phi_split_lines(arms)
+    if s.get("alignment") is not None:
+        lines += alignment_lines(s)
+    # --- AMP
+    for arm, a in arms.items():
+        if not a.get("amp_weights"):
+            continue
+        lines += [f"### AMP weights per milestone (arm `{arm}`, mean over seeds)", "",
+                  "| milestone | first iteration | last iteration |", "|---|---|---|"]  # fmt: skip
+        for m, d in a["amp_weights"].items():
+            if not (math.isnan(d["first"]) and math.isnan(d["last"])):  # a learned one, gone
+                lines.append(f"| {m} | {_f(d['first'])} | {_f(d['last'])} |")
+        lines.append("")
+    # --- phases
+    labels = [
+        p for p in [*PHASES.values(), "other"] if any(p in a["phases"] for a in arms.values())
+    ]
+    lines += [
+        "### One iteration's phases (Table 3 style): mean seconds (% of the iteration)",
+        "",
+        "Mean over every iteration of every seed. The iteration = `time/total` + `time/eval` "
+        "(the trainer's total leaves evaluation out; evaluation, run every `eval_every`-th "
+        "iteration, is averaged over all iterations); *other* = logging and checkpoints. "
+        "Wall-clock seconds on a shared machine: read the shares, not the seconds.",
+        "",
+        "| estimator | " + " | ".join(labels) + " | iteration |",
+        "|---|" + "---|" * (len(labels) + 1),
+    ]
+    for arm, a in arms.items():
+        ph = a["phases"]
+        cells = [
+            "-" if lab not in ph else f"{_r(ph[lab][0], 2):.2f} ({_r(100 * ph[lab][1], 1):.1f}%)"
+            for lab in labels
+        ]
+        tot = ph.get("total", (float("nan"), 1.0))[0]
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {tot:.2f} |")
+    lines.append("")
+    return lines
+
+
+def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, out: Path,
+                   pngs: dict[str, str | None]) -> None:  # fmt: skip
+    lines = [
+        "# Training diagnostics: GRPO vs GiGPO vs MVPO (ALFWorld and WebShop)",
+        "",
+        f"Built by `{args.command}` from the runs on disk; each set's section names the "
+        "command that made its "
+        "runs. Every number below is read from the runs' `metrics.jsonl` (and, for the "
+        "step-level alignment, from the `--alignment-json` files named there).",
+        "",
+    ]
+    headline = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
+    if headline:
+        lines.append(
+            "**Headline**: the studies in the MVPO paper's regime, "
+            + ", ".join(
+                f"`{s['env']}` ({'partial' if s['partial'] else 'complete'})" for s in headline
+            )
+            + ", first; then the earlier run sets (committed history)."
+        )
+    else:
+        lines.append(
+            "The studies in the MVPO paper's regime (`alfworld-full`, `webshop-study`) have no runs "
+            "here yet (their sections, last, say where they are looked for); the sections "
+            "below are the earlier run sets."
+        )
+    lines += [
+        "",
+        "Definitions (docs/estimators.md §2/§3.7): *zero-advantage ratio* = share of rows whose "
+        "final advantage is exactly 0 (no policy gradient); *zero-credit ratio* = share of rows in "
+        "step groups whose returns do not vary (GRPO: the episode group; GiGPO/MVPO: the "
+        "anchor-state step group; MVPO repairs these rows with its potential); *grouping ratio*: "
+        "step groups = share of rows whose anchor-state step group holds at least 2 rows "
+        "(`1 - adv/singleton_ratio`, GiGPO and MVPO), MVPO regions = share of rows whose "
+        "region holds at least 2 rows (`adv/grouping_ratio`); *Phi* = a trajectory's mean prefix "
+        "potential; *kappa* = MVPO's mixing weight, *EMA success* its success average. "
+        f'"First k iterations" (k = {args.early}, or the length of the longest run of the '
+        "set if shorter): the mean of each seed's first k iterations, then the mean over seeds "
+        "with (min..max) and the per-seed values; a run with fewer than k iterations so far is "
+        "left out of these. Figures: per iteration, mean over seeds that have it, band = "
+        "min..max over them.",
+        "",
+    ]
+    web = next((s for s in summaries if s["env"] == "webshop"), None)
+    if web is not None and web["found"]:
+        lines += [
+            "WebShop setting of the sets `webshop` and `webshop-score` (every field in each "
+            "set's settings line): "
+            f"`{DIAG_WEBSHOP_ID}` was registered by this script when it made the runs (git "
+            "history): `mvpo/WebShop-v0` with its bundled catalog, split, 15-step episodes, "
+            "protocol and abstraction, except that the search template `search[<query>]` is "
+            "filled with the task's instruction (a score-mode policy cannot write a query, and "
+            'the literal template finds nothing; today `search_query="instruction"`) and the '
+            "reward was chosen by `diag_reward` (`success` is today's `success_reward=True`); the "
+            "encoder's tokenizer reads the observations' literal `[SEP]` as text (as the "
+            "package's encoder policy does). Policy: the encoder scorer with a fresh "
+            "head (`--policy encoder --model fresh`, no warm start: the runs predate WebShop's "
+            "`expert_actions` hook, and a fresh head gives the near-uniform start of the MVPO paper's "
+            "WebShop regime), one torch thread, only `--estimator` differing; a seed "
+            "gives the three estimators the same first batch. Success = `won` (WebShop score "
+            "1.0); its value at iteration 1 is the policy's initial success.",
+            "",
+        ]
+    for s in summaries:
+        lines += markdown_section(s, pngs.get(s["env"]), s["command"])
+    out.write_text("\n".join(lines) + "\n")
