@@ -108,8 +108,10 @@ def test_a_tiny_showcase_runs_reuses_its_work_and_refuses_a_changed_config(tmp_p
     assert showcase.main([*argv, "--estimator", "gigpo"]) == 2
     assert "--overwrite to start afresh" in capsys.readouterr().err
     assert (run / "metrics.jsonl").read_bytes() == metrics
-    assert showcase.main([*argv, "--estimator", "gigpo", "--overwrite"]) == 0
+    assert showcase.main([*argv, "--estimator", "gigpo", "--overwrite", "--progress"]) == 0
     assert json.loads((run / "showcase.json").read_text())["config"]["estimator"] == "gigpo"
+    err = capsys.readouterr().err  # with --progress both held-out evaluations and the run tick
+    assert err.count("eval eval") >= 2 and "/24 [" in err and "rollout" in err, err[-1500:]
     assert (run / showcase.START).is_file() and (tmp_path / "showcase.old-1").is_dir()
 
 
