@@ -28,11 +28,14 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PAPER_STYLE",
+    "STYLE_ALIASES",
     "THINK_ACTION",
     "DeclarationError",
     "EnvDeclaration",
     "Prompt",
     "PromptTemplate",
+    "canonical_style",
     "declarations",
     "declare_env",
     "default_env_id",
@@ -50,7 +53,19 @@ class DeclarationError(ValueError):
 
 # ------------------------------------------------------------------ prompt templates (data)
 
-#: the closing instruction of the seeds' agent prompts (MVPO paper, appendix A.2)
+#: the prompt style of the MVPO paper's agent prompt (appendix A.2)
+PAPER_STYLE = "paper"
+#: former style names -> the current one: ``seed``, the first name of ``paper``, still loads
+#: (old configs, checkpoints and declarations)
+STYLE_ALIASES: Mapping[str, str] = {"seed": PAPER_STYLE}
+
+
+def canonical_style(style: str) -> str:
+    """The current name of a prompt style (``seed`` -> ``paper``; any other name as is)."""
+    return STYLE_ALIASES.get(style, style) if isinstance(style, str) else style
+
+
+#: the closing instruction of the MVPO paper's agent prompts (appendix A.2)
 THINK_ACTION = (
     "Now it's your turn to take an action.\n"
     "You should first reason step-by-step about the current situation. This reasoning process "
@@ -176,8 +191,9 @@ class EnvDeclaration:
       (docs/environments.md, "Info contract"); ``None``: not checked;
     * ``abstraction``: the default abstraction's registered name, ``abstraction_module`` the
       module that registers it (imported with the built-in abstractions);
-    * ``prompts``: prompt style (``seed``, ``compact``) -> :class:`PromptTemplate`; a style
-      not given falls back to the trainer's generic template of that style;
+    * ``prompts``: prompt style (``paper``, ``compact``) -> :class:`PromptTemplate`; a style
+      not given falls back to the trainer's generic template of that style; a former name
+      (:data:`STYLE_ALIASES`: ``seed``) is stored under the current one;
     * ``score_template_hint``: the one-line fix to show when score mode meets an admissible
       ``name[<slot>]`` template (e.g. the env keyword that fills it); ``""``: a generic hint;
     * ``train_defaults``: preset name -> ``{"tasks": [...], "env_kwargs": {...}}`` (also
@@ -211,6 +227,14 @@ class EnvDeclaration:
         for style, template in self.prompts.items():
             if not isinstance(template, PromptTemplate):
                 raise DeclarationError(f"{where}: prompts[{style!r}]: not a PromptTemplate")
+        prompts = {canonical_style(style): t for style, t in self.prompts.items()}
+        if len(prompts) < len(self.prompts):
+            old = sorted(s for s in self.prompts if s in STYLE_ALIASES)
+            raise DeclarationError(
+                f"{where}: prompts: {old} and {[STYLE_ALIASES[s] for s in old]} name the same "
+                "style; keep the second"
+            )
+        object.__setattr__(self, "prompts", prompts)
         for preset, values in self.train_defaults.items():
             unknown = set(values) - TRAIN_DEFAULT_FIELDS
             if unknown:

@@ -586,7 +586,8 @@ def load_model_weights(model: Any, path: str | Path) -> None:
     if bad:
         raise CheckpointError(f"{path / files[0]}: non-finite values in {bad[0]}")
     missing, unexpected = model.load_state_dict(state, strict=False)
-    tied = {"lm_head.weight"} if getattr(model.config, "tie_word_embeddings", False) else set()
+    config = getattr(model, "config", None)  # a Hugging Face model's; any other policy: none
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
         raise CheckpointError(
             f"{path}: checkpoint does not fit the model (missing {sorted(missing)[:3]}, "

@@ -9,7 +9,7 @@ x.yaml`` < explicit flags. Presets:
   declaration's ``train_defaults`` for it (the default env: four tasks of its bundled ``mini``
   rooms), sized so that success visibly rises within about 9 minutes on 2 CPU
   cores (docs/training.md has the measured curve);
-* ``gpu-qwen2.5-1.5b``: the seeds' setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
+* ``gpu-qwen2.5-1.5b``: the MVPO paper's setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
   mode with ``<think>``/``<action>``, 16 groups x 8 rollouts, lr 1e-6, KL 0.01 (low_var_kl),
   clip 0.2, gamma 0.95, 50 steps per episode, 150 iterations, vLLM rollouts).
 
@@ -18,8 +18,9 @@ Env-specific defaults are never written here: each env's declaration
 applied for the fields a run does not set (:func:`with_preset_env_kwargs`).
 
 Validation lives in ONE place, the field declarations (docs/training.md, "Reliability"):
-the type annotation (``int``, ``float``, ``Literal[...]`` for enum-like fields) and the
-bounds in the field metadata (``ge``, ``gt``, ``le``). :meth:`TrainConfig.__post_init__`,
+the type annotation (``int``, ``float``, ``Literal[...]`` for enum-like fields; ``policy`` and
+``backend`` take any name of their registry, :data:`REGISTRY_FIELDS`) and the bounds in the
+field metadata (``ge``, ``gt``, ``le``). :meth:`TrainConfig.__post_init__`,
 the argparse ``choices`` and the help texts are all derived from them. The estimator name
 and its ``estimator_kwargs`` are checked when the config is built (by building the
 estimator), so a typo fails before any model loads. Every failure is a :class:`ConfigError`:
@@ -50,8 +51,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mvpo_envs.declaration import default_env_id, get_declaration
+from mvpo_envs.declaration import STYLE_ALIASES, default_env_id, get_declaration
+from mvpo_train.backends import available_backends
 from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
+from mvpo_train.policies.registry import available_policies
 from mvpo_train.tracking import normalize_report_to
 
 __all__ = [
@@ -100,19 +103,29 @@ REFIT_BOUNDS: dict[str, dict[str, int]] = {
 
 # Enum-like fields: the Literal is the only list of allowed values (flags, checks, help).
 ActionMode = Literal["score", "generate"]
-PolicyKind = Literal["lm", "encoder"]
-PromptStyle = Literal["compact", "seed"]
+PolicyKind = Literal["lm", "encoder"]  # the built-in names; any registered one is accepted
+PromptStyle = Literal["compact", "paper"]  # "seed", the former name of "paper", reads as it
 ScoreNorm = Literal["mean", "sum"]
 ScoreLogprob = Literal["choice", "tokens"]
 ScoreImpl = Literal["kv", "concat"]
 EncoderHead = Literal["factored", "concat"]
-Backend = Literal["hf", "vllm"]
+Backend = Literal["hf", "vllm"]  # the built-in names; any registered one is accepted
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
 Vectorization = Literal["sync", "async", "ray"]
 Parallelism = Literal["ddp", "fsdp"]
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
+#: fields whose allowed values are a registry's names (built-in and registered): the argparse
+#: choices and the check read the registry when they run (docs/architecture.md, "A new policy,
+#: backend or tracker"); their ``Literal`` lists the built-in names
+REGISTRY_FIELDS: dict[str, typing.Callable[[], list[str]]] = {
+    "policy": available_policies,
+    "backend": available_backends,
+}
+#: field -> {former value: current value}: a former value is read as the current one
+#: (configs, flags and checkpoints written before a rename)
+FIELD_ALIASES: dict[str, typing.Mapping[str, str]] = {"prompt_style": STYLE_ALIASES}
 
 
 def env_folder_name(env_id: str) -> str:
@@ -226,7 +239,9 @@ class TrainConfig:
     dtype: Dtype = _f("float32", "parameter dtype")
     attn_implementation: AttnImpl = _f("auto", "attention kernel (auto = the model's default)")
     policy: PolicyKind = _f(
-        "lm", "lm (causal LM) | encoder (frozen MiniLM + trainable action scorer, docs/policies.md)"
+        "lm",
+        "a registered policy (mvpo_train.policies): lm (causal LM) | encoder (frozen MiniLM + "
+        "trainable action scorer, docs/policies.md)",
     )
     embedding_cache: str = _f(
         "",
@@ -243,7 +258,11 @@ class TrainConfig:
         "bit (docs/policies.md, 'The head')",
     )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
-    prompt_style: PromptStyle = _f("compact", "prompt template style")
+    prompt_style: PromptStyle = _f(
+        "compact",
+        "prompt template style: compact (a short transcript, score mode) | paper (the MVPO "
+        "paper's agent prompt; 'seed', its former name, reads as paper)",
+    )
     history_length: int = _f(2, "past (observation, action) pairs shown in the prompt", ge=0)
     temperature: float = _f(1.0, "sampling temperature (also used for every log-prob)", gt=0)
     score_norm: ScoreNorm = _f(
@@ -261,7 +280,9 @@ class TrainConfig:
         0.1, "reward penalty for malformed generations (recorded apart)", ge=0
     )
     require_think: bool = _f(False, "generate mode: a missing <think> block is malformed")
-    backend: Backend = _f("hf", "generate mode backend")
+    backend: Backend = _f(
+        "hf", "generate mode backend, a registered one (mvpo_train.backends): hf | vllm"
+    )
     vllm_gpu_memory_utilization: float = _f(
         0.3, "vllm: share of GPU memory for the engine", gt=0, le=1
     )
@@ -319,6 +340,10 @@ class TrainConfig:
         if self.tasks is None:  # the field defaults are the default preset's
             self.tasks = list(env_train_defaults(DEFAULT_PRESET, self.env_id).get("tasks", []))
         self.report_to = normalize_report_to(self.report_to)  # "a,b" / none / all -> a list
+        for name, aliases in FIELD_ALIASES.items():  # a former name (seed) -> the current one
+            value = getattr(self, name)
+            if isinstance(value, str) and value in aliases:
+                setattr(self, name, aliases[value])
         hints = _hints()
         if isinstance(self.lora_target_modules, str):  # YAML/API: "all-linear" or "q_proj,v_proj"
             self.lora_target_modules = [x.strip() for x in self.lora_target_modules.split(",")]
@@ -435,7 +460,10 @@ def _hints() -> dict[str, Any]:
 
 
 def choices_of(name: str) -> tuple[str, ...] | None:
-    """The allowed values of an enum-like field (its ``Literal``), else None."""
+    """The allowed values of an enum-like field (its ``Literal``; a registry field's registered
+    names, :data:`REGISTRY_FIELDS`), else None."""
+    if name in REGISTRY_FIELDS:
+        return tuple(REGISTRY_FIELDS[name]())
     tp = _hints()[name]
     return tuple(typing.get_args(tp)) if typing.get_origin(tp) is Literal else None
 
@@ -467,6 +495,8 @@ def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any])
     if value is None and type(None) in typing.get_args(tp):  # e.g. report_to unset
         return None
     allowed = typing.get_args(tp) if typing.get_origin(tp) is Literal else None
+    if name in REGISTRY_FIELDS:
+        allowed = tuple(REGISTRY_FIELDS[name]())
     if allowed is not None:
         if isinstance(value, dict | list) or value not in allowed:  # unhashable: not a choice
             raise ConfigError(
@@ -615,6 +645,10 @@ def changed_fields(
     # default changed, docs/estimators.md §3.10) ran its named form, else the old default
     ran = (saved_estimator_state or {}).get("form", FORM_BEFORE_DEFAULT_CHANGE)
     saved = _with_mvpo_form(saved, ran)
+    saved = {  # a former value (prompt_style: seed) is the current one
+        k: FIELD_ALIASES[k].get(v, v) if k in FIELD_ALIASES and isinstance(v, str) else v
+        for k, v in saved.items()
+    }
     now = _with_mvpo_form(cfg.to_dict(), DEFAULT_FORM)
     safe = resume_safe_fields()
     missing = object()
@@ -658,7 +692,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "device": "cuda",
         "dtype": "bfloat16",
         "action_mode": "generate",
-        "prompt_style": "seed",
+        "prompt_style": "paper",
         "history_length": 2,
         "backend": "vllm",
         "num_groups": 16,
@@ -917,10 +951,11 @@ def build_parser(
         elif kind in (dict, list):
             p.add_argument(flag, dest=f.name, type=json_arg(kind), default=None, help=help_text)
         else:
+            aliases = FIELD_ALIASES.get(f.name)
             p.add_argument(
                 flag,
                 dest=f.name,
-                type=kind,
+                type=(lambda v, a=aliases: a.get(v, v)) if aliases else kind,
                 choices=choices_of(f.name),
                 default=None,
                 help=help_text,

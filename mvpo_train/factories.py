@@ -1,16 +1,14 @@
 """What :func:`mvpo_train.trainer.train` builds from a :class:`~mvpo_train.config.TrainConfig`
 before its loop (docs/training.md; docs/architecture.md, "Who owns what"): the policy and its
-frozen reference, the generation backend, the grouped vector env, the rollout and loss
+frozen reference (looked up in :mod:`mvpo_train.policies`), the generation backend (in
+:mod:`mvpo_train.backends`), the grouped vector env, the rollout and loss
 settings, the task sampler, the learned-abstraction refit and the progress bar; and the checks
 that run before anything heavy loads (env id registered, model folder present)."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import random
-import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,12 +17,11 @@ import torch
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
-from mvpo_train.backends import make_backend
+from mvpo_train.backends import get_backend_kind
 from mvpo_train.config import ConfigError, TrainConfig
 from mvpo_train.loss import LossConfig
-from mvpo_train.policy import Policy
+from mvpo_train.policies import Policy, get_policy_kind, make_policy
 from mvpo_train.rollout import RolloutConfig, check_score_candidates
-from mvpo_train.tiny_model import resolve_model_path
 
 __all__ = [
     "check_runtime",
@@ -43,7 +40,8 @@ __all__ = [
 
 
 def check_runtime(cfg: TrainConfig) -> None:
-    """The env id is registered and the model exists (before anything heavy loads)."""
+    """The env id is registered, the policy plays ``cfg.action_mode`` and its own check passes,
+    e.g. the LM's model folder exists (before anything heavy loads)."""
     import gymnasium as gym
 
     if cfg.env_id not in gym.registry:
@@ -52,30 +50,16 @@ def check_runtime(cfg: TrainConfig) -> None:
             f"env_id: unknown env id {cfg.env_id!r}; registered: {', '.join(ours)} "
             "(or any other registered Gymnasium id)"
         )
-    if cfg.policy == "lm":  # the encoder policy checks its head folder when it loads
-        _model_path(cfg.model)
+    kind = get_policy_kind(cfg.policy)
+    if cfg.action_mode not in kind.action_modes:
+        modes = " or ".join(repr(m) for m in kind.action_modes)
+        raise ConfigError(f"policy: {cfg.policy!r} needs action_mode={modes}")
+    if kind.check is not None:  # the encoder checks its head folder when it loads
+        kind.check(cfg)
     if cfg.lora_merge_to:  # a new folder: found now, not after the run
         from mvpo_train.lora import check_merge_target
 
         check_merge_target(cfg.lora_merge_to)
-
-
-def _model_path(name: str) -> str:
-    """``resolve_model_path`` with one-line errors: a local path must be a model folder."""
-    try:
-        path = resolve_model_path(name)
-    except FileNotFoundError as err:
-        raise ConfigError(f"model: {err}") from None
-    looks_local = path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path
-    local = Path(path).expanduser()
-    if local.exists() or looks_local:
-        if not local.is_dir():
-            raise ConfigError(f"model: {path} is not a model folder (it does not exist)")
-        if not (local / "config.json").is_file():
-            raise ConfigError(f"model: {path} is not a model folder (no config.json in it)")
-    elif not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", path):
-        raise ConfigError(f"model: {path!r} is neither a model folder nor a hub id (org/name)")
-    return path
 
 
 def quiet_transformers() -> None:
@@ -97,70 +81,25 @@ def seed_everything(seed: int) -> None:
 
 
 def load_policy(cfg: TrainConfig, model: str | None = None) -> Policy:
-    """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder)."""
-    if cfg.policy == "encoder":  # docs/policies.md
-        from mvpo_train.encoder_policy import load_encoder_policy
-
-        return load_encoder_policy(cfg, model)  # type: ignore[return-value]
-    adapters = _adapter_checkpoint(cfg, model)  # a LoRA run's checkpoint: base + adapters
-    path = _model_path(cfg.model if adapters else model or cfg.model)
-    try:
-        policy = Policy.from_pretrained(
-            path,
-            device=cfg.device,
-            dtype=cfg.dtype,
-            temperature=cfg.temperature,
-            max_tokens_per_forward=cfg.max_tokens_per_forward,
-            score_impl=cfg.score_impl,
-            attn_implementation=(
-                None if cfg.attn_implementation == "auto" else cfg.attn_implementation
-            ),
-        )
-    except OSError as err:  # transformers: not a model folder, not in the offline cache
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ConfigError(f"model: cannot load {path!r}: {first}") from None
-    if getattr(policy.model, "generation_config", None) is not None:
-        policy.model.generation_config.do_sample = True
-    if cfg.lora_rank:  # docs/training.md, "LoRA"
-        from mvpo_train.lora import apply_lora, load_adapter_checkpoint
-
-        policy = apply_lora(policy, cfg)
-        if adapters is not None:
-            load_adapter_checkpoint(policy.model, adapters)
-    return policy
-
-
-def _adapter_checkpoint(cfg: TrainConfig, model: str | None) -> str | None:
-    """``model`` when it is a folder of LoRA adapters (a LoRA run's checkpoint), else None;
-    such a folder without ``lora_rank`` is one line."""
-    from mvpo_train.lora import is_adapter_folder
-
-    if model is None or not is_adapter_folder(model):
-        return None
-    if not cfg.lora_rank:
-        raise ConfigError(
-            f"model: {model} holds LoRA adapters only; evaluate it with --run-dir of its run, "
-            "or merge them into a full model first (--lora-merge-to; docs/training.md, 'LoRA')"
-        )
-    return model
+    """The policy of ``cfg`` (``model`` overrides ``cfg.model``, e.g. a checkpoint folder): the
+    loader registered under ``cfg.policy`` (:func:`mvpo_train.policies.make_policy`)."""
+    return make_policy(cfg.policy, cfg, model)
 
 
 def frozen_copy(policy: Policy) -> Policy:
-    """The frozen reference of ``policy`` (KL penalty): a copy without gradients."""
-    if hasattr(policy, "frozen_copy"):  # the encoder policy
-        return policy.frozen_copy()
-    model = copy.deepcopy(policy.model).eval().requires_grad_(False)
-    return policy.with_model(model, Policy)
+    """The frozen reference of ``policy`` (KL penalty): its own :meth:`Policy.frozen_copy`."""
+    return policy.frozen_copy()
 
 
 def make_generation_backend(cfg: TrainConfig, policy: Policy) -> Any:
-    """The generation backend of ``cfg`` (HF or vLLM), ``None`` in score mode."""
+    """The generation backend registered under ``cfg.backend`` (HF, vLLM, ...), ``None`` in
+    score mode: built with ``top_p``, ``seed`` and the config fields the backend names."""
     if cfg.action_mode != "generate":
         return None
+    kind = get_backend_kind(cfg.backend)
     kwargs: dict[str, Any] = {"top_p": cfg.top_p, "seed": cfg.seed}
-    if cfg.backend == "vllm":
-        kwargs["gpu_memory_utilization"] = cfg.vllm_gpu_memory_utilization
-    return make_backend(cfg.backend, policy, **kwargs)
+    kwargs.update({key: getattr(cfg, name) for key, name in kind.config_fields.items()})
+    return kind.factory(policy, **kwargs)
 
 
 def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) -> GroupedVectorEnv:
@@ -187,11 +126,11 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
                 _, probe_info = probe.reset(seed=0)
             finally:
                 probe.close()
-            if cfg.action_mode == "score":  # the encoder policy cannot generate: no hint
+            if cfg.action_mode == "score":  # a policy that cannot generate: no hint
                 check_score_candidates(
                     probe_info.get("admissible_actions") or [],
                     cfg.env_id,
-                    generate_hint=cfg.policy == "lm",
+                    generate_hint=get_policy_kind(cfg.policy).generates,
                 )
         return GroupedVectorEnv(
             cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs

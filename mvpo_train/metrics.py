@@ -3,7 +3,7 @@
 docs/architecture.md ("Long work shows progress (tqdm) and writes metrics (JSONL, optional
 TensorBoard) and plots"); the trackers (TensorBoard, W&B, Trackio) are :mod:`mvpo_train.tracking`. One JSON object per iteration in ``run_dir/metrics.jsonl``.
 Nested diagnostics are flattened with ``/`` (``adv/amp_weights/target_seen``). Timing fields
-all start with ``time/`` (the phases of the seeds' Table 3: ``time/rollout`` = generation,
+all start with ``time/`` (the phases of the MVPO paper's Table 3: ``time/rollout`` = generation,
 ``time/logp_ref`` = old + reference log-probs, ``time/advantage``, ``time/update`` = actor),
 so runs can be compared exactly on everything else (:func:`strip_timing`).
 

@@ -30,6 +30,7 @@ seen on an H200 with bf16 SDPA). Transformers 4.x calls the cache ``past_key_val
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -137,6 +138,13 @@ class Policy:
         """A policy of class ``cls`` (default: this one's) on ``model``, with this policy's
         tokenizer and settings (the KL reference, the LoRA wrapper)."""
         return (cls or type(self))(model, self.tokenizer, **self.settings())
+
+    def frozen_copy(self) -> Policy:
+        """The frozen reference of the KL penalty: a copy of the model without gradients, in
+        eval mode, as a plain :class:`Policy` (:class:`mvpo_train.lora.LoraPolicy` overrides
+        it: the adapters disabled, no copy)."""
+        model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        return self.with_model(model, Policy)
 
     # ------------------------------------------------------------------ loading
     @classmethod

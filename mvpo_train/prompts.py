@@ -1,8 +1,8 @@
 """Prompt templates, chosen by environment id, and the per-env history that fills them.
 
 Each env declares its own templates (``prompts`` of its :class:`~mvpo_envs.declaration.
-EnvDeclaration`); this module holds only the env-neutral ones (``generic`` seed and the
-``compact`` transcript) and looks the rest up by env id.
+EnvDeclaration`); this module holds only the env-neutral ones (the ``generic`` ``paper`` prompt
+and the ``compact`` transcript) and looks the rest up by env id.
 
 docs/architecture.md ("The trainer knows nothing of any one environment: it reads only the info
 contract and a prompt template chosen by env id"). A template turns the info contract
@@ -11,11 +11,11 @@ the policy reads.
 
 Two styles per environment family:
 
-* ``seed``: the seeds' agent prompt (appendix A.2 of the MVPO paper, as in GiGPO's
-  verl-agent): the task, the most recent observations and actions, the current observation,
+* ``paper``: the MVPO paper's agent prompt (its appendix A.2, as in GiGPO's verl-agent): the task, the most recent observations and actions, the current observation,
   the admissible actions, and the instruction to reason inside ``<think> </think>`` and to
   answer inside ``<action> </action>``. Used by the ``generate`` action mode and by the GPU
-  preset. Wording written for this project.
+  preset. Wording written for this project. ``seed``, its former name, still selects it
+  (:data:`~mvpo_envs.declaration.STYLE_ALIASES`): old configs and checkpoints load.
 * ``compact``: a short text-game transcript (``Task: ...``, then ``observation`` /
   ``> action`` lines) for the ``score`` action mode of the tiny CPU model, where the admissible
   actions are scored rather than listed, and every prompt token costs CPU time.
@@ -30,13 +30,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mvpo_envs.declaration import THINK_ACTION, Prompt, PromptTemplate, get_declaration
+from mvpo_envs.declaration import (
+    PAPER_STYLE,
+    STYLE_ALIASES,
+    THINK_ACTION,
+    Prompt,
+    PromptTemplate,
+    canonical_style,
+    get_declaration,
+)
 
 __all__ = [
+    "PAPER_STYLE",
+    "STYLE_ALIASES",
     "Prompt",
     "PromptBuilder",
     "PromptTemplate",
     "available_templates",
+    "canonical_style",
     "env_family",
     "get_template",
     "register_template",
@@ -44,8 +55,8 @@ __all__ = [
 
 # ------------------------------------------------------------------ env-neutral templates
 
-GENERIC_SEED = PromptTemplate(
-    name="seed",
+GENERIC_PAPER = PromptTemplate(
+    name=PAPER_STYLE,
     first=(
         "You are an expert agent acting in a text environment. Your task is to: {task}\n"
         "Your current observation is: {observation}\n"
@@ -75,7 +86,7 @@ COMPACT = PromptTemplate(
 
 #: (family or env id, style) -> template: the generic ones and the user's (register_template)
 _TEMPLATES: dict[tuple[str, str], PromptTemplate] = {
-    ("generic", "seed"): GENERIC_SEED,
+    ("generic", PAPER_STYLE): GENERIC_PAPER,
     ("generic", "compact"): COMPACT,
 }
 
@@ -101,13 +112,16 @@ def env_family(env_id: str) -> str:
 
 
 def register_template(family_or_env_id: str, style: str, template: PromptTemplate) -> None:
-    """Add (or replace) the template of ``style`` for an env family (or exact env id)."""
-    _TEMPLATES[(family_or_env_id, style)] = template
+    """Add (or replace) the template of ``style`` for an env family (or exact env id); a former
+    style name (``seed``) registers the current one (``paper``)."""
+    _TEMPLATES[(family_or_env_id, canonical_style(style))] = template
 
 
-def get_template(env_id: str, style: str = "seed") -> PromptTemplate:
+def get_template(env_id: str, style: str = PAPER_STYLE) -> PromptTemplate:
     """The template for ``env_id`` in ``style``: one registered for the exact id, then one
-    registered for its family, then the env declaration's, then the generic one."""
+    registered for its family, then the env declaration's, then the generic one. A former
+    style name (``seed``) reads as the current one (``paper``)."""
+    style = canonical_style(style)
     for key in ((env_id, style), (env_family(env_id), style)):
         if key in _TEMPLATES:
             return _TEMPLATES[key]
@@ -134,7 +148,8 @@ def available_templates() -> list[tuple[str, str]]:
 class PromptBuilder:
     """Keeps each env slot's recent (observation, action) pairs and renders its prompt.
 
-    ``history_length`` is the number of past pairs shown (the seeds' "most recent" window).
+    ``history_length`` is the number of past pairs shown (the MVPO paper's "most recent"
+    window).
     """
 
     template: PromptTemplate

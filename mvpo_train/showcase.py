@@ -237,8 +237,8 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
     import dataclasses
 
     from mvpo_train.cli import _intact_checkpoint, check_device
-    from mvpo_train.encoder_policy import resolve_head
     from mvpo_train.factories import make_venv
+    from mvpo_train.policies import get_policy_kind
     from mvpo_train.trainer import train
 
     t0 = time.perf_counter()
@@ -250,7 +250,7 @@ def run_showcase(cfg: TrainConfig) -> dict[str, Any]:
     from mvpo_train.threads import set_torch_threads
 
     cfg = dataclasses.replace(cfg, threads=set_torch_threads(cfg.threads, resume_from=run))
-    start_model = resolve_head(cfg.model) if cfg.policy == "encoder" else cfg.model
+    start_model = get_policy_kind(cfg.policy).resolve_model(cfg.model)  # bundled head: folder
     if cfg.overwrite:  # the trainer moves an old run aside; its evaluations are not reused
         for name in (START, END):
             (run / name).unlink(missing_ok=True)

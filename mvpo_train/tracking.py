@@ -9,8 +9,11 @@ W&B runs offline (``run_dir/wandb``; ``wandb sync`` uploads them) unless ``WANDB
 otherwise, and Trackio keeps its SQLite database in ``run_dir/trackio`` unless ``TRACKIO_DIR`` is
 set.
 
-Every backend has the same two calls, :meth:`Tracker.log` ``(step, metrics)`` and
-:meth:`Tracker.close`; only numeric scalars are sent (lists, ``None`` and booleans stay in
+Every tracker has the same two calls, :meth:`Tracker.log` ``(step, metrics)`` and
+:meth:`Tracker.close`, and is built by the factory registered under its name
+(:func:`register_tracker`; ``factory(run_dir, *, config, resume_step)``, docs/architecture.md
+"A new policy, backend or tracker"); register your own before the config is built and name it in
+``report_to``; only numeric scalars are sent (lists, ``None`` and booleans stay in
 ``metrics.jsonl``). The step is the iteration. A resumed run never sends a step twice: TensorBoard
 hides the killed process's steps after the checkpoint (``purge_step``) and the resumed process
 writes them again; W&B and Trackio keep the steps they already hold (a resumed run recomputes the
@@ -25,36 +28,42 @@ unset: TensorBoard when installed) skips a missing TensorBoard silently, as it a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
+import re
 import sqlite3
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from mvpo_train.errors import ConfigError
+from mvpo_train.plugin_table import PluginTable
 
 __all__ = [
     "BACKENDS",
     "TensorBoardTracker",
     "Tracker",
+    "TRACKERS",
+    "TrackerKind",
     "TrackioTracker",
     "WandbTracker",
+    "available_trackers",
     "check_available",
     "normalize_report_to",
     "open_trackers",
+    "register_tracker",
     "resolve_report_to",
     "scalars",
 ]
 
-#: tracker name -> (module that must be importable, pip extra that installs it)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "tensorboard": ("tensorboard", "tensorboard"),
-    "wandb": ("wandb", "track"),
-    "trackio": ("trackio", "track"),
-}
+#: tracker name -> (module that must be importable, pip extra that installs it), for every
+#: registered tracker that needs a package (:func:`register_tracker`'s ``requires``)
+BACKENDS: dict[str, tuple[str, str]] = {}
 #: the project of the W&B and Trackio runs (W&B: ``WANDB_PROJECT`` overrides it)
 PROJECT = "mvpo"
 #: the file of ``run_dir/wandb`` that keeps the W&B run id and the last step sent
@@ -73,6 +82,51 @@ class Tracker(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class TrackerKind:
+    """One registered tracker: ``factory(run_dir, *, config, resume_step) -> Tracker`` (``config``
+    the run's settings, ``resume_step`` the checkpoint's iteration, 0 for a fresh run) and the
+    ``(module, pip extra)`` it needs (``None``: nothing to install)."""
+
+    name: str
+    factory: Callable[..., Tracker]
+    requires: tuple[str, str] | None = None
+
+
+#: the registered trackers (built-in: ``tensorboard``, ``wandb``, ``trackio``)
+TRACKERS: PluginTable[TrackerKind] = PluginTable("tracker", "report_to")
+
+
+def register_tracker(
+    name: str,
+    factory: Callable[..., Tracker] | None = None,
+    *,
+    requires: tuple[str, str] | None = None,
+    overwrite: bool = False,
+) -> Any:
+    """Register ``factory(run_dir, *, config, resume_step) -> Tracker`` under ``name`` (a call
+    or the decorator ``@register_tracker("x")``); ``requires=(module, extra)`` makes a missing
+    package one :class:`ConfigError` line naming ``pip install 'mvpo[extra]'``. A taken name
+    needs ``overwrite=True``; ``none`` and ``all`` are words of ``report_to``, not names."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name):
+        raise ValueError(f"register_tracker: name must be a lower-case word, got {name!r}")
+    if name in ("none", "all"):
+        raise ValueError(f"register_tracker: {name!r} is a word of report_to, not a tracker name")
+
+    def entry(f: Callable[..., Tracker]) -> TrackerKind:
+        BACKENDS.pop(name, None)
+        if requires is not None:
+            BACKENDS[name] = requires
+        return TrackerKind(name, f, requires)
+
+    return TRACKERS.register(name, factory, entry, overwrite=overwrite)
+
+
+def available_trackers() -> list[str]:
+    """Registered tracker names, in registration order (the built-in ones first)."""
+    return TRACKERS.names()
+
+
 def normalize_report_to(value: Any) -> list[str] | None:
     """``report_to`` as a list of tracker names (``None`` stays ``None``: the default).
 
@@ -88,7 +142,7 @@ def normalize_report_to(value: Any) -> list[str] | None:
             f"report_to: expected tracker names such as tensorboard,wandb; got {value!r:.60}"
         )
     names = [x.strip().lower() for x in value]
-    allowed = [*BACKENDS, "none", "all"]
+    allowed = [*available_trackers(), "none", "all"]
     for name in names:
         if name not in allowed:
             raise ConfigError(f"report_to: unknown tracker {name!r}; allowed: {', '.join(allowed)}")
@@ -99,7 +153,7 @@ def normalize_report_to(value: Any) -> list[str] | None:
     if names == ["none"]:
         return []
     if names == ["all"]:
-        return [n for n in BACKENDS if _installed(n)]
+        return [n for n in available_trackers() if _installed(n)]
     return names
 
 
@@ -114,8 +168,11 @@ def resolve_report_to(report_to: list[str] | None, tensorboard: bool) -> tuple[l
 
 
 def _installed(name: str) -> bool:
+    requires = TRACKERS.get(name).requires
+    if requires is None:
+        return True
     try:  # sys.modules[module] = None (a blocked import) raises ValueError
-        return importlib.util.find_spec(BACKENDS[name][0]) is not None
+        return importlib.util.find_spec(requires[0]) is not None
     except (ImportError, ValueError):
         return False
 
@@ -123,8 +180,9 @@ def _installed(name: str) -> bool:
 def check_available(names: Iterable[str]) -> None:
     """Raise one :class:`ConfigError` line for the first tracker whose package is missing."""
     for name in names:
-        if not _installed(name):
-            module, extra = BACKENDS[name]
+        requires = TRACKERS.get(name).requires
+        if requires is not None and not _installed(name):
+            module, extra = requires
             raise ConfigError(
                 f"report_to: {name} is not installed (pip install 'mvpo[{extra}]', or "
                 f"pip install {module}); or drop it from --report-to"
@@ -144,8 +202,9 @@ def open_trackers(
     config: dict[str, Any] | None = None,
     resume_step: int = 0,
 ) -> list[Tracker]:
-    """The trackers ``names`` for ``run_dir``; ``resume_step`` is the checkpoint's iteration
-    (0 for a fresh run). ``strict=False`` skips a tracker whose package is missing."""
+    """The trackers ``names`` for ``run_dir`` (each built by its registered factory);
+    ``resume_step`` is the checkpoint's iteration (0 for a fresh run). ``strict=False`` skips a
+    tracker whose package is missing or does not import (the default TensorBoard)."""
     if strict:
         check_available(names)
     run_dir = Path(run_dir)
@@ -154,16 +213,12 @@ def open_trackers(
         for name in names:
             if not _installed(name):
                 continue
-            if name == "tensorboard":
-                try:
-                    out.append(TensorBoardTracker(run_dir, resume_step))
-                except ImportError:  # the default: TensorBoard only when it imports
-                    if strict:
-                        raise
-            elif name == "wandb":
-                out.append(WandbTracker(run_dir, config or {}))
-            elif name == "trackio":
-                out.append(TrackioTracker(run_dir, config or {}))
+            factory = TRACKERS.get(name).factory
+            try:
+                out.append(factory(run_dir, config=config or {}, resume_step=resume_step))
+            except ImportError:  # the default: TensorBoard only when it imports
+                if strict:
+                    raise
     except BaseException:
         for tracker in out:
             tracker.close()
@@ -299,9 +354,30 @@ class TrackioTracker:
         if self._last is not None and step <= self._last:  # already in the database
             return
         self._run.log(metrics, step=step)
+        _flush_trackio(self._run)
 
     def close(self) -> None:
-        self._run.finish()
+        import trackio
+
+        with contextlib.redirect_stdout(io.StringIO()):  # "* Run finished. Uploading logs ..."
+            current = getattr(getattr(trackio, "context_vars", None), "current_run", None)
+            if current is not None and current.get() is self._run:
+                trackio.finish()  # also forgets the run: its exit hook does not finish it again
+            else:
+                self._run.finish()
+
+
+def _flush_trackio(run: Any) -> None:
+    """Write the queued rows to Trackio's SQLite database now. Trackio (local mode) queues
+    each ``log`` for a background thread that writes every half second; the trainer logs an
+    iteration's row before it commits that iteration's checkpoint, so without this a kill
+    right after the checkpoint loses the row for good (the resumed run skips it). Trackio
+    has no public flush: its own ``_flush_queues_inline`` under its lock, where present."""
+    flush, lock = getattr(run, "_flush_queues_inline", None), getattr(run, "_client_lock", None)
+    if flush is None or lock is None:
+        return
+    with lock:
+        flush()
 
 
 def _import_trackio(folder: Path) -> Any:
@@ -344,3 +420,21 @@ def _last_step(db: Path, run_id: str) -> int | None:
     """The highest step of the run in Trackio's database (its documented ``metrics`` table)."""
     step = _query(db, "SELECT MAX(step) FROM metrics WHERE run_id = ?", (run_id,))
     return None if step is None else int(step)
+
+
+# ------------------------------------------------------------------ the built-in trackers
+
+
+@register_tracker("tensorboard", requires=("tensorboard", "tensorboard"))
+def _tensorboard(run_dir: Path, *, config: dict[str, Any], resume_step: int) -> Tracker:
+    return TensorBoardTracker(run_dir, resume_step)
+
+
+@register_tracker("wandb", requires=("wandb", "track"))
+def _wandb(run_dir: Path, *, config: dict[str, Any], resume_step: int) -> Tracker:
+    return WandbTracker(run_dir, config)
+
+
+@register_tracker("trackio", requires=("trackio", "track"))
+def _trackio(run_dir: Path, *, config: dict[str, Any], resume_step: int) -> Tracker:
+    return TrackioTracker(run_dir, config)

@@ -1,6 +1,9 @@
-"""``mvpo/ALFWorld-v0``: ALFWorld's text games on ALFWorld's own TextWorld PDDL engine.
+"""``mvpo/ALFWorld-v0``: ALFWorld's text games on a native engine equal to ALFWorld's own.
 
-docs/environments.md, "mvpo/ALFWorld-v0". Observations are exactly the engine's feedback text
+docs/environments.md, "mvpo/ALFWorld-v0". The default engine (``engine="fast"``) is a native
+re-implementation of ALFWorld's TextWorld PDDL engine; ``engine="pddl"`` runs ALFWorld's own
+engine, the reference, and the two agree step for step (docs/alfworld_engine.md). Observations
+are exactly the engine's feedback text
 (the intro with the room and the task at reset, the action feedback after each step);
 actions are ALFWorld commands (``go to countertop 1``, ``take apple 1 from countertop 1``,
 ...). Reward 1 and ``terminated`` when the goal is reached; Gymnasium's ``TimeLimit``
@@ -47,7 +50,8 @@ PROTOCOLS = ("original", "lenient")
 
 
 class AlfworldEnv(TextEnv):
-    """ALFWorld's text games on ALFWorld's own TextWorld PDDL engine (``mvpo/ALFWorld-v0``).
+    """ALFWorld's text games (``mvpo/ALFWorld-v0``) on the fast native engine by default, or on
+    ALFWorld's own TextWorld PDDL engine (``engine="pddl"``).
 
     ## Description
     A household task ("put a clean apple in fridge.") in a room of numbered receptacles; the
