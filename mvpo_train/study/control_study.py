@@ -65,7 +65,7 @@ from mvpo_train.study.runs import (
     run_dir,
     run_local,
 )
-from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
+from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, reach_cell, save_results
 
 #: the repository root: a study runs from there (its paths are relative to it)
 ROOT = Path.cwd()
@@ -501,14 +501,11 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, r in table["arms"].items():
-        per = ", ".join(
-            str(v["reach"]) if v["reach"] is not None else f">{it}" for v in r["per_seed"].values()
-        )
         mins = r["minutes"][0] if r["minutes"] else float("nan")
         lines.append(
             f"| {arm} | {n_seeds(r)} | {fmt_ci(r['auc'])} | "
             f"{fmt_ci(r['first'])} | {fmt_ci(r['final'])} | "
-            f"{fmt_ci(r['reach'], 1)} ({per}; {r['reached']}/{n_seeds(r)} reached) | "
+            f"{reach_cell(r, it)} | "
             f"{fmt_ci(r['eval'])} | {fmt_ci(r['zero_credit_early'])} | {mins:.1f} |"
         )
     if table["pairs"]:

@@ -27,7 +27,7 @@ from mvpo_train.study.runs import (
 )
 from mvpo_train.study.tables import command_line as _command_line
 from mvpo_train.study.tables import fmt_ci as _fmt
-from mvpo_train.study.tables import machine_line, n_seeds
+from mvpo_train.study.tables import machine_line, n_seeds, reach_cell
 
 
 def candidates_markdown(rows: list[dict]) -> str:
@@ -348,13 +348,10 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         "|---|---|---|---|---|" + "---|" * len(held_cols) + "---|---|",
     ]
     for arm, r in table["arms"].items():
-        per = ", ".join(
-            str(v["reach"]) if v["reach"] is not None else f">{it}" for v in r["per_seed"].values()
-        )
         mins = r["minutes"][0] if r["minutes"] else float("nan")
         lines.append(
             f"| {arm} | {n_seeds(r)} | {_fmt(r['auc'])} | {_fmt(r['final'])} | "
-            f"{_fmt(r['reach'], 1)} ({per}; {r['reached']}/{n_seeds(r)} reached) | "
+            f"{reach_cell(r, it)} | "
             + "".join(f"{_fmt(r[k])} | " for k in heldout_keys(env))
             + f"{_fmt(r['zero_adv_early'])} "
             f"| {mins:.1f} |"

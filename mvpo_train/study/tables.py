@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["command_line", "fmt_ci", "machine_line", "n_seeds", "save_results"]
+__all__ = ["command_line", "fmt_ci", "machine_line", "n_seeds", "reach_cell", "save_results"]
 
 
 def fmt_ci(ci: Sequence[float] | None, digits: int = 3) -> str:
@@ -26,6 +26,16 @@ def fmt_ci(ci: Sequence[float] | None, digits: int = 3) -> str:
 def n_seeds(row: dict[str, Any]) -> int:
     """How many seeds a table row (an arm or a pair) is over."""
     return len(row["seeds"])
+
+
+def reach_cell(row: dict[str, Any], iterations: int) -> str:
+    """Iterations to the threshold of an arm's row: ``mean [lo, hi] (per seed; k/n reached)``,
+    a seed that never reached it written ``>iterations``."""
+    per = ", ".join(
+        str(v["reach"]) if v["reach"] is not None else f">{iterations}"
+        for v in row["per_seed"].values()
+    )
+    return f"{fmt_ci(row['reach'], 1)} ({per}; {row['reached']}/{n_seeds(row)} reached)"
 
 
 def machine_line(out: Path, analyze_only: bool, detail: str) -> str:
