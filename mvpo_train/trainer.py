@@ -1,7 +1,7 @@
 """The training loop: rollout -> log-probs -> advantages -> clipped PPO update.
 
 docs/architecture.md (the data flow) and docs/training.md (the phases). One iteration, in the
-order and with the phase names of the seeds' Table 3:
+order and with the phase names of the MVPO paper's Table 3:
 
 1. ``rollout``   (Gen.): B groups x G episodes -> :class:`~mvpo_train.batch.StepBatch`;
 2. ``logp_ref``  (Logp+Ref): old log-probs (generate mode; score mode gets them from the

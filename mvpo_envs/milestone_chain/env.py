@@ -181,7 +181,8 @@ class MilestoneChainEnv(TextEnv):
         rules = self._require_rules()
         return plan_length(rules.layout, self._place, self._done_count)
 
-    # -- optional hooks read by mvpo_train (docs/architecture.md, "A new policy or backend") ----
+    # -- optional hooks read by mvpo_train (docs/architecture.md, "A new policy, backend or
+    # tracker") ----------------------------------------------------------------------------
     def expert_actions(self, task_index: int) -> list[str]:
         """A shortest plan of task ``task_index`` (it wins; the current episode is untouched)."""
         return expert_plan(self._rules_for(task_index).layout)
