@@ -79,6 +79,17 @@ def on_interrupt(prog: str, argv: list[str], run_dir: str | Path) -> None:
     _resume_hint = lambda: resume_command(prog, argv, run_dir)  # noqa: E731
 
 
+def _close_progress_bars() -> None:
+    """Close the open tqdm bars (an interrupted run leaves them open; closed later, at exit,
+    they would be drawn after the last line)."""
+    std = sys.modules.get("tqdm.std")
+    for bar in list(getattr(getattr(std, "tqdm", None), "_instances", ()) or ()):
+        try:
+            bar.close()
+        except Exception:  # a bar that cannot draw: nothing to tidy
+            pass
+
+
 def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) -> int:
     """Run ``main``; a user error becomes one stderr line and exit code 2 (``--debug``:
     re-raised with its traceback); Ctrl-C one line with the command that resumes, exit 130.
@@ -102,7 +113,8 @@ def _guard(prog: str, main: Callable[[list[str]], int], argv: list[str] | None) 
                 hint = f"; continue with: {_resume_hint()}"
             except Exception:  # the hint is a courtesy; never a traceback after Ctrl-C
                 hint = ""
-        print(f"\n{prog}: interrupted{hint}", file=sys.stderr, flush=True)
+        _close_progress_bars()  # drawn now, so that the hint is the last line
+        print(f"{prog}: interrupted{hint}", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     except Exception as err:
         if "--debug" in argv:
