@@ -260,7 +260,17 @@ def _train(argv: list[str]) -> int:
     _add_debug(parser)
     args = parser.parse_args(argv)
     cfg = config_from_args(args)  # estimator name and kwargs checked here
-    if args.nproc > 1 and not args.print_config:
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=True), end="")
+        return 0
+    if args.run_dir is None:  # a folder chosen here: named now, to the ranks, in the hint
+        argv = [*argv, "--run-dir", cfg.run_dir]
+        if os.environ.get("RANK", "0") == "0":
+            print(f"mvpo-train: run folder {cfg.run_dir}", file=sys.stderr, flush=True)
+    on_interrupt("mvpo-train", argv, cfg.run_dir)
+    if args.nproc > 1:
         from mvpo_train.distributed import launch
 
         rest, skip = [], False
@@ -269,22 +279,10 @@ def _train(argv: list[str]) -> int:
                 skip = a == "--nproc"
                 continue
             rest.append(a)
-        if args.run_dir is None:  # every rank writes the folder chosen here
-            rest += ["--run-dir", cfg.run_dir]
         return launch(args.nproc, rest, run_dir=cfg.run_dir, resume=cfg.resume)
-    if args.print_config:
-        import yaml
-
-        print(yaml.safe_dump(cfg.to_dict(), sort_keys=True), end="")
-        return 0
     from mvpo_train.factories import make_venv
     from mvpo_train.trainer import train
 
-    if args.run_dir is None:  # a folder chosen here: named now, and in the resume command
-        argv = [*argv, "--run-dir", cfg.run_dir]
-        if os.environ.get("RANK", "0") == "0":
-            print(f"mvpo-train: run folder {cfg.run_dir}", file=sys.stderr, flush=True)
-    on_interrupt("mvpo-train", argv, cfg.run_dir)
     check_device(cfg.device)
     if cfg.eval_every:  # an eval split the env refuses fails now, not after an iteration
         make_venv(cfg, cfg.eval_split, 1, 1).close()
