@@ -35,6 +35,7 @@ import json
 import os
 import re
 import sqlite3
+import struct
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -286,6 +287,12 @@ class WandbTracker:
             raise ConfigError(f"report_to: wandb.init failed: {message}") from None
         self._id = self._run.id
         self._write_state()
+        # offline: the steps the run's files really hold (a SIGKILL can take the rows W&B's
+        # service had not written yet); those the checkpoint's metrics.jsonl has are sent again
+        self._held: set[int] | None = None
+        if mode == "offline" and run_id:
+            self._held = _wandb_offline_steps(self._folder, self._id)
+            self._resend(run_dir / "metrics.jsonl")
 
     def _read_state(self) -> dict[str, Any]:
         path = self._folder / WANDB_STATE
@@ -303,11 +310,31 @@ class WandbTracker:
         tmp.write_text(json.dumps({"id": self._id, "step": self._last}) + "\n")
         os.replace(tmp, path)
 
+    def _resend(self, metrics_file: Path) -> None:
+        """Send the rows of ``metrics_file`` (the checkpoint's rows, on a resume) whose step
+        the offline run files lack, in order."""
+        try:
+            lines = metrics_file.read_text().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a torn last line: the metrics logger skips it too
+            step = row.get("iteration") if isinstance(row, dict) else None
+            if isinstance(step, int) and not isinstance(step, bool):
+                self.log(step, scalars(row))
+
     def log(self, step: int, metrics: dict[str, float]) -> None:
-        if step <= self._last:  # the killed process sent it already (same row)
+        if self._held is not None:  # offline resume: what the files hold, not what was sent
+            if step in self._held:
+                return
+            self._held.add(step)
+        elif step <= self._last:  # the killed process sent it already (same row)
             return
         self._run.log(metrics, step=step)
-        self._last = step
+        self._last = max(self._last, step)
         self._write_state()
 
     def close(self) -> None:
@@ -378,6 +405,40 @@ def _flush_trackio(run: Any) -> None:
         return
     with lock:
         flush()
+
+
+def _wandb_offline_steps(folder: Path, run_id: str) -> set[int]:
+    """The history steps held by the offline files ``folder/offline-run-*/run-<id>.wandb``:
+    a 7-byte header (``:W&B``, magic, version), then LevelDB log blocks of 32 KiB holding
+    ``wandb_internal.Record`` protobufs; a torn tail (a killed writer) ends the scan."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    steps: set[int] = set()
+    for path in sorted(folder.glob(f"offline-run-*/run-{run_id}.wandb")):
+        data = path.read_bytes()
+        pos, chunk, block = 7, b"", 32768
+        while data[:4] == b":W&B" and pos + 7 <= len(data):
+            if block - pos % block < 7:  # a block's tail too short for a header is padding
+                pos += block - pos % block
+                continue
+            _crc, size, kind = struct.unpack("<IHB", data[pos : pos + 7])
+            pos += 7
+            if (size == 0 and kind == 0) or pos + size > len(data):
+                break
+            chunk += data[pos : pos + size]
+            pos += size
+            if kind in (1, 4):  # FULL or LAST: the record is whole
+                record = pb.Record()
+                try:
+                    record.ParseFromString(chunk)
+                except Exception:  # a torn record: nothing after it is trusted
+                    break
+                chunk = b""
+                if record.WhichOneof("record_type") == "history":
+                    for item in record.history.item:
+                        if (item.key or "/".join(item.nested_key)) == "_step":
+                            steps.add(int(json.loads(item.value_json)))
+    return steps
 
 
 def _import_trackio(folder: Path) -> Any:

@@ -35,6 +35,7 @@ FAULT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("Two writers, one run folder", "test_trainer_faults.py", r"holds_a_run|changed_config"),
     ("Torn metrics, full disk", "test_run_folder.py", r"disk|metrics|torn|row_write"),
     ("Torn metrics, full disk", "test_trainer_faults.py", r"full_disk"),
+    ("Torn metrics, full disk", "test_tracker_kill.py", r""),
     ("Corrupt or escaping checkpoints and archives", "test_trainer_faults.py", r""),
     ("Corrupt or escaping checkpoints and archives", "test_lora_shapes.py", r""),
     ("Corrupt or escaping checkpoints and archives", "test_archive_import.py", r""),
