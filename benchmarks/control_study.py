@@ -1,12 +1,171 @@
-"""Control-task study: does MVPO learn on ``mvpo/MilestoneChain-v0`` where GRPO and GiGPO do not?.
+"""Control-task study: does MVPO learn on ``mvpo/MilestoneChain-v0`` where GRPO and GiGPO do not?
 
-The study is :mod:`mvpo_train.study.control_study` (its ``--help`` says every option); run from the
-repository root.
+docs/control_task.md, "Results". Every arm trains the same policy on the same layouts with the
+same hyper-parameters and seeds; only the credit estimator (and its keywords) differs:
+
+* policy: the ``encoder`` policy (docs/policies.md) with a *fresh* head (``--model fresh``,
+  initialised from the run's seed): near uniform over the admissible actions at the start, the
+  regime in which GRPO and GiGPO see almost no success;
+* data: ``mvpo/MilestoneChain-v0`` at ``--difficulty`` with K = ``--num-milestones``, all 128
+  *train* layouts, 50-step episodes; held-out: the ``eval`` split (64 other layouts), sampled,
+  on the final checkpoint;
+* batch: ``--num-groups`` layouts x ``--group-size`` rollouts per iteration, ``--iterations``
+  iterations, ``--lr``, ``--ppo-epochs``; one torch thread per run.
+
+Arms are estimator specs, ``--arm SPEC`` (repeatable): ``ESTIMATOR``, ``NAME=ESTIMATOR`` or
+``[NAME=]ESTIMATOR:KEY=VALUE[,KEY=VALUE...]`` (values are JSON when they parse as JSON, else
+strings; a JSON object after the colon works too), e.g. ``--arm grpo --arm gigpo --arm mvpo
+--arm 'mvpo-paper=mvpo:form=paper'``; each becomes ``--estimator`` + ``--estimator-kwargs``.
+
+Logged per run and iteration (from ``metrics.jsonl``): batch success, GiGPO's zero-credit
+ratio (``adv/zero_credit_ratio``), the share of exactly-zero advantages
+(``adv/zero_adv_ratio``) and ``align/*`` when the trainer reports them. Reported per arm over
+seeds (percentile-bootstrap 95% CIs over seeds, seeded): the success curve with a band, its
+area, final success (last 5 iterations), iterations to ``--threshold``, held-out success; and
+paired differences per seed (same seed = same initial head and the same task draws).
+
+Run from the repository root::
+
+    nice -n 19 python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo
+    python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo --analyze-only
+
+Runs go to ``--base`` (``runs/control-study``) as ``<arm>-seed<k>/``. The sweep is resumable: a
+run is finished when its compact result (``result.json``: the spec, the settings, the
+per-iteration curves and the held-out success) is written, which happens as the run ends; a
+finished run is skipped, an interrupted one continues from its checkpoint. A run folder whose
+result was made with other settings or another spec is refused with one line, never mixed in.
+Resuming does not see code changes: a result made with other credit-estimator code (a hash of
+``mvpo_train/credit/*.py``) is flagged in the table; delete its folder to retrain it. A run that
+fails is named on stderr (exit status 1) and left out of the table. Runs are queued seed by
+seed, so an interrupted study has every arm on the first seeds.
 """
 
-import sys
+from __future__ import annotations
 
-from mvpo_train.study.control_study import main
+import argparse
+import sys
+from pathlib import Path
+
+from control_study_report import (  # noqa: F401  (the study's names, one place)
+    command_line,
+    plot,
+    write_markdown,
+)
+from control_study_runs import (  # noqa: F401  (the study's names, one place)
+    _NAME,
+    ALIGN_SHOWN,
+    BASELINES,
+    CURVES,
+    ENV_ID,
+    RESULT,
+    RESULTS,
+    ROOT,
+    Arm,
+    StudyError,
+    _curve,
+    _nanmean_rows,
+    _num,
+    _value,
+    compact_cmd,
+    credit_code_sha256,
+    default_pairs,
+    load_results,
+    parse_arm,
+    parse_arms,
+    pending_runs,
+    per_seed,
+    read_result,
+    settings,
+    summarize,
+    train_cmd,
+    write_result,
+)
+
+from mvpo_train.study.runs import (
+    run_local,
+)
+from mvpo_train.study.tables import save_results
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--arm", action="append", default=None, metavar="SPEC",
+                   help="[NAME=]ESTIMATOR[:KEY=VALUE,...] (repeatable; default grpo gigpo mvpo)")  # fmt: skip
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--difficulty", type=int, default=1)
+    p.add_argument("--num-milestones", type=int, default=4)
+    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--num-groups", type=int, default=8, help="layouts per iteration")
+    p.add_argument("--group-size", type=int, default=8, help="rollouts per layout")
+    p.add_argument("--max-steps", type=int, default=50, help="episode step limit")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--ppo-epochs", type=int, default=2)
+    p.add_argument("--eval-episodes", type=int, default=2, help="held-out episodes per layout")
+    p.add_argument("--eval-max-tasks", type=int, default=0, help="held-out layouts (0 = all 64)")
+    p.add_argument("--threshold", type=float, default=0.05, help="success threshold (table only)")
+    p.add_argument("--pair", action="append", default=None, metavar="A:B",
+                   help="a paired difference A - B to report (default: see the docs)")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
+    p.add_argument("--base", default=str(ROOT / "runs" / "control-study"))
+    p.add_argument("--out", default=str(RESULTS / "control_study.md"))
+    p.add_argument("--note", default=None, help="a markdown file appended to the results")
+    p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
+    p.add_argument("extra", nargs="*", help="extra mvpo-train flags after --")
+    args = p.parse_args(argv)
+    args.argv = [a for a in argv if a != "--analyze-only"]
+    for name in ("iterations", "num_groups", "group_size", "max_steps", "eval_episodes", "jobs"):
+        if getattr(args, name) < 1:
+            raise StudyError(
+                f"--{name.replace('_', '-')}: expected >= 1, got {getattr(args, name)}"
+            )
+    if args.note and not Path(args.note).is_file():
+        raise StudyError(f"--note: {args.note} is not a file")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(argv)
+        arms = parse_arms(args.arm or ["grpo", "gigpo", "mvpo"])
+        pairs = default_pairs(arms)
+        if args.pair:
+            pairs = []
+            for p in args.pair:
+                a, sep, b = p.partition(":")
+                if not sep or not a or not b:
+                    raise StudyError(f"--pair {p!r}: expected A:B (arm names)")
+                pairs.append((a, b))
+        failed: list[str] = []
+        if not args.analyze_only:
+            pending = pending_runs(args, arms)
+            run_local(pending, args.jobs, ROOT)
+            failed = [f"{name} (see {path}/train.log)" for name, path, _ in pending
+                      if not (path / RESULT).is_file()]  # fmt: skip
+        results = load_results(args, arms)
+    except StudyError as err:
+        print(f"control_study: {err}", file=sys.stderr)
+        return 2
+    table = summarize(results, args.threshold, args.iterations, pairs)
+    now = credit_code_sha256()
+    table["stale"] = [f"{arm}-seed{seed}" for arm, runs in results.items()
+                      for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
+    table["settings"] = settings(args)
+    table["command"] = command_line(args)
+    save_results(
+        table,
+        Path(args.out),
+        lambda t, png: plot(t, png, args.threshold),
+        lambda t, out, png: write_markdown(t, args, arms, out, png),
+    )
+    if failed:  # the table is written without them; the command's status says so
+        print(f"control_study: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,352 @@
-"""The MVPO paper's training diagnostics (zero-advantage and zero-credit ratios, kappa, potentials,
-alignment, grouping, AMP weights, phases) drawn from the runs on disk.
+"""The MVPO paper's training diagnostics, measured and drawn: GRPO vs GiGPO vs MVPO on ALFWorld and WebShop.
 
-The study is :mod:`mvpo_train.study.diagnostics` (its ``--help`` says every option); run from the
-repository root.
+From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per iteration, and
+``config.yaml``), per environment:
+
+* zero-advantage ratio (rows whose advantage is exactly 0) and zero-credit ratio (rows of
+  step groups whose returns do not vary) over the first iterations, per estimator: mean over
+  seeds and the per-seed spread (docs/estimators.md §2/§3.7);
+* MVPO's kappa and EMA success over training;
+* MVPO's mean prefix potential Phi of successful vs failed trajectories over training, and the
+  check whether the sign of the gap ever flips (circular by construction, docs/estimators.md
+  §3.7: kept for the MVPO paper's Figure 3);
+* MVPO's non-circular statistic ``adv/phi_split_spearman_failed`` over training (first -> last,
+  mean, share above 0, the rows ``adv/phi_split_rows`` it is computed on; docs/estimators.md
+  §3.7): on failed trajectories, the Spearman correlation between a region's value estimated
+  from the *other* half of the rollout group and the milestones the row's own trajectory
+  still fires;
+* the step-level alignment of MVPO's repair with the ALFWorld progress oracle (docs/
+  alignment.md), read from ``--alignment-json`` files of ``python benchmarks/alignment.py
+  --run-dir RUN --relabel --json OUT`` (mean AUC over iterations per variant, min..max, the
+  command); a run without a file is "not measured yet";
+* the grouping ratio over training: GiGPO's and MVPO's step groups (rows whose anchor-state
+  group holds at least 2 rows, ``1 - adv/singleton_ratio``) and MVPO's regions
+  (``adv/grouping_ratio``);
+* MVPO's AMP weights per milestone over training;
+* the share of each phase of an iteration (rollout / reference log-probs / advantage / update /
+  eval; docs/training.md, "One iteration") per estimator: mean seconds and % of the iteration.
+
+Written to ``benchmarks/results/diagnostics.md`` (+ ``.json``) with one figure per run set,
+``diagnostics_<set>.png``. A run set that is missing is written as "not run yet"; one with
+fewer seeds or iterations than asked is marked partial; config fields that differ between the
+runs of a set are listed ("not like for like").
+
+Run sets, the headline first (the studies in the MVPO paper's regime, docs/learning_study.md; their
+arms, seeds 0-4 and 60 iterations as ``benchmarks/learning.py`` plans them, so a set in
+progress is marked partial):
+
+* ``alfworld-full`` (``--alfworld-full-base``, default ``runs/full/learning``): the ALFWorld
+  full-split study, arms ``grpo``, ``gigpo``, ``mvpo``, 16 x 8 x 50. Its committed compact
+  copies (``benchmarks/study_archive.py export``) redraw it from the repository alone:
+  ``--alfworld-full-base benchmarks/results/learning_full_runs``.
+* ``webshop-study`` (``--webshop-study-base``, default ``runs/webshop/learning``): the WebShop
+  study (the MVPO paper's Table 2), arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor``,
+  ``mvpo-no-kappa-decay``; its tables show the MVPO paper's early zero-advantage ratios beside ours.
+
+The earlier sets (committed history; a history set whose runs are not on disk is carried over,
+marked, from ``--previous-json``, default the committed ``diagnostics.json``):
+
+* ``alfworld``: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run
+  folders ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
+  ``mvpo-learned``; this script never trains them. While the study is incomplete, the
+  sweep's smoke runs (``--quick``, ``runs/learning-quick/``) are shown too, as the set
+  ``alfworld-quick`` marked as a preview.
+* ``webshop`` and ``webshop-score``: GRPO, GiGPO and MVPO on WebShop, 5 iterations of 8 x 8
+  from a fresh encoder head, with the MVPO paper's success reward and with WebShop's score
+  (``runs/diagnostics-webshop/[score/]<estimator>-seed<k>/``), made by this script's former
+  ``--run-webshop`` (git history; the env it registered is ``mvpo/WebShop-v0`` with
+  ``search_query="instruction"`` and, for the first set, ``reward="success"`` today). This
+  script only analyses them.
+
+Commands (from the repository root)::
+
+    python benchmarks/learning.py                      # the ALFWorld sweep (the lead's)
+    python benchmarks/diagnostics.py --analyze-only    # rebuild md + figures from the runs
+    python benchmarks/diagnostics.py --analyze-only \
+        --alfworld-full-base benchmarks/results/learning_full_runs \
+        --alignment-json OUT                           # the full study from the repository
 """
 
-import sys
+from __future__ import annotations
 
-from mvpo_train.study.diagnostics import main
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from diagnostics_data import (  # noqa: F401  (the diagnostics' names, one place)
+    ALFWORLD_ARMS,
+    ALFWORLD_BASE,
+    ALFWORLD_FULL_ARMS,
+    ALFWORLD_FULL_BASE,
+    ALFWORLD_FULL_COPIES,
+    ALIGNMENT_CMD,
+    DIAG_WEBSHOP_ID,
+    HEADLINE_SETS,
+    HISTORY_SETS,
+    NAMES,
+    PAPER_KAPPA,
+    PAPER_ZERO_ADV_SETS,
+    PAPER_ZERO_ADV_WEBSHOP,
+    PHASES,
+    PHI_SPLIT,
+    PHI_SPLIT_ROWS,
+    RESULTS,
+    ROOT,
+    SETTINGS,
+    STEP_GROUPING,
+    STUDY_ITERATIONS,
+    WEBSHOP_ARMS,
+    WEBSHOP_BASE,
+    WEBSHOP_STUDY_ARMS,
+    WEBSHOP_STUDY_BASE,
+    Run,
+    RunSet,
+    _rel,
+    alignment_summary,
+    belongs,
+    curve,
+    derive,
+    early_per_seed,
+    has_key,
+    load_runset,
+    milestones,
+    phase_table,
+    phi_sign_check,
+    phi_split_summary,
+    read_alignment,
+    read_config,
+    run_key,
+    series,
+    settings,
+    summarize,
+    value,
+)
+from diagnostics_report import (  # noqa: F401  (the diagnostics' names, one place)
+    FORM_V1_NOTE,
+    SET_NOTES,
+    _f,
+    _g,
+    _r,
+    _seed,
+    _spread,
+    alignment_lines,
+    markdown_section,
+    phi_split_lines,
+    plot,
+    write_markdown,
+)
+
+
+def read_previous(path: str) -> dict[str, dict[str, Any]]:
+    """The summaries of the previous ``diagnostics.json`` (``''`` or a missing file: none), by
+    set name; read before this call overwrites it."""
+    if not path or not Path(path).is_file():
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--previous-json {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    return {s["env"]: s for s in data if isinstance(s, dict) and "env" in s}
+
+
+def carry(prev: dict[str, Any], src: Path, out: Path) -> tuple[dict[str, Any], str | None]:
+    """A history set whose runs are not on disk: its summary as last drawn (from ``src``, the
+    previous json), marked as such, with its figure copied beside ``out`` when it exists."""
+    s = dict(prev)
+    s.setdefault("carried_from", _rel(src))
+    s["note"] = (
+        f"**Carried over**: the runs (`{s['base_rel']}`) are not on this machine; this section "
+        f"is the set as last drawn, read back from `{s['carried_from']}` (its history: "
+        f"`git log -- {s['carried_from']}`)."
+        + (f" {prev['note']}" if prev.get("note") and "Carried over" not in prev["note"] else "")
+    )
+    fig = src.parent / f"{src.stem}_{s['env']}.png"
+    dst = out.parent / f"{out.stem}_{s['env']}.png"
+    if fig.is_file() and fig.resolve() != dst.resolve():
+        import shutil
+
+        shutil.copyfile(fig, dst)
+    return s, (dst.name if dst.is_file() else None)
+
+
+@dataclass
+class SetSpec:
+    """One run set of the md: where its runs are, what its study plans, who made them."""
+
+    name: str
+    base: Path
+    arms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    command: str
+    plan: int | None = None  # iterations per run
+    default_base: Path | None = None  # the study's own folder (alignment files name it)
+    oracle: bool = False  # a step-level oracle exists (ALFWorld): the alignment section
+    note: str = ""
+
+
+def set_specs(args: argparse.Namespace) -> list[SetSpec]:
+    """The headline sets (the two studies in the MVPO paper's regime), then the history sets."""
+    full = Path(args.alfworld_full_base)
+    copies = full.resolve() == ALFWORLD_FULL_COPIES.resolve()
+    specs = [
+        SetSpec(
+            "alfworld-full", full, ALFWORLD_FULL_ARMS, tuple(args.alfworld_full_seeds),
+            "python benchmarks/learning.py --arms grpo gigpo mvpo --seeds 0 1 2 3 4 "
+            "--iterations 60 --num-groups 16 --group-size 8 ... --base runs/full/learning",
+            STUDY_ITERATIONS, ALFWORLD_FULL_BASE, oracle=True,
+            note="The full command: docs/learning_study.md, \"The MVPO paper's regime\". " + (
+                "Read from the committed compact copies (`metrics.jsonl`, `config.yaml` and "
+                "evaluations of each run, as far as the study had run when they were exported "
+                "by `python benchmarks/study_archive.py export --base runs/full/learning --to "
+                f"{_rel(ALFWORLD_FULL_COPIES)}`)." if copies else
+                "The committed compact copies redraw this set without the runs: "
+                f"`--alfworld-full-base {_rel(ALFWORLD_FULL_COPIES)}`."),
+        ),
+        SetSpec(
+            "webshop-study", Path(args.webshop_study_base), WEBSHOP_STUDY_ARMS,
+            tuple(args.webshop_study_seeds),
+            "python benchmarks/learning.py --env webshop --base runs/webshop/learning",
+            STUDY_ITERATIONS, WEBSHOP_STUDY_BASE,
+        ),
+        SetSpec("alfworld", Path(args.alfworld_base), ALFWORLD_ARMS, tuple(args.alfworld_seeds),
+                "python benchmarks/learning.py", default_base=ALFWORLD_BASE, oracle=True),
+    ]  # fmt: skip
+    web = Path(args.webshop_base)  # made by this script's former --run-webshop (git history)
+    specs += [
+        SetSpec(name, base, WEBSHOP_ARMS, tuple(seeds), "python benchmarks/diagnostics.py --run-webshop")
+        for name, base, seeds in (("webshop", web, args.webshop_seeds),
+                                  ("webshop-score", web / "score", args.webshop_score_seeds))
+    ]  # fmt: skip
+    return specs
+
+
+def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    previous = read_previous(args.previous_json)
+    alignments = [alignment_summary(read_alignment(Path(f)), Path(f)) for f in args.alignment_json]
+    specs = {sp.name: sp for sp in set_specs(args)}
+    loaded = {n: load_runset(n, sp.base, sp.arms, sp.seeds, sp.plan) for n, sp in specs.items()}
+    alf = loaded["alfworld"]
+    carried = {
+        n for n in HISTORY_SETS if not loaded[n].found() and previous.get(n, {}).get("found")
+    }
+    if (
+        args.alfworld_preview
+        and "alfworld" not in carried
+        and (not alf.found() or alf.partial_notes())
+    ):
+        quick = load_runset("alfworld-quick", Path(args.alfworld_preview), ALFWORLD_ARMS, [0])
+        if quick.found():  # the study is not complete: its smoke sweep as a preview
+            specs["alfworld-quick"] = SetSpec(
+                "alfworld-quick", quick.base, ALFWORLD_ARMS, (0,),
+                "python benchmarks/learning.py --quick",
+                note=(f"**Preview only**, shown while the study (`{_rel(alf.base)}`) is "
+                      "incomplete: the sweep's smoke runs (one seed, a few iterations, "
+                      "otherwise the study's settings). Rerun `--analyze-only` when the study "
+                      "is complete; this section then goes."),
+            )  # fmt: skip
+            loaded["alfworld-quick"] = quick
+    summaries, pngs, matched = [], {}, set()
+    for name, rs in loaded.items():
+        sp = specs[name]
+        png = out.parent / f"{out.stem}_{name}.png"
+        if name in carried:
+            s, pngs[name] = carry(previous[name], Path(args.previous_json), out)
+            summaries.append(s)
+            continue
+        s = summarize(rs, args.early)
+        s["command"], s["note"], s["base_rel"] = sp.command, sp.note, _rel(rs.base)
+        bases = [rs.base] + ([sp.default_base] if sp.default_base else [])
+        mine = [al for al in alignments if belongs(al, bases, rs.arms)]
+        matched |= {al["file"] for al in mine}
+        if mine or name in HEADLINE_SETS:
+            s["oracle"] = sp.oracle
+            s["alignment"] = mine
+            have = {al["name"] for al in mine}
+            s["alignment_missing"] = [
+                f"{arm}-seed{seed}"
+                for arm in rs.arms if arm.startswith("mvpo")
+                for seed in sorted(rs.runs.get(arm, {}))
+                if f"{arm}-seed{seed}" not in have
+            ]  # fmt: skip
+        drawn = plot(rs, png, s["early"], mine)
+        if not drawn:
+            png.unlink(missing_ok=True)  # never a figure of runs that are gone
+        pngs[name] = png.name if drawn else None
+        summaries.append(s)
+    unmatched = [al for al in alignments if al["file"] not in matched]
+    if unmatched:  # said, never dropped silently
+        raise ValueError(
+            "--alignment-json: no run set shown holds the run of "
+            + "; ".join(f"{al['file']} (run {al['run']})" for al in unmatched)
+        )
+    for name in ("alfworld-quick", *specs):
+        if name not in pngs:  # a set not shown this time: never a figure of it left behind
+            (out.parent / f"{out.stem}_{name}.png").unlink(missing_ok=True)
+    # the headline sets first when found; then the history; headline sets not run yet last
+    order = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
+    order += [s for s in summaries if s["env"] not in HEADLINE_SETS]
+    order += [s for s in summaries if s["env"] in HEADLINE_SETS and not s["found"]]
+    write_markdown(order, args, out, pngs)
+    out.with_suffix(".json").write_text(json.dumps(order, indent=1, default=float) + "\n")
+    return order
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/diagnostics.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--analyze-only", action="store_true",
+                   help="rebuild the md, json and figures from the runs on disk (what this "
+                   "script always does; kept for the commands in the results)")  # fmt: skip
+    p.add_argument("--alfworld-full-base", default=str(ALFWORLD_FULL_BASE),
+                   help="the ALFWorld full-split study's runs (headline set `alfworld-full`); "
+                   f"its committed compact copies: {_rel(ALFWORLD_FULL_COPIES)}")  # fmt: skip
+    p.add_argument("--alfworld-full-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--webshop-study-base", default=str(WEBSHOP_STUDY_BASE),
+                   help="the WebShop study's runs (headline set `webshop-study`)")  # fmt: skip
+    p.add_argument("--webshop-study-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--alignment-json", action="append", default=[], metavar="PATH",
+                   help=f"a file of `{ALIGNMENT_CMD}` (repeatable): its run's step-level "
+                   "alignment, shown in the section of the set holding the run")  # fmt: skip
+    p.add_argument("--previous-json", default=str(RESULTS / "diagnostics.json"),
+                   help="history sets (alfworld, webshop, webshop-score) whose runs are not on "
+                   "disk are carried over from this json as last drawn; '' for none")  # fmt: skip
+    p.add_argument("--alfworld-base", default=str(ALFWORLD_BASE), help="ALFWorld sweep folder")
+    p.add_argument("--alfworld-seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--alfworld-preview", default=str(ROOT / "runs" / "learning-quick"),
+                   help="shown as a preview set while the --alfworld-base study is incomplete: "
+                   "the sweep's `--quick` runs; '' for none")  # fmt: skip
+    p.add_argument("--webshop-base", default=str(WEBSHOP_BASE), help="WebShop runs folder")
+    p.add_argument("--webshop-seeds", nargs="+", type=int, default=[0, 1, 2],
+                   help="seeds of the main WebShop set (the MVPO paper's success reward)")  # fmt: skip
+    p.add_argument("--webshop-score-seeds", nargs="*", type=int, default=[0, 1, 2],
+                   help="seeds of the WebShop set with WebShop's score reward (none: skip)")  # fmt: skip
+    p.add_argument("--early", type=int, default=5, help="'first iterations' of the tables")
+    p.add_argument("--out", default=str(RESULTS / "diagnostics.md"))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    args.command = "python benchmarks/diagnostics.py " + " ".join(
+        a if a and all(c.isalnum() or c in "-_./=" for c in a) else repr(a) for a in argv
+    )
+    try:
+        analyze(args)
+    except ValueError as e:  # bad input (an alignment file, the previous json): one line
+        print(f"diagnostics: {e}", file=sys.stderr)
+        return 2
+    print(Path(args.out).read_text())
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,16 +1,221 @@
-"""Learning study: GRPO vs GiGPO vs MVPO on ALFWorld-scale rooms, and the WebShop study
-(``--env webshop``); the study itself is :mod:`mvpo_train.study.learning` (docs/learning_study.md).
+"""Learning study: GRPO vs GiGPO vs MVPO (and MVPO with a learned abstraction) on ALFWorld-scale rooms.
+
+docs/learning_study.md. Every arm trains the same policy on the same data with the same
+hyper-parameters and the same seeds; only the credit estimator (and, for ``mvpo-learned``, the
+abstraction) differs:
+
+* policy: the ``encoder`` policy (docs/policies.md), warm-started by behaviour cloning on the
+  expert walkthroughs of the *train* split (``python -m mvpo_train.encoder_policy --out
+  runs/encoder-warm``, cached; this script runs it first);
+* data: ``mvpo/ALFWorld-v0`` defaults (the bundled ALFWorld-scale ``alfworld`` preset), all
+  train tasks, 50-step episodes; held-out: ``valid_unseen`` (scenes never seen in train);
+* batch: ``--num-groups`` tasks x ``--group-size`` rollouts per iteration, ``--iterations``
+  iterations (sized so that the whole study fits about 2 hours on 2 cores; docs/learning_study.md
+  says how).
+
+Reported per arm, over seeds (bootstrap 95% CIs over seeds, seeded): training success per
+iteration (curve with a band), its area (mean success over all iterations), iterations until
+the 5-iteration moving average of batch success reaches ``--threshold`` (per seed), final
+training success (last 5 iterations), held-out success (sampled, ``valid_unseen`` and
+``valid_seen``, on the final checkpoint; and of the warm start), early zero-advantage ratio;
+and paired differences between arms (same seed = same warm start, same first task draw).
+
+Run from the repository root::
 
     python benchmarks/learning.py                  # the study: table + plots in benchmarks/results/
     python benchmarks/learning.py --analyze-only   # rebuild the table and plots from runs/
-    python benchmarks/learning.py --help           # every option
+    python benchmarks/learning.py --quick          # smoke test: 1 seed, 3 iterations
+
+``--env webshop`` is the MVPO paper's WebShop ablation (their Table 2; docs/learning_study.md,
+"WebShop study"): arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor`` ("w/o GiGPO anchor") and
+``mvpo-no-kappa-decay`` ("w/o kappa decay"), the MVPO paper's success reward, 15-step episodes,
+16 x 8 x 60 iterations, warm start cloned from the train goals' expert plans, held-out on the
+``test`` split (the original's 500 test goals) with WebShop's score beside success; every run
+goes through ``benchmarks/learning_webshop.py``. ``--warm-candidates STEPS...`` measures warm
+starts on the train split only (how the study's BC steps were chosen)::
+
+    python benchmarks/learning.py --env webshop                       # the WebShop study
+    python benchmarks/learning.py --env webshop --warm-candidates 0 50 --candidate-tasks 100
+
+Runs go to ``runs/learning-study/<arm>-seed<k>/`` (``runs/learning-webshop/`` for WebShop). The sweep is resumable: a finished run (and
+its evaluation) is skipped, an interrupted one continues from its checkpoint (``--resume``), so
+rerunning the same command after a kill continues the study. Runs are queued seed by seed, so
+an interrupted study still has every arm on the first seeds. ``--ray [ADDRESS]`` runs each run
+as a Ray task (docs/scaling.md, "Sweeps on Ray").
 """
 
-import argparse  # noqa: F401  (the names below are what tests/benchmarks/test_study_archive.py reads)
-import sys
+from __future__ import annotations
 
-from mvpo_train.study.learning import main, train_cmd  # noqa: F401
-from mvpo_train.study.runs import eval_file, n_metrics  # noqa: F401
+import argparse
+import sys
+from pathlib import Path
+
+from learning_env import (  # noqa: F401  (the study's names, one place)
+    ALFWORLD,
+    ARMS,
+    DEFAULT_ARMS,
+    DEFAULT_PAIRS,
+    ENVS,
+    FINAL_EVALS,
+    RESULTS,
+    ROOT,
+    STUDY_FLAGS,
+    WARM,
+    WEBSHOP,
+    WEBSHOP_ARMS,
+    WEBSHOP_CHILD,
+    WEBSHOP_SUCCESS_ID,
+    WEBSHOP_WARM_STEPS,
+    StudyEnv,
+    arm_flags,
+    count_tasks,
+    embedding_cache,
+    final_evals,
+    heldout_keys,
+    study_env,
+    threshold_key,
+)
+from learning_report import (  # noqa: F401  (the study's names, one place)
+    candidates_markdown,
+    command_line,
+    env_sentence,
+    inline_eval_lines,
+    more_thresholds_lines,
+    per_seed_values,
+    plot,
+    study_settings,
+    summarize,
+    write_markdown,
+)
+from learning_runs import (  # noqa: F401  (the study's names, one place)
+    ensure_warm,
+    eval_cmd,
+    run_all,
+    train_cmd,
+    warm_candidates,
+    warm_cmd,
+    warm_start_and_eval,
+)
+
+from mvpo_train.study.runs import (  # noqa: F401  (eval_file, n_metrics: read by the archive's tests)
+    eval_file,
+    load_runs,
+    n_metrics,
+)
+from mvpo_train.study.tables import save_results
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The study's arguments; ``--env`` picks the defaults (``args.study_env``)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env", choices=sorted(ENVS), default=ALFWORLD.name)
+    env = ENVS[pre.parse_known_args(argv)[0].env]
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--env", choices=sorted(ENVS), default=ALFWORLD.name,
+                   help="the study: alfworld (docs/learning_study.md) or webshop (its section "
+                   "'WebShop study'); sets the defaults below")  # fmt: skip
+    p.add_argument("--arms", "--estimators", nargs="+", default=list(env.arms),
+                   choices=env.arm_names(), help="what to compare (an estimator, or mvpo-learned)")  # fmt: skip
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--iterations", type=int, default=env.iterations)
+    p.add_argument("--num-groups", type=int, default=env.num_groups, help="tasks per iteration")
+    p.add_argument("--group-size", type=int, default=8, help="rollouts per task")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--eval-every", type=int, default=env.eval_every,
+                   help="held-out evaluation during training")  # fmt: skip
+    splits = [s for s, _ in env.final_evals]
+    p.add_argument("--eval-episodes", type=int, default=env.eval_episodes,
+                   help=f"episodes per {splits[0]} task of each evaluation during training")  # fmt: skip
+    p.add_argument("--final-episodes", type=int, nargs=len(splits),
+                   metavar=tuple(s.upper() for s in splits), default=[e for _, e in env.final_evals],
+                   help=f"episodes per task of the final {' / '.join(splits)} evaluations")  # fmt: skip
+    p.add_argument("--warm", default=env.warm, help="the warm start's folder (made if missing)")
+    p.add_argument("--warm-checked", action="store_true",
+                   help="the caller has just made or checked --warm (e.g. tuning_grid.py, once "
+                   "for all its points): only compare its saved settings with --warm-args "
+                   "(seconds), without replaying the expert plans")  # fmt: skip
+    p.add_argument("--warm-args", default=env.warm_args,
+                   help="flags of `python -m mvpo_train.encoder_policy` for the warm start")  # fmt: skip
+    p.add_argument("--warm-candidates", type=int, nargs="+", default=None, metavar="STEPS",
+                   help="only measure warm starts of these BC step counts (0 = a fresh head) on "
+                   "the train split (--candidate-tasks tasks x 1 sampled episode, seed 0)")  # fmt: skip
+    p.add_argument("--candidate-tasks", type=int, default=200,
+                   help="train tasks of --warm-candidates (the split's first N)")  # fmt: skip
+    p.add_argument("--env-kwargs", default=env.env_kwargs,
+                   help=f"{env.env_id} keywords of every run, as JSON (e.g. the full split)")  # fmt: skip
+    p.add_argument("--threshold", type=float, default=0.2, help="success threshold")
+    p.add_argument("--more-thresholds", type=float, nargs="+", default=[], metavar="T",
+                   help="further success thresholds: iterations to each in their own table and "
+                   "in learning.json (reach_at); analysis only, the runs are the same")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=2, help="runs in parallel (1 thread each)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="run each run as a Ray task: on a cluster (ADDRESS, e.g. 'auto' or "
+        "ray://head:10001) or, without ADDRESS, on a local instance of --jobs CPUs",
+    )
+    p.add_argument("--base", default=env.base)
+    p.add_argument("--arm-flags", action="append", default=[], metavar="ARM='FLAGS'",
+                   help="mvpo-train flags of one arm only (repeatable), e.g. the tuning grid's "
+                   "choice: --arm-flags \"grpo=--lr 0.001 --kl-coef 0.05\"")  # fmt: skip
+    p.add_argument("--embedding-cache", default=None,
+                   help="embedding cache file of every run (default: BASE/embeddings.npz); "
+                   "sweeps over the same games can share one")  # fmt: skip
+    p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
+    p.add_argument("--no-eval", dest="eval", action="store_false",
+                   help="skip the final held-out evaluations")  # fmt: skip
+    p.add_argument("--no-study", dest="study", action="store_false",
+                   help="plain cpu-tiny runs (+ the extra flags): no warm start, no study flags")  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="1 seed, 3 iterations, own --base")
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
+    p.add_argument("--out", default=env.out)
+    p.add_argument(
+        "extra", nargs="*", help="extra mvpo-train flags after --, e.g. -- --max-steps 20"
+    )
+    args = p.parse_args(argv)
+    args.study_env = env
+    args.argv = [a for a in argv if a != "--analyze-only"]
+    if args.quick:
+        quick = "learning-quick" if env is ALFWORLD else f"learning-{env.name}-quick"
+        args.seeds, args.iterations, args.eval_every = [0], 3, 3
+        args.base = str(ROOT / "runs" / quick)
+        args.out = str(ROOT / "runs" / quick / Path(env.out).name)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    env = args.study_env
+    base = Path(args.base)
+    if args.warm_candidates is not None:
+        print(candidates_markdown(warm_candidates(args, base)))
+        return 0
+    if not args.analyze_only:
+        if args.study:
+            warm_start_and_eval(args, base)
+        run_all(args, base)
+        if args.study:
+            warm_start_and_eval(args, base, build=False)  # the eval needs a run's config
+    runs = load_runs(base, args.arms, args.seeds, args.iterations)
+    table = summarize(
+        runs, base, args.threshold, args.iterations, env=env,
+        more_thresholds=tuple(args.more_thresholds),
+    )  # fmt: skip
+    table["settings"] = study_settings(args)
+    save_results(
+        table,
+        Path(args.out),
+        lambda t, png: plot(t, png, args.threshold, env),
+        lambda t, out, png: write_markdown(t, args, out, png),
+    )
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

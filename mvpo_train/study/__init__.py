@@ -1,6 +1,7 @@
 """Studies: arms x seeds of ``mvpo-train`` runs, resumed and analysed (docs/learning_study.md).
 
-The harness behind the scripts of ``benchmarks/`` that train and compare estimators:
+The env-neutral harness behind the study scripts of ``benchmarks/`` (which define the envs,
+arms and texts of each study: the trainer's package names no env):
 
 * :mod:`mvpo_train.study.runs`: the run folders of a sweep (``<base>/<arm>-seed<k>/``), which
   runs are finished (their ``metrics.jsonl`` rows, read with
@@ -8,9 +9,7 @@ The harness behind the scripts of ``benchmarks/`` that train and compare estimat
   :func:`mvpo_train.checkpoint.latest_checkpoint`), a settings fingerprint, and the local or
   Ray runner of the pending runs;
 * :mod:`mvpo_train.stats`: every interval and rank statistic of the tables;
-* :mod:`mvpo_train.study.tables`: the tables' number formats and the results writer
-  (markdown + ``.json`` + ``.png``);
-* :mod:`mvpo_train.study.learning`: the learning study (ALFWorld and WebShop arms, settings,
-  per-seed values, paired differences, its markdown and plot), which the ablations, the
-  tuning grid and the control study reuse.
+* :mod:`mvpo_train.study.tables`: the tables' number formats and cells, the ``Machine:`` line
+  kept by ``--analyze-only``, and the results writer (markdown + ``.json`` + ``.png``);
+* :mod:`mvpo_train.study.tuning_grid`: the tuning grid over ``benchmarks/learning.py``.
 """

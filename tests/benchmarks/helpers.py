@@ -8,6 +8,15 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
+# the study scripts import their sibling modules (learning_env, diagnostics_data, ...) as a
+# script run from benchmarks/ does
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def study_module(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported by name, once per process (as its sibling scripts see it)."""
+    return importlib.import_module(name)
 
 
 def load_benchmark(script: str, name: str | None = None, register: bool = False) -> ModuleType:

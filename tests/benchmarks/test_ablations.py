@@ -3,7 +3,6 @@ analysis recomputes a real run's records (docs/learning_study.md, "Ablations")."
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -14,13 +13,15 @@ import pytest
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
 
+from .helpers import study_module
+
 TINY = ["--num-groups", "2", "--group-size", "4", "--max-steps", "6", "--ppo-epochs", "1",
         "--threads", "1", "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def ablations():
-    yield importlib.import_module("mvpo_train.study.ablations")
+    yield study_module("ablations")
     sys.modules.pop("learning", None)
 
 

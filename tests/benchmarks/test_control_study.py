@@ -4,15 +4,16 @@ results are written and whose rerun skips the finished run, and the paired analy
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import numpy as np
 import pytest
 
+from .helpers import study_module
+
 
 def _study():
-    return importlib.import_module("mvpo_train.study.control_study")
+    return study_module("control_study")
 
 
 def test_arm_specs_become_estimator_flags():

@@ -7,17 +7,18 @@ notes and the "not run yet" section; then the WebShop env of the script on the r
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from .helpers import study_module
+
 
 @pytest.fixture(scope="module")
 def diag():
-    yield importlib.import_module("mvpo_train.study.diagnostics")
+    yield study_module("diagnostics")
     sys.modules.pop("diagnostics", None)
 
 
@@ -380,8 +381,7 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
 
 def test_the_study_sets_follow_the_studys_plan(diag) -> None:
     """The arms and iterations the sets are marked partial against are the study harness's."""
-    from mvpo_train.study import learning
-
+    learning = study_module("learning")
     assert diag.WEBSHOP_STUDY_ARMS == learning.WEBSHOP.arms
     assert diag.STUDY_ITERATIONS == learning.WEBSHOP.iterations
     assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning.ALFWORLD.arms)

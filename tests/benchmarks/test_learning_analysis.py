@@ -3,7 +3,6 @@ averages, iterations to threshold, bootstrap CIs and paired differences."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 from pathlib import Path
@@ -14,11 +13,13 @@ import pytest
 from mvpo_train import stats
 from mvpo_train.study import runs
 
+from .helpers import study_module
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _learning():
-    return importlib.import_module("mvpo_train.study.learning")
+    return study_module("learning")
 
 
 def test_moving_average_and_first_reach():

@@ -5,7 +5,6 @@ files, and the results table."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import subprocess
@@ -16,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from .helpers import load_benchmark
+from .helpers import load_benchmark, study_module
 
 ROOT = Path(__file__).resolve().parents[2]
 ASIN = re.compile(r"click\[[a-z0-9]{10}\]")  # a product of the results page
@@ -24,7 +23,7 @@ ASIN = re.compile(r"click\[[a-z0-9]{10}\]")  # a product of the results page
 
 @pytest.fixture(scope="module")
 def lm():
-    return importlib.import_module("mvpo_train.study.learning")
+    return study_module("learning")
 
 
 @pytest.fixture(scope="module")

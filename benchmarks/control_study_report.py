@@ -1,4 +1,4 @@
-"""The control study's figure and markdown (:mod:`mvpo_train.study.control_study`)."""
+"""The control study's figure and markdown (``benchmarks/control_study.py``)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from mvpo_train.stats import SMOOTH
-from mvpo_train.study.control_study_runs import (
+from control_study_runs import (
     ALIGN_SHOWN,
     ENV_ID,
     Arm,
 )
+
+from mvpo_train.stats import SMOOTH
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, reach_cell
 
 

@@ -1,6 +1,6 @@
 """The diagnostics' data: the run sets on disk (``metrics.jsonl`` and ``config.yaml`` of each run),
 the per-set statistics over seeds and the step-level alignment files
-(:mod:`mvpo_train.study.diagnostics`)."""
+(``benchmarks/diagnostics.py``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import numpy as np
 
 from mvpo_train.metrics import read_metrics
 
-#: the repository root: a study runs from there (its paths are relative to it)
-ROOT = Path.cwd()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 RESULTS = ROOT / "benchmarks" / "results"

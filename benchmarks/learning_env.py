@@ -9,8 +9,7 @@ import shlex
 from pathlib import Path
 from typing import NamedTuple
 
-#: the repository root: every path of a study is relative to it (run the scripts from there)
-ROOT = Path(".")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -1,4 +1,4 @@
-"""The diagnostics' figures and markdown (:mod:`mvpo_train.study.diagnostics`)."""
+"""The diagnostics' figures and markdown (``benchmarks/diagnostics.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.study.diagnostics_data import (
+from diagnostics_data import (
     ALIGNMENT_CMD,
     DIAG_WEBSHOP_ID,
     HEADLINE_SETS,
@@ -26,6 +26,7 @@ from mvpo_train.study.diagnostics_data import (
     has_key,
     milestones,
 )
+
 from mvpo_train.study.tables import n_seeds
 
 

@@ -1,5 +1,5 @@
 """The control study's arms, runs and results: arm specs, the ``mvpo-train`` command of each run,
-its compact ``result.json``, the per-arm summary over seeds (:mod:`mvpo_train.study.control_study`)."""
+its compact ``result.json``, the per-arm summary over seeds (``benchmarks/control_study.py``)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ from mvpo_train.study.runs import (
     run_dir,
 )
 
-#: the repository root: a study runs from there (its paths are relative to it)
-ROOT = Path.cwd()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -149,7 +148,7 @@ def credit_code_sha256() -> str:
     result made with other estimator code is flagged in the table (resuming does not see
     code changes)."""
     h = hashlib.sha256()
-    for f in sorted((Path(__file__).resolve().parents[1] / "credit").glob("*.py")):
+    for f in sorted((ROOT / "mvpo_train" / "credit").glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -188,7 +187,7 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
 def compact_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
     """The command that writes the run's compact result, the last step of its script."""
     code = (
-        "import json, sys; from mvpo_train.study import control_study as c; "
+        "import json, sys; sys.path.insert(0, 'benchmarks'); import control_study as c; "
         "c.write_result(*json.loads(sys.argv[1]))"
     )
     payload = [str(path), arm.name, arm.spec(), seed, settings(args)]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mvpo_train.study.learning_env import (
+from learning_env import (
     ALFWORLD,
     ROOT,
     StudyEnv,
@@ -23,6 +23,7 @@ from mvpo_train.study.learning_env import (
     final_evals,
     study_env,
 )
+
 from mvpo_train.study.runs import (
     RUN_ENV,
     eval_file,

@@ -8,9 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-
-from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
-from mvpo_train.study.learning_env import (
+from learning_env import (
     ALFWORLD,
     StudyEnv,
     arm_flags,
@@ -20,6 +18,8 @@ from mvpo_train.study.learning_env import (
     study_env,
     threshold_key,
 )
+
+from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
 from mvpo_train.study.runs import (
     read_eval,
     read_eval_types,
