@@ -124,7 +124,7 @@ TRAIN_CASES = [
         "seed: must be >= 0 and <= 4294967295",
     ),
     ("seed-2**32", None, ["--seed", str(2**32)], "seed: must be >= 0 and <= 4294967295, got"),
-    ("threads-huge", None, ["--threads", str(2**40)], "threads: must be > 0 and <= 4096"),
+    ("threads-huge", None, ["--threads", str(2**40)], "threads: must be >= 0 and <= 4096"),
     ("yaml-int-64-bit", "iterations: " + str(2**64) + "\n", [], "iterations: integer out of range"),
     ("yaml-float-huge-int", "lr: 1" + "0" * 400 + "\n", [], "lr: expected a finite number"),
     (
