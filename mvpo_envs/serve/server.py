@@ -472,16 +472,30 @@ def main(argv: list[str] | None = None) -> None:
 
 
 @contextlib.contextmanager
-def served(env_id: str, *args: str) -> Iterator[str]:
+def served(
+    env_id: str, *args: str, max_open_files: int | None = None, log: list[str] | None = None
+) -> Iterator[str]:
     """``mvpo-serve ENV_ID --port 0 ARGS...`` in a child process, as users start it; yields the
-    loopback URL it prints once bound, and stops it on exit (docs/integrations.md, "OpenEnv")."""
+    loopback URL it prints once bound, and stops it on exit (docs/integrations.md, "OpenEnv").
+    Its later stderr lines are read as they come (appended to ``log`` when given), so a full
+    pipe never blocks the server; ``max_open_files`` lowers its ``RLIMIT_NOFILE``."""
     cmd = [sys.executable, "-m", "mvpo_envs.serve.server", env_id, "--port", "0", *args]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, preexec_fn=limit if max_open_files else None
+    )
     try:
         line = proc.stderr.readline() if proc.stderr else ""  # printed once the port is bound
         match = re.search(r"on (http://[\d.]+:\d+)", line)
         if not match:
             raise RuntimeError(f"mvpo-serve did not start: {line.strip() or proc.wait()}")
+        sink = log if log is not None else []
+        threading.Thread(target=sink.extend, args=(proc.stderr,), daemon=True).start()
         yield match.group(1)
     finally:
         proc.terminate()

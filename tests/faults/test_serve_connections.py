@@ -14,13 +14,8 @@ import base64
 import contextlib
 import json
 import os
-import re
-import resource
 import socket
 import struct
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 
@@ -31,7 +26,7 @@ from websockets.sync.client import connect
 from mvpo_envs.serve import MvpoEnvClient, ServeError
 from mvpo_envs.serve.guard import ConnectionLimits
 from mvpo_envs.serve.remote_env import RemoteTextEnv
-from mvpo_envs.serve.server import ServeServer
+from mvpo_envs.serve.server import ServeServer, served
 from mvpo_envs.serve.sessions import SessionManager
 from mvpo_envs.spaces import AnyText
 
@@ -173,54 +168,31 @@ def test_a_websocket_client_that_never_reads_is_dropped_and_its_session_closed()
 
 
 # -- under a lowered descriptor limit, in a child process ----------------------------------
-def _serve_limited(nofile: int, *args: str) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "mvpo_envs.serve.server", ENV_ID, "--port", "0", *args]
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, preexec_fn=limit)
-    line = proc.stderr.readline() if proc.stderr else ""
-    match = re.search(r"on (http://[\d.]+:\d+)", line)
-    if not match:
-        proc.kill()
-        raise RuntimeError(f"mvpo-serve did not start: {line.strip()}")
-    lines: list[str] = []  # drained, so that a full pipe never blocks the server's logging
-    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
-    proc.log = lines  # type: ignore[attr-defined]
-    return proc, match.group(1)
-
-
 def test_300_idle_and_dripping_connections_under_256_descriptors_leave_room() -> None:
-    proc, url = _serve_limited(256, "--request-timeout", "30", "--env-kwargs", '{"preset": "mini"}')
-    host, port = url.removeprefix("http://").split(":")
-    held: list[socket.socket] = []
-    try:
-        for i in range(300):
-            sock = socket.create_connection((host, int(port)), timeout=10)
-            if i % 3 == 1:
-                sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Le")
-            elif i % 3 == 2:
-                sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{")
-            held.append(sock)
-        start = time.monotonic()
-        with MvpoEnvClient(url, timeout=15) as client:
-            for seed in range(3):
-                result = client.reset(seed=seed)
-                client.step(result.observation.info["admissible_actions"][0])
-            assert client.get("/health")["status"] == "healthy"
-        assert time.monotonic() - start < 20.0
-        assert proc.poll() is None
-        assert not any("Traceback" in line for line in proc.log), "".join(proc.log)[-2000:]
-    finally:
-        for sock in held:
-            sock.close()
-        proc.terminate()
+    log: list[str] = []
+    args = ("--request-timeout", "30", "--env-kwargs", '{"preset": "mini"}')
+    with served(ENV_ID, *args, max_open_files=256, log=log) as url:
+        host, port = url.removeprefix("http://").split(":")
+        held: list[socket.socket] = []
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            for i in range(300):
+                sock = socket.create_connection((host, int(port)), timeout=10)
+                if i % 3 == 1:
+                    sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Le")
+                elif i % 3 == 2:
+                    sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{")
+                held.append(sock)
+            start = time.monotonic()
+            with MvpoEnvClient(url, timeout=15) as client:
+                for seed in range(3):
+                    result = client.reset(seed=seed)
+                    client.step(result.observation.info["admissible_actions"][0])
+                assert client.get("/health")["status"] == "healthy"
+            assert time.monotonic() - start < 20.0
+        finally:
+            for sock in held:
+                sock.close()
+    assert not any("Traceback" in line for line in log), "".join(log)[-2000:]
 
 
 # -- sessions whose reply cannot be serialised ----------------------------------------------
