@@ -216,7 +216,7 @@ def set_specs(args: argparse.Namespace) -> list[SetSpec]:
     ]  # fmt: skip
     web = Path(args.webshop_base)  # made by this script's former --run-webshop (git history)
     specs += [
-        SetSpec(name, base, WEBSHOP_ARMS, tuple(seeds), "python benchmarks/diagnostics.py --run-webshop")
+        SetSpec(name, base, WEBSHOP_ARMS, tuple(seeds), "python benchmarks/diagnostics.py --run-webshop (removed since; git history)")
         for name, base, seeds in (("webshop", web, args.webshop_seeds),
                                   ("webshop-score", web / "score", args.webshop_score_seeds))
     ]  # fmt: skip
