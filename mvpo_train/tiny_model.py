@@ -139,7 +139,7 @@ def env_corpus(
     random_steps: int = 15,
     max_tasks: int | None = None,
     seed: int = 0,
-    styles: Sequence[str] = ("seed", "compact"),
+    styles: Sequence[str] = ("paper", "compact"),
 ) -> EnvCorpus:
     """Texts seen while playing an env's tasks (its expert plan, then seeded random play).
 

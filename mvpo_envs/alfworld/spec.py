@@ -60,8 +60,8 @@ class AlfworldInfo(Info):
     oracle_progress: int
 
 
-ALFWORLD_SEED = PromptTemplate(
-    name="seed",
+ALFWORLD_PAPER = PromptTemplate(
+    name="paper",
     first=(
         "You are an expert agent operating in the ALFRED Embodied Environment.\n"
         "Your current observation is: {observation}\n"
@@ -87,7 +87,7 @@ DECLARATION = EnvDeclaration(
     state_type=AlfworldState,
     abstraction="alfworld",
     abstraction_module="mvpo_abstraction.alfworld",
-    prompts={"seed": ALFWORLD_SEED},
+    prompts={"paper": ALFWORLD_PAPER},
     # the tiny CPU model trains on four fixed tasks of the small ``mini`` rooms (the
     # ALFWorld-scale default is too hard for it, docs/training.md)
     # ``mvpo-showcase`` (preset ``cpu-showcase``): the ALFWorld study's full train split,

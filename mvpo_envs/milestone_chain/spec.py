@@ -35,8 +35,8 @@ CHAIN_INTRO = (
 )
 
 #: mvpo/MilestoneChain-v0, the control task (docs/control_task.md)
-MILESTONECHAIN_SEED = PromptTemplate(
-    name="seed",
+MILESTONECHAIN_PAPER = PromptTemplate(
+    name="paper",
     first=(
         CHAIN_INTRO + "Your current observation is: {observation}\n"
         "Your admissible actions of the current situation are: [{admissible}].\n\n" + THINK_ACTION
@@ -60,5 +60,5 @@ DECLARATION = EnvDeclaration(
     state_type=MilestoneChainState,
     abstraction="milestone-chain",
     abstraction_module="mvpo_abstraction.milestone_chain",
-    prompts={"seed": MILESTONECHAIN_SEED},
+    prompts={"paper": MILESTONECHAIN_PAPER},
 )

@@ -74,8 +74,8 @@ SEARCH_R1_INSTRUCTION = (
     "illustrations. For example, <answer> Beijing </answer>.\nQuestion: {task}\n"
 )
 
-SEARCHQA_SEED = PromptTemplate(
-    name="seed",
+SEARCHQA_PAPER = PromptTemplate(
+    name="paper",
     first=SEARCH_R1_INSTRUCTION,
     step=SEARCH_R1_INSTRUCTION + "Your previous turns: {history}\nLatest result: {observation}\n",
     history_item="{action} {observation}",
@@ -106,5 +106,5 @@ DECLARATION = EnvDeclaration(
     state_type=SearchQAState,
     abstraction="searchqa",
     abstraction_module="mvpo_abstraction.searchqa",
-    prompts={"seed": SEARCHQA_SEED, "compact": SEARCHQA_COMPACT},
+    prompts={"paper": SEARCHQA_PAPER, "compact": SEARCHQA_COMPACT},
 )

@@ -88,8 +88,8 @@ class WebShopInfo(Info):
     goal_asin: str
 
 
-WEBSHOP_SEED = PromptTemplate(
-    name="seed",
+WEBSHOP_PAPER = PromptTemplate(
+    name="paper",
     first=(
         "You are an expert autonomous agent operating in the WebShop e-commerce environment.\n"
         "Your task is to: {task}.\n"
@@ -119,7 +119,7 @@ DECLARATION = EnvDeclaration(
     state_type=WebShopState,
     abstraction="webshop",
     abstraction_module="mvpo_abstraction.webshop",
-    prompts={"seed": WEBSHOP_SEED},
+    prompts={"paper": WEBSHOP_PAPER},
     score_template_hint=(
         'add "search_query": "instruction" to --env-kwargs (the search page then lists '
         "search[<the task instruction>])"

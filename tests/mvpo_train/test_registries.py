@@ -27,7 +27,13 @@ from mvpo_train import tracking
 from mvpo_train.config import ConfigError, TrainConfig, build_parser, changed_fields
 from mvpo_train.factories import frozen_copy, load_policy, make_generation_backend
 from mvpo_train.metrics import read_metrics
-from mvpo_train.policies import Policy, available_policies, get_policy_kind, register_policy
+from mvpo_train.policies import (
+    Generates,
+    Policy,
+    available_policies,
+    get_policy_kind,
+    register_policy,
+)
 from mvpo_train.policies import registry as policy_registry
 from mvpo_train.policy import ScoreResult
 from mvpo_train.prompts import get_template, register_template
@@ -258,7 +264,9 @@ def test_builtin_entries_and_the_lm_policy_behind_the_protocol(micro, tmp_path):
 
     cfg = TrainConfig(run_dir=str(tmp_path), model=str(micro), device="cpu", kl_coef=0.1)
     policy = load_policy(cfg)
-    assert isinstance(policy, Policy)
+    assert isinstance(policy, Policy) and isinstance(policy, Generates)  # the hf backend's needs
+    toy = UnigramPolicy(ByteUnigram())
+    assert isinstance(toy, Policy) and not isinstance(toy, Generates)  # it needs its own backend
     ref = frozen_copy(policy)
     assert isinstance(ref, Policy) and ref.model is not policy.model
     assert not any(p.requires_grad for p in ref.model.parameters()) and not ref.model.training
