@@ -217,3 +217,30 @@ def check_bm25s(model: Any, folder: Path) -> None:
         raise ValueError(f"{folder}: bm25s document indices outside 0..{n_docs - 1}")
     if not np.isfinite(data).all():
         raise ValueError(f"{folder}: bm25s scores are not finite")
+
+
+def sources_digest(paths: list[Path]) -> str | None:
+    """One SHA-256 over the source files ``paths`` (name and bytes of each, in order), or
+    None when they hold more than :data:`VERIFY_BYTES` together (then the caches trust their
+    path, size and modification time, and ``MVPO_CACHE_VERIFY=1`` hashes them anyway)."""
+    sizes = [p.stat().st_size for p in paths]
+    if sum(sizes) > VERIFY_BYTES and os.environ.get("MVPO_CACHE_VERIFY") != "1":
+        return None
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(f"{p.name}\n".encode())
+        with open(p, "rb") as fh:
+            while block := fh.read(1 << 20):
+                h.update(block)
+    return h.hexdigest()
+
+
+def check_sources(folder: Path, recorded: str | None, paths: list[Path]) -> None:
+    """:class:`CacheDamaged` when the sources a cache was built from changed since (same path,
+    size and time, other bytes: a copy that kept the time); ``recorded``: their
+    :func:`sources_digest` at build."""
+    if recorded is None:
+        return
+    now = sources_digest(paths)
+    if now is not None and now != recorded:
+        raise CacheDamaged(f"{folder}: its source files changed since it was built")

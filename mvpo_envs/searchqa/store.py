@@ -37,7 +37,13 @@ from typing import Any, overload
 
 import numpy as np
 
-from mvpo_envs.cache_files import map_mode, open_verified, read_blob
+from mvpo_envs.cache_files import (
+    check_sources,
+    map_mode,
+    open_verified,
+    read_blob,
+    sources_digest,
+)
 from mvpo_envs.data_files import DataFileError
 from mvpo_envs.searchqa.data import Doc, RowError, passage_from_row, read_rows
 
@@ -86,6 +92,7 @@ class CompactCorpus:
             raise ValueError(f"{folder}: compact corpus version {meta.get('version')!r}")
         self.folder, self.path = folder, path
         self.content_hash = str(meta["content_hash"])
+        self.sources_sha256 = meta.get("sources_sha256")
         mode = map_mode(folder)
         self._off = np.load(folder / "contents.off.npy", mmap_mode=mode)
         self._blob = read_blob(folder / "contents.bin", mode)
@@ -211,6 +218,7 @@ def build(tmp: Path, path: Path, show_progress: bool = True) -> None:
         "content_hash": digest.hexdigest(),
         "source": str(path.resolve()),
         "fingerprint": fingerprint(path),
+        "sources_sha256": sources_digest([path]),
     }
     (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
 
@@ -231,11 +239,14 @@ def open_or_build(
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
     folder = store_root(cache_dir) / f"corpus-{fingerprint(path)}"
+
+    def open_(f: Path) -> CompactCorpus:
+        corpus = CompactCorpus(f, path)
+        check_sources(f, corpus.sources_sha256, [path])
+        return corpus
+
     corpus, _ = open_verified(
-        folder,
-        lambda tmp: build(tmp, path, show_progress),
-        lambda f: CompactCorpus(f, path),
-        "SearchQA compact corpus",
+        folder, lambda tmp: build(tmp, path, show_progress), open_, "SearchQA compact corpus"
     )
     return corpus
 

@@ -39,7 +39,15 @@ from typing import Any, overload
 
 import numpy as np
 
-from mvpo_envs.cache_files import MANIFEST, build_into, map_mode, open_verified, read_blob
+from mvpo_envs.cache_files import (
+    MANIFEST,
+    build_into,
+    check_sources,
+    map_mode,
+    open_verified,
+    read_blob,
+    sources_digest,
+)
 
 STORE_VERSION = 2
 META = "meta.json"
@@ -214,6 +222,12 @@ class PriceStore(_ByAsin):
         return float(self._p[self._index(asin)])
 
 
+def _source_paths(files: Mapping[str, Any]) -> list[Path]:
+    """The source files of a catalog that exist (``WebShopData.files``), in a fixed order."""
+    paths = [Path(str(files[k])) for k in sorted(files) if files[k]]
+    return [p for p in paths if p.is_file()]
+
+
 def _finished(folder: Path) -> bool:
     return (folder / MANIFEST).exists()
 
@@ -267,6 +281,7 @@ def _write(tmp: Path, data: Any, show_progress: bool, release: bool) -> None:
         "bm25s": retriever.cache_path.name if retriever.cache_path else None,
         "source": data.source,
         "files": data.files,
+        "sources_sha256": sources_digest(_source_paths(data.files)),
     }
     (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True), encoding="utf-8")
 
@@ -293,6 +308,7 @@ class CompactData:
         self.goal_asins = np.load(folder / "goals.asins.npy", mmap_mode="r")
         self.source = str(meta["source"])
         self.files = dict(meta.get("files") or {})
+        self.sources_sha256 = meta.get("sources_sha256")
         self.bm25s_dir = folder / meta["bm25s"] if meta.get("bm25s") else None
         if len(self.products) != meta["products"] or len(self.goals) != meta["goals"]:
             raise ValueError(f"{folder}: compact catalog counts do not match {META}")
@@ -348,6 +364,7 @@ def open_or_build(folder: Path, load, show_progress: bool = True) -> CompactData
 
     def open_(f: Path) -> CompactData:
         data = CompactData(f)
+        check_sources(f, data.sources_sha256, _source_paths(data.files))
         if data.bm25s_dir is not None:
             from mvpo_envs.webshop.search import BM25sRetriever
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,26 @@ def test_a_generated_alfworld_folder_missing_a_game_or_its_manifest_is_generated
     again = data.generated_split_dir("valid_unseen", 2, show_progress=False)
     assert sorted(p.parent for p in again.rglob("game.tw-pddl")) == games
     assert (folder.parent / "MANIFEST.json").is_file()
+
+
+def test_a_source_rewritten_with_the_same_size_and_time_is_not_served_stale(
+    tmp_path, caplog
+) -> None:
+    from mvpo_envs.searchqa.data import bundled_corpus_path
+    from mvpo_envs.searchqa.store import open_or_build
+
+    source = tmp_path / "corpus.jsonl"
+    shutil.copy(bundled_corpus_path(), source)
+    first = open_or_build(source, tmp_path / "cache", show_progress=False)
+    old = first[0].contents
+    stat = source.stat()
+    text = source.read_text()
+    new = old.replace(old[-5:], old[-5:][::-1], 1) if old[-5:] != old[-5:][::-1] else old
+    assert new != old and len(new.encode()) == len(old.encode())
+    source.write_text(text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1], 1))
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # what a careful copy keeps
+    assert source.stat().st_size == stat.st_size
+    with caplog.at_level(logging.WARNING, logger="mvpo.cache"):
+        again = open_or_build(source, tmp_path / "cache", show_progress=False)
+    assert again.folder == first.folder and again[0].contents == new
+    assert any("source files changed" in r.getMessage() for r in caplog.records)
