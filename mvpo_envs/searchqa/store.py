@@ -22,8 +22,9 @@ Rows are checked exactly as :func:`~mvpo_envs.searchqa.data.load_corpus` checks 
 folder is built in a temporary sibling and renamed into place, so concurrent builders and
 readers never see half a corpus; every process of a machine maps the same files (one copy in the
 page cache). The fingerprint covers the resolved path, size and modification time of the file
-and :data:`STORE_VERSION`; a file rewritten in place with the same size and time is not noticed
-(delete the folder then).
+and :data:`STORE_VERSION`; a file rewritten in place with the same size and time is caught by
+the file's SHA-256 recorded in ``meta.json`` when it has at most 256 MiB (else with
+``MVPO_CACHE_VERIFY=1``; :func:`mvpo_envs.cache_files.check_sources`), and rebuilt.
 """
 
 from __future__ import annotations

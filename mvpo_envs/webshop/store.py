@@ -25,7 +25,8 @@ data), so pages, rewards and rankings are unchanged.
 
 The fingerprint covers the resolved source files (path, size, modification time), the loader
 arguments and :data:`STORE_VERSION`; a file rewritten in place with the same size and time is
-not noticed (delete the cache folder then).
+caught by the source files' SHA-256 recorded in ``meta.json`` when they hold at most 256 MiB
+(else with ``MVPO_CACHE_VERIFY=1``; :func:`mvpo_envs.cache_files.check_sources`), and rebuilt.
 """
 
 from __future__ import annotations
