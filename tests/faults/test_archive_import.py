@@ -4,27 +4,17 @@ FIFOs and oversized (sparse) files are one line, and nothing of that run is impo
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _archive_module():
-    spec = importlib.util.spec_from_file_location(
-        "study_archive_under_test", REPO / "benchmarks" / "study_archive.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-arc = _archive_module()
+arc = SimpleNamespace(**runpy.run_path(str(REPO / "benchmarks" / "study_archive.py")))
 SECRET = "secret: outside the archive\n"
 
 

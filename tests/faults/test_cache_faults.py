@@ -8,15 +8,16 @@ is a small version of it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
+import runpy
 import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,14 +26,8 @@ from mvpo_envs.cache_files import CacheError, open_verified
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _benchmark():
-    spec = importlib.util.spec_from_file_location(
-        "cache_faults_under_test", REPO / "benchmarks" / "cache_faults.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def _benchmark() -> SimpleNamespace:
+    return SimpleNamespace(**runpy.run_path(str(REPO / "benchmarks" / "cache_faults.py")))
 
 
 def test_a_small_corruption_matrix_is_rebuilt_never_a_traceback_or_different(tmp_path) -> None:
