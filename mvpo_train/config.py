@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mvpo_envs.declaration import STYLE_ALIASES, default_env_id, get_declaration
-from mvpo_train.backends import available_backends
+from mvpo_train.backends import BACKENDS
 from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
-from mvpo_train.policies.registry import available_policies
+from mvpo_train.policies.registry import POLICIES
 from mvpo_train.tracking import normalize_report_to
 
 __all__ = [
@@ -116,13 +116,10 @@ Vectorization = Literal["sync", "async", "ray"]
 Parallelism = Literal["ddp", "fsdp"]
 Dtype = Literal["float32", "bfloat16", "float16", "auto"]
 AttnImpl = Literal["auto", "sdpa", "eager", "flash_attention_2"]
-#: fields whose allowed values are a registry's names (built-in and registered): the argparse
-#: choices and the check read the registry when they run (docs/architecture.md, "A new policy,
-#: backend or tracker"); their ``Literal`` lists the built-in names
-REGISTRY_FIELDS: dict[str, typing.Callable[[], list[str]]] = {
-    "policy": available_policies,
-    "backend": available_backends,
-}
+#: fields whose allowed values are a registry's names (built-in, registered, entry points): the
+#: argparse choices and the check read the registry when they run (docs/architecture.md, "A new
+#: policy, backend or tracker"); their ``Literal`` lists the built-in names
+REGISTRY_FIELDS: dict[str, typing.Any] = {"policy": POLICIES, "backend": BACKENDS}
 #: field -> {former value: current value}: a former value is read as the current one
 #: (configs, flags and checkpoints written before a rename)
 FIELD_ALIASES: dict[str, typing.Mapping[str, str]] = {"prompt_style": STYLE_ALIASES}
@@ -463,7 +460,7 @@ def choices_of(name: str) -> tuple[str, ...] | None:
     """The allowed values of an enum-like field (its ``Literal``; a registry field's registered
     names, :data:`REGISTRY_FIELDS`), else None."""
     if name in REGISTRY_FIELDS:
-        return tuple(REGISTRY_FIELDS[name]())
+        return tuple(REGISTRY_FIELDS[name].names())
     tp = _hints()[name]
     return tuple(typing.get_args(tp)) if typing.get_origin(tp) is Literal else None
 
@@ -495,8 +492,11 @@ def _check_value(name: str, value: Any, tp: Any, meta: typing.Mapping[str, Any])
     if value is None and type(None) in typing.get_args(tp):  # e.g. report_to unset
         return None
     allowed = typing.get_args(tp) if typing.get_origin(tp) is Literal else None
-    if name in REGISTRY_FIELDS:
-        allowed = tuple(REGISTRY_FIELDS[name]())
+    if name in REGISTRY_FIELDS:  # a registered name (an entry point's is loaded now)
+        table = REGISTRY_FIELDS[name]
+        if isinstance(value, str) and table.known(value):
+            return value
+        allowed = tuple(table.names())
     if allowed is not None:
         if isinstance(value, dict | list) or value not in allowed:  # unhashable: not a choice
             raise ConfigError(

@@ -1,8 +1,8 @@
 """Projection: generated text -> environment action (the ``generate`` action mode).
 
 docs/architecture.md, ``policy.py (HF / vLLM)`` -> env, and docs/training.md (``generate``).
-The MVPO paper's prompt asks for ``<think>...</think><action>...</action>``; a projection extracts the
-action and says whether the output was well formed. A malformed output never crashes anything:
+The MVPO paper's prompt asks for ``<think>...</think><action>...</action>``; a projection extracts
+the action and says whether the output was well formed. A malformed output never crashes anything:
 it becomes the invalid action ``""`` (the env answers with its no-op, ``invalid_action=True``).
 
 **The invalid-action rule** (both action modes; applied by :mod:`mvpo_train.rollout`): a step's

@@ -11,11 +11,12 @@ the policy reads.
 
 Two styles per environment family:
 
-* ``paper``: the MVPO paper's agent prompt (its appendix A.2, as in GiGPO's verl-agent): the task, the most recent observations and actions, the current observation,
-  the admissible actions, and the instruction to reason inside ``<think> </think>`` and to
-  answer inside ``<action> </action>``. Used by the ``generate`` action mode and by the GPU
-  preset. Wording written for this project. ``seed``, its former name, still selects it
-  (:data:`~mvpo_envs.declaration.STYLE_ALIASES`): old configs and checkpoints load.
+* ``paper``: the MVPO paper's agent prompt (its appendix A.2, as in GiGPO's verl-agent): the task,
+  the most recent observations and actions, the current observation, the admissible actions, and the
+  instruction to reason inside ``<think> </think>`` and to answer inside ``<action> </action>``.
+  Used by the ``generate`` action mode and by the GPU preset. Wording written for this project.
+  ``seed``, its former name, still selects it (:data:`~mvpo_envs.declaration.STYLE_ALIASES`): old
+  configs and checkpoints load.
 * ``compact``: a short text-game transcript (``Task: ...``, then ``observation`` /
   ``> action`` lines) for the ``score`` action mode of the tiny CPU model, where the admissible
   actions are scored rather than listed, and every prompt token costs CPU time.

@@ -118,8 +118,8 @@ MICRO_SPEC = TinyModelSpec(
 # ------------------------------------------------------------------ corpus
 
 #: the optional env hooks the corpus reads from ``env.unwrapped`` (docs/architecture.md,
-#: "A new policy, backend or tracker"): ``expert_actions(task_index) -> list[str] | None`` (a scripted
-#: solution of the task, e.g. a game's walkthrough) and ``vocabulary() -> list[str]`` (domain
+#: "A new policy, backend or tracker"): ``expert_actions(task_index) -> list[str] | None`` (a
+#: scripted solution of the task, e.g. a game's walkthrough) and ``vocabulary() -> list[str]`` (domain
 #: words worth a token, e.g. object names). An env without them gets seeded random play only.
 EXPERT_HOOK = "expert_actions"
 VOCABULARY_HOOK = "vocabulary"

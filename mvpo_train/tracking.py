@@ -11,15 +11,15 @@ set.
 
 Every tracker has the same two calls, :meth:`Tracker.log` ``(step, metrics)`` and
 :meth:`Tracker.close`, and is built by the factory registered under its name
-(:func:`register_tracker`; ``factory(run_dir, *, config, resume_step)``, docs/architecture.md
-"A new policy, backend or tracker"); register your own before the config is built and name it in
-``report_to``; only numeric scalars are sent (lists, ``None`` and booleans stay in
-``metrics.jsonl``). The step is the iteration. A resumed run never sends a step twice: TensorBoard
-hides the killed process's steps after the checkpoint (``purge_step``) and the resumed process
-writes them again; W&B and Trackio keep the steps they already hold (a resumed run recomputes the
-same rows bit for bit, so they are the rows it would send) and receive the later ones, in the same
-run (W&B: the run id kept in ``run_dir/wandb/mvpo-wandb.json``; Trackio: the run named after the
-run folder).
+(:func:`register_tracker`; ``factory(run_dir, *, config, resume_step)``, docs/architecture.md "A new
+policy, backend or tracker"); register your own before the config is built (or expose it as an entry
+point of the group ``mvpo.trackers``) and name it in ``report_to``. Only numeric scalars are sent
+(lists, ``None`` and booleans stay in ``metrics.jsonl``). The step is the iteration. A resumed run
+never sends a step twice: TensorBoard hides the killed process's steps after the checkpoint
+(``purge_step``) and the resumed process writes them again; W&B and Trackio keep the steps they
+already hold (a resumed run recomputes the same rows bit for bit, so they are the rows it would
+send) and receive the later ones, in the same run (W&B: the run id kept in
+``run_dir/wandb/mvpo-wandb.json``; Trackio: the run named after the run folder).
 
 A tracker named in ``report_to`` whose package is missing is one :class:`ConfigError` line naming
 the pip extra, before the model loads (:func:`check_available`); only the default (``report_to``
@@ -95,7 +95,9 @@ class TrackerKind:
 
 
 #: the registered trackers (built-in: ``tensorboard``, ``wandb``, ``trackio``)
-TRACKERS: PluginTable[TrackerKind] = PluginTable("tracker", "report_to")
+TRACKERS: PluginTable[TrackerKind] = PluginTable(
+    "tracker", "report_to", "mvpo.trackers", TrackerKind
+)
 
 
 def register_tracker(
@@ -124,7 +126,8 @@ def register_tracker(
 
 
 def available_trackers() -> list[str]:
-    """Registered tracker names, in registration order (the built-in ones first)."""
+    """Registered tracker names, in registration order (the built-in ones first), then those of
+    the ``mvpo.trackers`` entry points not loaded yet."""
     return TRACKERS.names()
 
 
@@ -143,10 +146,10 @@ def normalize_report_to(value: Any) -> list[str] | None:
             f"report_to: expected tracker names such as tensorboard,wandb; got {value!r:.60}"
         )
     names = [x.strip().lower() for x in value]
-    allowed = [*available_trackers(), "none", "all"]
     for name in names:
-        if name not in allowed:
-            raise ConfigError(f"report_to: unknown tracker {name!r}; allowed: {', '.join(allowed)}")
+        if name not in ("none", "all") and not TRACKERS.known(name):
+            allowed = ", ".join([*available_trackers(), "none", "all"])
+            raise ConfigError(f"report_to: unknown tracker {name!r}; allowed: {allowed}")
     if len(set(names)) != len(names):
         raise ConfigError(f"report_to: {names} names a tracker twice")
     if len(names) > 1 and ({"none", "all"} & set(names)):

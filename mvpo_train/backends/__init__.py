@@ -12,11 +12,12 @@ Built-in names (``TrainConfig.backend``):
   :class:`mvpo_train.backends.vllm.VLLMBackend`, a vLLM engine on the same GPU whose weights
   are reloaded from the training model after every update (:meth:`Backend.sync_weights`).
 
-Register your own with :func:`register_backend` (a decorator or a call): ``factory(policy,
-**keywords) -> Backend``. :func:`mvpo_train.factories.make_generation_backend` passes
-``top_p`` and ``seed`` and, for each ``config_fields`` entry ``keyword -> field``, the
-``TrainConfig`` field's value (vLLM: ``gpu_memory_utilization`` from
-``vllm_gpu_memory_utilization``). This module imports nothing heavy: the config reads its names.
+Register your own with :func:`register_backend` (a decorator or a call), or as an entry point of the
+group ``mvpo.backends``: ``factory(policy, **keywords) -> Backend``.
+:func:`mvpo_train.factories.make_generation_backend` passes ``top_p`` and ``seed`` and, for each
+``config_fields`` entry ``keyword -> field``, the ``TrainConfig`` field's value (vLLM:
+``gpu_memory_utilization`` from ``vllm_gpu_memory_utilization``). This module imports nothing heavy:
+the config reads its names.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class BackendKind:
 
 
 #: the registered backends (built-in: ``hf``, ``vllm``)
-BACKENDS: PluginTable[BackendKind] = PluginTable("backend", "backend")
+BACKENDS: PluginTable[BackendKind] = PluginTable("backend", "backend", "mvpo.backends", BackendKind)
 
 
 def register_backend(
@@ -88,7 +89,8 @@ def register_backend(
 
 
 def available_backends() -> list[str]:
-    """Registered backend names, in registration order (the built-in ``hf``, ``vllm`` first)."""
+    """Registered backend names, in registration order (the built-in ``hf``, ``vllm`` first),
+    then those of the ``mvpo.backends`` entry points not loaded yet."""
     return BACKENDS.names()
 
 

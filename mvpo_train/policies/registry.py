@@ -6,7 +6,8 @@
 entries (``lm``, the Hugging Face causal LM; ``encoder``, the sentence-encoder action scorer)
 are registered by :mod:`mvpo_train.policies.builtin`, which the package imports with this
 module. Register your own with :func:`register_policy` (a decorator or a call) before the
-config is built; nothing else changes.
+config is built, or expose it as an entry point of the group ``mvpo.policies`` (a loader
+registered with the defaults, or a module that registers it); nothing else changes.
 
 This module imports nothing heavy and nothing of the package but its table
 (:mod:`mvpo_train.plugin_table`):
@@ -67,7 +68,7 @@ class PolicyKind:
 
 
 #: the registered policies (built-in: ``lm``, ``encoder``)
-POLICIES: PluginTable[PolicyKind] = PluginTable("policy", "policy")
+POLICIES: PluginTable[PolicyKind] = PluginTable("policy", "policy", "mvpo.policies", PolicyKind)
 
 
 def register_policy(
@@ -98,7 +99,8 @@ def register_policy(
 
 
 def available_policies() -> list[str]:
-    """Registered policy names, in registration order (the built-in ``lm``, ``encoder`` first)."""
+    """Registered policy names, in registration order (the built-in ``lm``, ``encoder`` first),
+    then those of the ``mvpo.policies`` entry points not loaded yet."""
     return POLICIES.names()
 
 

@@ -176,9 +176,9 @@ class MemoryTracker:
 @pytest.fixture
 def toys(monkeypatch):
     """The three toy plug-ins registered for one test (the registries restored after it)."""
-    monkeypatch.setattr(policy_registry, "POLICIES", policy_registry.POLICIES.copy())
-    monkeypatch.setattr(backend_registry, "BACKENDS", backend_registry.BACKENDS.copy())
-    monkeypatch.setattr(tracking, "TRACKERS", tracking.TRACKERS.copy())
+    for table in (policy_registry.POLICIES, backend_registry.BACKENDS, tracking.TRACKERS):
+        monkeypatch.setattr(table, "_entries", dict(table._entries))
+        monkeypatch.setattr(table, "_factories", dict(table._factories))
     monkeypatch.setattr(tracking, "BACKENDS", dict(tracking.BACKENDS))
     register_policy("toy-unigram", load_unigram, action_modes=("generate",))
     backend_registry.register_backend(
@@ -315,6 +315,52 @@ def test_unknown_names_are_one_line_listing_the_registered_ones(toys, tmp_path):
     build = build_parser()
     flags = {a.dest: a for a in build._actions}
     assert "toy-unigram" in flags["policy"].choices and "toy-pick" in flags["backend"].choices
+
+
+PLUGIN = """
+from test_registries import MemoryTracker, PickBackend, load_unigram
+from mvpo_train.policies import register_policy
+
+register_policy("ep-module", load_unigram, action_modes=("generate",))  # registers itself
+"""
+
+
+def test_entry_points_reach_the_command_line(toys, tmp_path, monkeypatch):
+    """A package's entry points (a dist-info folder on sys.path, as pip writes it) name a
+    policy, a backend and a tracker: loaded the first time the name is asked for."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    (tmp_path / "mvpo_toy_plugin.py").write_text(PLUGIN)
+    info = tmp_path / "mvpo_toy_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mvpo-toy-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[mvpo.policies]\nep-unigram = test_registries:load_unigram\n"
+        "ep-module = mvpo_toy_plugin\n"
+        "ep-broken = mvpo_no_such_module\n"
+        "[mvpo.backends]\nep-pick = test_registries:PickBackend\n"
+        "[mvpo.trackers]\nep-memory = test_registries:MemoryTracker\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert (
+        "ep-unigram" in available_policies()
+        and "ep-unigram" in build_parser()._option_string_actions["--policy"].choices
+    )
+    assert "ep-pick" in backend_registry.available_backends()
+    assert "ep-memory" in tracking.available_trackers()
+    cfg = _toy_cfg(tmp_path / "run", policy="ep-unigram", backend="ep-pick", report_to="ep-memory")
+    assert get_policy_kind("ep-unigram").action_modes == ("score",)  # a factory: the defaults
+    assert backend_registry.get_backend_kind("ep-pick").config_fields == {}
+    assert tracking.TRACKERS.get("ep-memory").requires is None
+    assert cfg.report_to == ["ep-memory"]
+    assert get_policy_kind("ep-module").action_modes == ("generate",)  # as the module said
+    with pytest.raises(ConfigError, match=r"^policy: expected one of lm, encoder, .*ep-module"):
+        TrainConfig(policy="ep-missing")
+    with pytest.raises(ConfigError) as err:
+        TrainConfig(policy="ep-broken")
+    assert str(err.value) == (
+        "policy: the mvpo.policies entry point 'ep-broken' (mvpo_no_such_module) does not load: "
+        "No module named 'mvpo_no_such_module'"
+    )
 
 
 def test_registering_a_taken_name_needs_overwrite(toys):
