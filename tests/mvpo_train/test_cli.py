@@ -21,6 +21,7 @@ from mvpo_train.config import (
     preset,
     resume_safe_fields,
 )
+from mvpo_train.credit.mvpo import DEFAULT_FORM
 from mvpo_train.metrics import read_metrics
 
 
@@ -150,7 +151,7 @@ def test_resume_safe_fields_and_changed_fields():
     assert not {"lr", "seed", "estimator", "estimator_kwargs", "num_groups", "model"} & safe
     base = TrainConfig()
     saved = base.to_dict()
-    state = {"form": "seeds"}  # what a checkpoint of the default MVPO records
+    state = {"form": DEFAULT_FORM}  # what a checkpoint of the default MVPO records
     assert (
         changed_fields(saved, TrainConfig(iterations=99, resume=True, progress=False), state) == {}
     )
@@ -169,11 +170,11 @@ def test_a_run_keeps_the_mvpo_form_it_started_with():
     assert saved["estimator"] == "mvpo" and saved["estimator_kwargs"] == {}
     old_state = {"ema_success": 0.1, "iteration": 3, "amp": {}}  # no "form": saved before
     diff = changed_fields(saved, TrainConfig(), old_state)
-    assert diff == {"estimator_kwargs": ({"form": "v1"}, {"form": "seeds"})}
+    assert diff == {"estimator_kwargs": ({"form": "v1"}, {"form": DEFAULT_FORM})}
     assert changed_fields(saved, TrainConfig(estimator_kwargs={"form": "v1"}), old_state) == {}
     # a checkpoint that records its form, or a config that names it, is taken at its word
-    assert changed_fields(saved, TrainConfig(), {**old_state, "form": "seeds"}) == {}
-    named = TrainConfig(estimator_kwargs={"form": "seeds"}).to_dict()
+    assert changed_fields(saved, TrainConfig(), {**old_state, "form": DEFAULT_FORM}) == {}
+    named = TrainConfig(estimator_kwargs={"form": DEFAULT_FORM}).to_dict()
     assert changed_fields(named, TrainConfig(), old_state) == {}
     # other estimators are untouched by the rule
     grpo = TrainConfig(estimator="grpo").to_dict()
