@@ -366,8 +366,8 @@ def _eval(argv: list[str]) -> int:
     p.add_argument(
         "--threads",
         type=int_at_least(0, 4096),
-        default=None,
-        help="torch CPU threads (default: the config's; 0 = auto, the CPUs free now)",
+        default=0,
+        help="torch CPU threads (default 0 = auto: the CPUs free now, not the run's count)",
     )
     p.add_argument(
         "--progress",
@@ -405,9 +405,10 @@ def _eval(argv: list[str]) -> int:
     if args.config:
         values.update(load_config(args.config))
         values.pop("preset", None)
-    for name in ("env_id", "max_steps", "device", "threads"):
+    for name in ("env_id", "max_steps", "device"):
         if getattr(args, name) is not None:
             values[name] = getattr(args, name)
+    values["threads"] = args.threads or 0  # an evaluation is not a resume: the CPUs free now
     if shrunk():  # a smoke test: 3 steps, one episode of at most 2 tasks
         values["max_steps"] = SHRUNK["max_steps"]
         args.episodes, args.max_tasks = 1, SHRUNK["eval_max_tasks"]
