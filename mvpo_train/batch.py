@@ -17,7 +17,14 @@ import numpy as np
 
 from mvpo_train.credit.segments import TrajLayout, factorize, flatten_milestones, reverse_scan
 
-__all__ = ["FIELDS", "StepBatch", "canonical_action"]
+__all__ = ["FIELDS", "ORACLE_PLAN_DECREASE", "ORACLE_PROGRESS", "StepBatch", "canonical_action"]
+
+#: ``extras`` column of the exact progress label of a step: 1 / 0, -1 unknown
+#: (docs/alignment.md; filled by :mod:`mvpo_train.rollout` from ``info["oracle_progress"]``)
+ORACLE_PROGRESS = "oracle_progress"
+#: ``extras`` column of the decrease of the shortest-plan length across a step (float; NaN
+#: unknown), from ``info["oracle_plan_length"]`` before and after it (docs/alignment.md)
+ORACLE_PLAN_DECREASE = "oracle_plan_decrease"
 
 _INT_FIELDS = ("group", "traj", "t")
 _BOOL_FIELDS = ("terminated", "truncated", "success")

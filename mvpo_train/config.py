@@ -625,11 +625,15 @@ def build_estimator(cfg: TrainConfig) -> Any:
 
 
 def _with_mvpo_form(config: dict[str, Any], form: str) -> dict[str, Any]:
-    """``config`` with MVPO's ``form`` named in ``estimator_kwargs`` (``form`` if unnamed)."""
+    """``config`` with MVPO's ``form`` named in ``estimator_kwargs`` (``form`` if unnamed), by
+    its current name (``seeds`` is ``paper``, docs/estimators.md §3.8)."""
+    from mvpo_train.credit.mvpo import FORM_ALIASES
+
     kwargs = config.get("estimator_kwargs")
-    if config.get("estimator") != "mvpo" or not isinstance(kwargs, dict) or "form" in kwargs:
+    if config.get("estimator") != "mvpo" or not isinstance(kwargs, dict):
         return config
-    return {**config, "estimator_kwargs": {**kwargs, "form": form}}
+    named = kwargs.get("form", form)
+    return {**config, "estimator_kwargs": {**kwargs, "form": FORM_ALIASES.get(named, named)}}
 
 
 def changed_fields(

@@ -20,8 +20,9 @@ result is ignored. One row per env step, with
   ``task_index`` (the task the group was given), ``prompt`` (the prompt text the policy read),
   ``admissible_actions`` (the list it was offered; ``mvpo-export`` writes these, docs/inspect.md),
   and ``oracle_progress`` (the step's exact
-  progress label, 1 / 0 / -1 unknown) when the env's infos carry a known one
-  (docs/alignment.md).
+  progress label, 1 / 0 / -1 unknown) when the env's infos carry a known one, and
+  ``oracle_plan_decrease`` (``info["oracle_plan_length"]`` before the step minus after it,
+  NaN unknown) when the env's infos carry plan lengths (docs/alignment.md).
 
 The collector reads only the info contract of docs/environments.md, so it runs any mvpo env.
 In score mode an admissible *template* (``name[<slot>]`` or ``<tag> slot </tag>``: a
@@ -43,8 +44,7 @@ import torch
 from mvpo_envs.action_templates import TAG_TEMPLATE, TEMPLATE
 from mvpo_envs.declaration import get_declaration
 from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
-from mvpo_train.alignment import LABEL_KEY
-from mvpo_train.batch import StepBatch, canonical_action
+from mvpo_train.batch import ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, StepBatch, canonical_action
 from mvpo_train.config import ConfigError
 from mvpo_train.policy import Policy
 from mvpo_train.projection import INVALID_ACTION, get_projection
@@ -227,7 +227,8 @@ class RolloutCollector:
                 extras["admissible_actions"].append(
                     tuple(str(a) for a in info[i].get("admissible_actions", ()))
                 )
-                extras[LABEL_KEY].append(int(info2[i].get(LABEL_KEY, -1)))
+                extras[ORACLE_PROGRESS].append(int(info2[i].get(ORACLE_PROGRESS, -1)))
+                extras[ORACLE_PLAN_DECREASE].append(_plan_decrease(info[i], info2[i]))
                 prompts.record(i, step["action"][k] or "(invalid)", obs2[i])
                 t[i] += 1
                 if terminated[i] or truncated[i]:
@@ -242,8 +243,10 @@ class RolloutCollector:
         extras["old_logp"] = [
             None if x is None else np.asarray(x, dtype=np.float64) for x in extras["old_logp"]
         ]
-        if not any(x >= 0 for x in extras[LABEL_KEY]):  # no progress labels (docs/alignment.md)
-            del extras[LABEL_KEY]
+        if not any(x >= 0 for x in extras[ORACLE_PROGRESS]):  # no labels (docs/alignment.md)
+            del extras[ORACLE_PROGRESS]
+        if all(np.isnan(extras[ORACLE_PLAN_DECREASE])):  # no plan lengths
+            del extras[ORACLE_PLAN_DECREASE]
         return StepBatch.from_steps(rows, extras=extras)
 
     # ------------------------------------------------------------------ action modes
@@ -301,5 +304,13 @@ class RolloutCollector:
 _EXTRA_KEYS = (
     "prompt_ids", "action_ids", "old_logp", "cand_ids", "choice", "env_reward",
     "format_penalty", "format_ok", "invalid_action", "task_type", "task_id",
-    "task_index", "prompt", "admissible_actions", LABEL_KEY,
+    "task_index", "prompt", "admissible_actions", ORACLE_PROGRESS,
+    ORACLE_PLAN_DECREASE,
 )  # fmt: skip
+
+
+def _plan_decrease(before: dict[str, Any], after: dict[str, Any]) -> float:
+    """``info["oracle_plan_length"]`` before the step minus after it; NaN when either is
+    absent or negative (unknown)."""
+    a, b = before.get("oracle_plan_length", -1), after.get("oracle_plan_length", -1)
+    return float(a - b) if a >= 0 and b >= 0 else float("nan")

@@ -122,5 +122,6 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     mean = float(v.mean())
     if v.size < 2:
         return mean, float("nan"), float("nan")
-    half = float(student_t.ppf(0.5 + level / 2, v.size - 1)) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    q = float(student_t.ppf(0.5 + level / 2, v.size - 1))
+    half = q * float(v.std(ddof=1)) / math.sqrt(v.size)
     return mean, mean - half, mean + half

@@ -34,9 +34,9 @@ import numpy as np
 import torch
 
 from mvpo_train import distributed as D
-from mvpo_train.alignment import alignment_metrics
 from mvpo_train.checkpoint import latest_checkpoint, storage_full_reason
 from mvpo_train.config import ConfigError, TrainConfig, build_estimator
+from mvpo_train.credit.registry import ReportsAlignment
 from mvpo_train.evaluation import batch_metrics, evaluate
 from mvpo_train.factories import (
     check_runtime,
@@ -263,7 +263,8 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
         row = batch_metrics(batch, adv)
         row.update(iteration=state.iteration, env_steps=state.env_steps)
         row.update({f"adv/{k}": v for k, v in diag.items()})
-        row.update(alignment_metrics(batch, adv, estimator))  # align/*: MVPO + oracle labels
+        if isinstance(estimator, ReportsAlignment):  # align/*: the estimator's own measure
+            row.update(estimator.alignment_metrics(batch, adv))
         row.update({f"loss/{k}": v for k, v in stats.items()})
         row.update({f"eval/{k}": v for k, v in eval_metrics.items()})
         row.update(timer.as_metrics())

@@ -75,12 +75,17 @@ class MilestoneChainEnv(TextEnv):
     ``split`` (``"train"``: 128 layouts, ``"eval"``: 64 others), ``difficulty`` (0-4, default
     2), ``num_milestones`` (K, 1-8, default 4), ``num_tasks`` (layouts in the split; default
     as above), ``max_plan_length`` (the longest shortest plan a layout may have, default 36),
-    ``abstraction``, ``render_mode``.
+    ``abstraction``, ``render_mode``, ``show_progress`` (default ``False``: when ``True`` every
+    observation, the reset's and the invalid-action feedback included, ends with
+    ``" (2 of 4 done)"``, the milestones made so far, so that the optimal action is a function
+    of the observation and the task; off, the observations are the task's as always).
 
     ## Known answer
     ``info["oracle_progress"]`` (1: the action just taken shortened the shortest plan; 0: it
-    did not; -1 at reset), ``info["state"]["plan_length"]``, :meth:`optimal_actions` and
-    :meth:`expert_actions`.
+    did not; -1 at reset), ``info["oracle_plan_length"]`` (steps of the shortest plan from the
+    state after the step, at reset from the start; the same number as
+    ``info["state"]["plan_length"]``, at the top level where :mod:`mvpo_train.rollout` reads
+    oracle labels), :meth:`optimal_actions` and :meth:`expert_actions`.
     """
 
     invalid_feedback = "Nothing happens."
@@ -95,6 +100,7 @@ class MilestoneChainEnv(TextEnv):
         max_plan_length: int = DEFAULT_MAX_PLAN_LENGTH,
         abstraction: str | Abstraction | None = None,
         render_mode: str | None = None,
+        show_progress: bool = False,
     ):
         if split not in SPLITS:
             raise ValueError(
@@ -105,6 +111,11 @@ class MilestoneChainEnv(TextEnv):
                 f"MilestoneChainEnv: difficulty must be one of {sorted(DIFFICULTIES)}, "
                 f"got {difficulty!r}"
             )
+        if not isinstance(show_progress, bool):
+            raise ValueError(
+                f"MilestoneChainEnv: show_progress must be a bool, got {show_progress!r}"
+            )
+        self.show_progress = show_progress
         self.split = split
         self.difficulty = int(difficulty)
         self.num_milestones = _check_int("num_milestones", num_milestones, 1, MAX_MILESTONES)
@@ -164,7 +175,9 @@ class MilestoneChainEnv(TextEnv):
 
     def _invalid(self, command: str) -> Transition:
         transition = super()._invalid(command)
-        transition.extras = {"oracle_progress": 0}
+        transition.observation = self._shown(self.invalid_feedback)
+        transition.state["observation"] = transition.observation
+        transition.extras = {**transition.extras, "oracle_progress": 0}
         return transition
 
     def task_text(self) -> str:
@@ -200,10 +213,19 @@ class MilestoneChainEnv(TextEnv):
             raise RuntimeError("call reset() first")
         return self._rules
 
+    def _shown(self, observation: str) -> str:
+        """``observation`` as the agent sees it: with ``show_progress``, `` (d of K done)`` added."""
+        if not self.show_progress:
+            return observation
+        k = self._require_rules().layout.num_milestones
+        return f"{observation} ({self._done_count} of {k} done)"
+
     def _transition(self, observation: str, command: str, oracle_progress: int) -> Transition:
         rules = self._require_rules()
         layout, place, done = rules.layout, self._place, self._done_count
         won = done >= layout.num_milestones
+        observation = self._shown(observation)
+        remaining = plan_length(layout, place, done)
         state = {
             "observation": observation,
             "location": layout.places[place],
@@ -211,7 +233,7 @@ class MilestoneChainEnv(TextEnv):
             "fixture": layout.fixtures[place],
             "milestones_done": done,
             "num_milestones": layout.num_milestones,
-            "plan_length": plan_length(layout, place, done),
+            "plan_length": remaining,
             "last_action": command,
             "won": won,
         }
@@ -222,5 +244,5 @@ class MilestoneChainEnv(TextEnv):
             reward=1.0 if won else 0.0,  # only the winning step: later ones are no-ops
             terminated=won,
             won=won,
-            extras={"oracle_progress": oracle_progress},
+            extras={"oracle_progress": oracle_progress, "oracle_plan_length": remaining},
         )

@@ -27,6 +27,7 @@ class MilestoneChainInfo(Info):
     """``info`` of ``mvpo/MilestoneChain-v0``."""
 
     oracle_progress: int  # 1: the action shortened the shortest plan; 0: not; -1 at reset
+    oracle_plan_length: int  # steps of the shortest plan from the current state (0 once won)
 
 
 CHAIN_INTRO = (

@@ -5,10 +5,15 @@ with ``kappa_t * A^Phi``, a difference of region potentials over Union-Find viab
 The step groups, ``A^E`` and ``A^S`` come from :func:`gigpo_parts` (one implementation), so MVPO
 equals GiGPO exactly on a batch without zero-credit step groups, whatever the options.
 
-Two readings of the potential (``MVPOConfig.form``, docs/estimators.md §3.8): ``"seeds"`` (the
-default since the evidence of §3.10: potential-based shaping of a per-step progress reward,
-potentials scaled within the batch, revisit loops, progress-based AMP) and ``"v1"``
-(§3.3-§3.4 as first written, the default before; it reproduces the runs made with it).
+Two readings of the potential (``MVPOConfig.form``, docs/estimators.md §3.8): ``"paper"`` (the
+MVPO paper's form, the default since the evidence of §3.10: potential-based shaping of a
+per-step progress reward, potentials scaled within the batch, revisit loops, progress-based AMP;
+``"seeds"``, its earlier name, is read as ``"paper"``) and ``"v1"`` (§3.3-§3.4 as first written,
+the default before; it reproduces the runs made with it).
+
+``repair_source`` (docs/alignment.md, "The oracle repair") swaps the potential difference of the
+routed rows for an oracle-driven one at a chosen alignment, or for a control
+(:mod:`mvpo_train.credit.oracle_repair`); the default keeps MVPO as it is.
 """
 
 from __future__ import annotations
@@ -20,9 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_train.batch import StepBatch
+from mvpo_train.batch import ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, StepBatch
+from mvpo_train.credit.alignment_measure import repair_alignment
 from mvpo_train.credit.common import BaseEstimator, StepConfig
 from mvpo_train.credit.gigpo import combine, gigpo_parts, step_diagnostics
+from mvpo_train.credit.oracle_repair import (
+    ORACLE_SOURCES,
+    REPAIR_SOURCES,
+    oracle_repair,
+    positive_credit,
+    shuffled_repair,
+)
 from mvpo_train.credit.potential import (
     AMP_SCORES,
     LOOP_STATS,
@@ -40,6 +53,7 @@ from mvpo_train.credit.segments import future_any, reverse_scan
 
 __all__ = [
     "FORMS",
+    "FORM_ALIASES",
     "KAPPA_SCHEDULES",
     "MVPO",
     "MVPOConfig",
@@ -85,7 +99,7 @@ FORMS: dict[str, dict[str, Any]] = {
         "gamma_m": None,  # = gamma
         "gamma_phi": 1.0,
     },
-    "seeds": {
+    "paper": {
         "value": "shaping",
         "loop_stat": "revisit",
         "potential_norm": "scale",
@@ -98,9 +112,12 @@ FORMS: dict[str, dict[str, Any]] = {
     },
 }
 """What ``form`` fills into the fields left at ``None`` (docs/estimators.md §3.8)."""
+#: earlier names of a form, accepted wherever a form is read (config keywords, a saved state):
+#: runs saved with ``form: seeds`` resume as ``"paper"``, bit for bit
+FORM_ALIASES: dict[str, str] = {"seeds": "paper"}
 #: the form of ``MVPOConfig()`` (docs/estimators.md §3.10: chosen by paired runs on the control
 #: task and the ALFWorld train split); runs saved without a form ran ``"v1"``, the default before
-DEFAULT_FORM = "seeds"
+DEFAULT_FORM = "paper"
 FORM_BEFORE_DEFAULT_CHANGE = "v1"
 _CHOICES = {
     "value": ("progress", "shaping"),
@@ -124,16 +141,28 @@ class MVPOConfig(StepConfig):
     ``kappa_min``, ``kappa_schedule`` ('progress' | 'relative' | 'constant' | 'none' |
     registered), ``kappa_constant`` (§3.5); ``repair_singletons``, ``anchor_credit`` (§3.6;
     ``anchor_credit=False`` drops GiGPO's anchor credit ``A^S`` on informative step groups:
-    the seeds' ablation "w/o GiGPO anchor").
+    the MVPO paper's ablation "w/o GiGPO anchor").
 
-    ``form`` ('seeds', the default, | 'v1', §3.8, §3.10) fills every field left at ``None``: ``value``
+    ``form`` ("paper", the default, | "v1", §3.8, §3.10; "seeds" is read as "paper") fills
+    every field left at ``None``: ``value``
     ('progress' | 'shaping'), ``loop_stat`` ('dwell' | 'revisit'), ``potential_norm``
     ('none' | 'scale' | 'zscore'), ``d_scale`` ('routed_std' | 'none'), ``amp_score``
     ('success' | 'progress'), ``lambda_L``, ``lambda_F``, ``gamma_phi`` and ``gamma_m`` (the
-    seeds form sets it to 1; v1 leaves it None = ``gamma``). After construction every other
+    paper form sets it to 1; v1 leaves it None = ``gamma``). After construction every other
     field holds a concrete value, so a stored config reproduces its run. Bounds: the string
     options against their lists, numbers finite, ``w_min``, ``kappa_min``, ``kappa_constant``
     and the discounts in [0, 1], ``eta`` in [0, 1], ``lambda_L >= 0``.
+
+    The oracle repair (docs/alignment.md, "The oracle repair"; an experiment, off by default):
+    ``repair_source`` (str, default ``"potential"``: MVPO's own ``A^Phi``; ``"oracle"``: the
+    routed rows' ``A^Phi`` replaced by ``rho * z(D) + sqrt(1 - rho^2) * eps`` at the own
+    repair's spread, ``D`` the batch's ``extras["oracle_plan_decrease"]``; ``"shuffled"``: the
+    own values permuted among the routed rows; ``"positive"``: ``z(D)`` at that spread as the
+    step credit of every row). ``oracle_rho`` (float in [0, 1], default 1; read only by
+    ``"oracle"``): the alignment ``rho``. ``oracle_seed`` (int >= 0, default 0; read by
+    ``"oracle"`` and ``"shuffled"``): the noise and permutation of iteration ``i`` come from
+    ``numpy.random.default_rng([oracle_seed, i])``, so a resumed run draws the same. Kappa,
+    the routing and the combination with ``A^E`` are unchanged by all three.
     """
 
     scope: str = "group"
@@ -157,8 +186,12 @@ class MVPOConfig(StepConfig):
     potential_norm: str | None = None
     d_scale: str | None = None
     amp_score: str | None = None
+    repair_source: str = "potential"
+    oracle_rho: float = 1.0
+    oracle_seed: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "form", FORM_ALIASES.get(self.form, self.form))
         if self.form not in FORMS:
             raise ValueError(f"MVPOConfig.form must be one of {sorted(FORMS)}, got {self.form!r}")
         for name, preset in FORMS[self.form].items():
@@ -181,6 +214,17 @@ class MVPOConfig(StepConfig):
                 )
         if self.lambda_L < 0.0:
             raise ValueError(f"MVPOConfig.lambda_L must be >= 0, got {self.lambda_L!r}")
+        if self.repair_source not in REPAIR_SOURCES:
+            raise ValueError(
+                f"MVPOConfig.repair_source must be one of {list(REPAIR_SOURCES)}, "
+                f"got {self.repair_source!r}"
+            )
+        if not (math.isfinite(self.oracle_rho) and 0.0 <= self.oracle_rho <= 1.0):
+            raise ValueError(f"MVPOConfig.oracle_rho must be in [0, 1], got {self.oracle_rho!r}")
+        if isinstance(self.oracle_seed, bool) or not isinstance(self.oracle_seed, int):
+            raise ValueError(f"MVPOConfig.oracle_seed must be an int, got {self.oracle_seed!r}")
+        if self.oracle_seed < 0:
+            raise ValueError(f"MVPOConfig.oracle_seed must be >= 0, got {self.oracle_seed!r}")
         super().__post_init__()
         if self.scope not in ("group", "batch"):
             raise ValueError(f"scope must be 'group' or 'batch', got {self.scope!r}")
@@ -428,6 +472,8 @@ class MVPO(BaseEstimator):
         self.success_start: float | None = None  # first batch's success rate ("relative")
         self.last_repair = np.zeros(0, dtype=np.float64)
         self.last_routed = np.zeros(0, dtype=bool)
+        self.last_gigpo = np.zeros(0, dtype=np.float64)  # GiGPO's advantage of the last batch
+        self._decrease_sorted: np.ndarray | None = None
         names = list(self.config.milestone_names or ())
         self.amp = AMPWeights(
             eta=self.config.eta,
@@ -453,18 +499,37 @@ class MVPO(BaseEstimator):
         """Advantages and diagnostics; also sets :attr:`last_repair` and :attr:`last_routed`.
 
         ``last_repair``: the repair term ``kappa * A^Phi`` on the routed rows, 0 elsewhere, in
-        the caller's row order (its share of the advantage is ``omega * last_repair``);
-        ``last_routed``: which rows were repaired (docs/estimators.md §3.6).
+        the caller's row order (its share of the advantage is ``omega * last_repair``; with
+        ``repair_source="positive"``, the step credit of every row); ``last_routed``: which rows
+        were repaired (docs/estimators.md §3.6); ``last_gigpo``: GiGPO's advantage (the same
+        step fields, no repair). A ``repair_source`` that reads the oracle refuses a batch
+        without ``extras["oracle_plan_decrease"]`` (or with unknown values) in one line.
         """
+        self._decrease_sorted = None
+        if self.config.repair_source in ORACLE_SOURCES and len(batch):
+            self._decrease_sorted = _plan_decrease(batch, self.config.repair_source)[batch.order]
         adv, diag = super().__call__(batch)
         n = len(batch)
         repair = np.zeros(n, dtype=np.float64)
         routed = np.zeros(n, dtype=bool)
+        gigpo = np.zeros(n, dtype=np.float64)
         if n:
             repair[batch.order] = self._repair_sorted
             routed[batch.order] = self._routed_sorted
-        self.last_repair, self.last_routed = repair, routed
+            gigpo[batch.order] = self._gigpo_sorted
+        self.last_repair, self.last_routed, self.last_gigpo = repair, routed, gigpo
         return adv, diag
+
+    def alignment_metrics(self, batch: StepBatch, advantages: np.ndarray) -> dict[str, Any]:
+        """``align/*`` of the last call (docs/alignment.md, "In training"): the AUC of the repair
+        ``advantages - last_gigpo`` for ``extras["oracle_progress"]`` on the repaired rows;
+        ``{}`` when the batch has no known label."""
+        if ORACLE_PROGRESS not in batch.extras or len(batch) != len(self.last_gigpo):
+            return {}
+        y = np.asarray(batch.extras[ORACLE_PROGRESS], dtype=np.float64)
+        if not np.any(y >= 0):
+            return {}
+        return repair_alignment(batch, advantages, self.last_gigpo, y).as_metrics()
 
     def compute(self, batch: StepBatch) -> tuple[np.ndarray, dict[str, Any]]:
         """MVPO advantage per row (§3.6) and the §3.7 diagnostics."""
@@ -481,10 +546,16 @@ class MVPO(BaseEstimator):
             self.success_start = success_rate
         self.ema_success = cfg.beta * self.ema_success + (1.0 - cfg.beta) * success_rate
         kappa = self.kappa
-        repair = np.where(routed, kappa * a_phi, 0.0)
-        a_s = np.where(routed, repair, parts.a_s if cfg.anchor_credit else 0.0)
+        if cfg.repair_source == "positive":  # the positive control: oracle credit on every row
+            a_s = kappa * positive_credit(a_phi, self._oracle_decrease(len(batch)), routed)
+            repair, routed = a_s, np.ones(len(batch), dtype=bool)
+        else:
+            a_phi = self._repair_source(a_phi, routed, len(batch))
+            repair = np.where(routed, kappa * a_phi, 0.0)
+            a_s = np.where(routed, repair, parts.a_s if cfg.anchor_credit else 0.0)
         adv = combine(parts, a_s, cfg.omega)
         self._repair_sorted, self._routed_sorted = repair, routed
+        self._gigpo_sorted = combine(parts, parts.a_s, cfg.omega)
 
         rows, _ = batch.milestone_hits
         s = self.amp.update(
@@ -498,6 +569,25 @@ class MVPO(BaseEstimator):
             n: float(x) for n, x in zip(self.amp.names, s, strict=True) if not np.isnan(x)
         }
         return adv, diag
+
+    def _repair_source(self, a_phi: np.ndarray, routed: np.ndarray, n: int) -> np.ndarray:
+        """``A^Phi`` from ``repair_source`` (the module :mod:`.oracle_repair`)."""
+        cfg = self.config
+        if cfg.repair_source == "potential":
+            return a_phi
+        rng = np.random.default_rng([cfg.oracle_seed, self.iteration])
+        if cfg.repair_source == "shuffled":
+            return shuffled_repair(a_phi, routed, rng)
+        return oracle_repair(a_phi, self._oracle_decrease(n), routed, cfg.oracle_rho, rng)
+
+    def _oracle_decrease(self, n: int) -> np.ndarray:
+        d = self._decrease_sorted
+        if d is None or len(d) != n:  # compute() called without __call__
+            raise ValueError(
+                f"mvpo: repair_source={self.config.repair_source!r} reads the batch's "
+                f"extras[{ORACLE_PLAN_DECREASE!r}]: call the estimator on the batch itself"
+            )
+        return d
 
     def _diagnostics(
         self,
@@ -550,7 +640,8 @@ class MVPO(BaseEstimator):
         unknown = set(d) - {"ema_success", "iteration", "amp", "success_start", "form"}
         if unknown:
             raise ValueError(f"mvpo: unknown state keys {sorted(unknown)}")
-        if d.get("form", self.config.form) != self.config.form:
+        saved = d.get("form", self.config.form)
+        if FORM_ALIASES.get(saved, saved) != self.config.form:
             raise ValueError(
                 f"mvpo: the state was saved with form {d['form']!r}, this estimator has form "
                 f"{self.config.form!r} (pass form={d['form']!r})"
@@ -561,3 +652,20 @@ class MVPO(BaseEstimator):
         self.iteration = int(d.get("iteration", 0))
         self.amp = AMPWeights(eta=self.config.eta, w_min=self.config.w_min)
         self.amp.load_state_dict(d.get("amp", {}))
+
+
+def _plan_decrease(batch: StepBatch, source: str) -> np.ndarray:
+    """The batch's ``extras["oracle_plan_decrease"]`` as floats, or one clear error line."""
+    if ORACLE_PLAN_DECREASE not in batch.extras:
+        raise ValueError(
+            f"mvpo: repair_source={source!r} needs the batch's extras[{ORACLE_PLAN_DECREASE!r}] "
+            "(shortest-plan lengths in the env's infos: mvpo/MilestoneChain-v0 has them); "
+            "this batch has none"
+        )
+    d = np.asarray(batch.extras[ORACLE_PLAN_DECREASE], dtype=np.float64)
+    if d.shape != (len(batch),) or not np.all(np.isfinite(d)):
+        raise ValueError(
+            f"mvpo: repair_source={source!r}: extras[{ORACLE_PLAN_DECREASE!r}] must hold one "
+            f"known (finite) value per row; {int(np.sum(~np.isfinite(d)))} of {d.size} are unknown"
+        )
+    return d

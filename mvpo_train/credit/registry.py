@@ -29,6 +29,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "FIELD_BOUNDS",
     "Estimator",
+    "ReportsAlignment",
     "available_estimators",
     "check_config_values",
     "get_estimator",
@@ -56,6 +57,20 @@ class Estimator(Protocol):
 
     def load_state_dict(self, d: dict) -> None:
         """Restore :meth:`state_dict`."""
+        ...
+
+
+@runtime_checkable
+class ReportsAlignment(Protocol):
+    """An optional capability of an estimator: step-level alignment metrics of its last call.
+
+    The trainer logs what :meth:`alignment_metrics` returns (``align/*``, docs/alignment.md "In
+    training") for any estimator that has it, so the loop names no estimator. MVPO has it.
+    """
+
+    def alignment_metrics(self, batch: Any, advantages: np.ndarray) -> dict[str, Any]:
+        """Metrics of the last call on ``batch`` (whose advantages were ``advantages``); ``{}``
+        when the batch carries no known label."""
         ...
 
 

@@ -19,6 +19,7 @@ from mvpo_train.alignment import (
 )
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
+from mvpo_train.credit.registry import ReportsAlignment
 from mvpo_train.policy import Policy
 from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector, RolloutConfig
@@ -114,9 +115,13 @@ def test_training_metrics_only_for_mvpo_with_labels():
     batch = _zero_credit_batch(labels=True)
     mvpo = get_estimator("mvpo", form="v1")  # a form that repairs this batch
     twin = gigpo_twin(mvpo)
-    adv, _ = get_estimator("mvpo", form="v1")(batch)
+    adv, _ = mvpo(batch)
     gig, _ = twin(batch)
+    np.testing.assert_array_equal(mvpo.last_gigpo, gig)  # its own twin, not another estimator
+    assert isinstance(mvpo, ReportsAlignment) and not isinstance(twin, ReportsAlignment)
     m = alignment_metrics(batch, adv, mvpo)
+    assert repr(m) == repr(mvpo.alignment_metrics(batch, adv))  # NaN AUC here: compare text
+    assert repr(m) == repr(repair_alignment(batch, adv, gig).as_metrics())
     assert m["align/repaired_rows"] == int(np.count_nonzero(adv != gig)) > 0
     assert set(m) >= {"align/auc", "align/repaired_rows", "align/labelled_fraction"}
     assert alignment_metrics(batch, gig, get_estimator("gigpo")) == {}

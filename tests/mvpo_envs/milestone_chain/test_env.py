@@ -6,6 +6,7 @@ docs/control_task.md. The oracle's numbers are checked against a search of the s
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import gymnasium as gym
@@ -238,3 +239,49 @@ def test_expert_plan_leaves_the_episode_alone_and_the_vocabulary_covers_actions(
         assert {w for f in layout.fixtures if f for w in f.split(" ", 1)} <= words
     with pytest.raises(IndexError, match="task_index must be in"):
         base.expert_actions(len(base.task_ids))
+
+
+def _observation_digest(**kwargs) -> str:
+    """SHA-256 of every observation (and ``info["state"]["observation"]``) of seeded uniform
+    episodes, invalid commands included, at difficulties 0, 1, 2 and 4."""
+    h = hashlib.sha256()
+    for difficulty in (0, 1, 2, 4):
+        env = gym.make(ENV_ID, difficulty=difficulty, **kwargs)
+        for seed in range(6):
+            rng = random.Random(seed)
+            obs, info = env.reset(seed=seed)
+            h.update(obs.encode())
+            done = False
+            while not done:
+                obs, _, term, trunc, info = env.step(
+                    rng.choice([*info["admissible_actions"], "dance"])
+                )
+                h.update(obs.encode())
+                h.update(info["state"]["observation"].encode())
+                done = term or trunc
+    return h.hexdigest()
+
+
+def test_show_progress_is_off_by_default_and_the_default_observations_are_unchanged() -> None:
+    # the digest of the same episodes played by the env before the option existed
+    before = "586db3ae4b9e2258c94c6a8ba68e3c47d6e16672eee5ae9dcd1a047b9b43d0e4"
+    assert _observation_digest() == before == _observation_digest(show_progress=False)
+    with pytest.raises(ValueError, match="show_progress must be a bool"):
+        MilestoneChainEnv(show_progress=1)
+
+
+def test_show_progress_ends_every_observation_with_the_milestones_done() -> None:
+    plain = gym.make(ENV_ID, difficulty=1)
+    shown = gym.make(ENV_ID, difficulty=1, show_progress=True)
+    obs_p, info = plain.reset(seed=2)
+    obs_s, _ = shown.reset(seed=2)
+    assert obs_s == obs_p + " (0 of 4 done)"
+    plan = plain.unwrapped.expert_actions(2)  # reset(seed=2) plays task 2 of 128
+    for k, action in enumerate([*plan[:3], "dance", *plan[3:]]):
+        obs_p, *_, info_p = plain.step(action)
+        obs_s, *_, info_s = shown.step(action)
+        done = info_s["state"]["milestones_done"]
+        assert obs_s == f"{obs_p} ({done} of 4 done)", k
+        assert info_s["state"]["observation"] == obs_s
+        assert info_s["oracle_plan_length"] == info_s["state"]["plan_length"]
+    assert info_s["won"] and obs_s.endswith("(4 of 4 done)")

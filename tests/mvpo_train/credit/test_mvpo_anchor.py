@@ -1,5 +1,5 @@
 """MVPO's ``anchor_credit`` (docs/estimators.md §3.6): ``False`` drops exactly GiGPO's anchor
-credit ``A^S`` on informative step groups (the seeds' ablation "w/o GiGPO anchor") and keeps
+credit ``A^S`` on informative step groups (the MVPO paper's ablation "w/o GiGPO anchor") and keeps
 the potential repair, kappa and the estimator's state as they are."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _two_groups() -> StepBatch:
     ])  # fmt: skip
 
 
-@pytest.mark.parametrize("form", ["seeds", "v1"])
+@pytest.mark.parametrize("form", ["paper", "v1"])
 def test_without_anchor_credit_only_the_anchor_credit_is_gone(form):
     b = _two_groups()
     b = b.take(np.random.default_rng(0).permutation(len(b)))  # caller order is kept

@@ -191,13 +191,13 @@ def test_mvpo_credits_progress_and_blames_loops_in_all_failed_groups(
                           end="truncated"))  # fmt: skip
     b = StepBatch.from_trajectories(trajs)
     loop_rows = (b.traj >= n_prog) & (b.t >= 1)
-    for form in ("v1", "seeds"):
+    for form in ("v1", "paper"):
         est = get_estimator("mvpo", form=form)
         adv, diag = est(b)
         first = adv[b.t == 0]
         assert np.all(first[:n_prog] > 0) and np.all(first[n_prog:] < 0), form
         # later progressing steps are never blamed: along one shared path D = (1 - gamma_m) g
-        # (v1) or exactly 0 (seeds: u_t + U_{t+1} - U_t)
+        # (v1) or exactly 0 (paper: u_t + U_{t+1} - U_t)
         assert np.all(adv[(b.traj < n_prog) & (b.t >= 1)] >= 0), form
         if form == "v1":  # steps inside the merged loop region (region to itself) get 0
             assert np.all(adv[loop_rows] == 0.0)
@@ -295,10 +295,10 @@ def test_rollout_groups_are_independent(trajs, name):
 @given(trajectories(max_groups=3))
 def test_mvpo_group_scope_keeps_regions_and_potentials_inside_groups(trajs):
     """With ``scope="group"`` MVPO's regions, potentials and differences ``D`` of a group are
-    the same alone as inside the batch (only kappa, the scale of ``A^Phi`` and, in the seeds
+    the same alone as inside the batch (only kappa, the scale of ``A^Phi`` and, in the paper
     form, the batch's spread of potentials are batch-wide)."""
     b = StepBatch.from_trajectories(trajs).canonical()
-    # the seeds form also divides by the batch's spread of potentials: compared without it
+    # the paper form also divides by the batch's spread of potentials: compared without it
     for cfg in (MVPO(form="v1").config, MVPO(potential_norm="none").config):
         pot = potential_terms(b, cfg, uniform_amp())
         for g in np.unique(b.group):

@@ -1,4 +1,4 @@
-"""MVPO's forms (docs/estimators.md §3.8): v1 reproduces the recorded outputs, the seeds reading
+"""MVPO's forms (docs/estimators.md §3.8): v1 reproduces the recorded outputs, the MVPO paper's reading
 by hand, the options one by one, the per-row repair and the non-circular statistic (§3.7)."""
 
 from __future__ import annotations
@@ -54,33 +54,33 @@ def test_v1_reproduces_the_recorded_outputs_bit_for_bit():
     state = est.state_dict()
     assert state.pop("form") == "v1"  # recorded since the default changed (§3.10)
     assert state == ref["state"]
-    # the default is now the seeds form, which gives other advantages on the same calls
+    # the default is now the paper form, which gives other advantages on the same calls
     default = get_estimator("mvpo")
-    assert default.config.form == "seeds"
+    assert default.config.form == "paper"
     adv, _ = default(StepBatch(**ref["calls"][0]["steps"]))
     assert not np.array_equal(adv, np.asarray(ref["calls"][0]["advantages"]))
 
 
 def test_form_fills_the_fields_left_unset_and_explicit_fields_win():
-    v1, seeds = MVPOConfig(form="v1"), MVPOConfig()  # the default is the seeds form (§3.10)
+    v1, paper = MVPOConfig(form="v1"), MVPOConfig()  # the default is the paper form (§3.10)
     assert (v1.value, v1.loop_stat, v1.potential_norm, v1.d_scale, v1.amp_score) == (
         "progress", "dwell", "none", "routed_std", "success"
     )  # fmt: skip
     assert (v1.lambda_L, v1.lambda_F, v1.gamma_phi, v1.gamma_m) == (0.5, 0.0, 1.0, None)
-    assert (seeds.value, seeds.loop_stat, seeds.potential_norm, seeds.d_scale) == (
+    assert (paper.value, paper.loop_stat, paper.potential_norm, paper.d_scale) == (
         "shaping", "revisit", "scale", "none"
     )  # fmt: skip
-    assert (seeds.amp_score, seeds.lambda_L, seeds.lambda_F) == ("progress", 0.1, 0.2)
-    assert (seeds.gamma_m, seeds.gamma_phi) == (1.0, 1.0)
-    mixed = MVPOConfig(form="seeds", loop_stat="dwell", lambda_L=0.0)
+    assert (paper.amp_score, paper.lambda_L, paper.lambda_F) == ("progress", 0.1, 0.2)
+    assert (paper.gamma_m, paper.gamma_phi) == (1.0, 1.0)
+    mixed = MVPOConfig(form="paper", loop_stat="dwell", lambda_L=0.0)
     assert (mixed.loop_stat, mixed.lambda_L, mixed.value) == ("dwell", 0.0, "shaping")
-    assert set(FORMS) == {"v1", "seeds"}
+    assert set(FORMS) == {"v1", "paper"}
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"form": "paper"}, "form"),
+        ({"form": "article"}, "form"),
         ({"value": "both"}, "value"),
         ({"loop_stat": "cycles"}, "loop_stat"),
         ({"potential_norm": "minmax"}, "potential_norm"),
@@ -100,11 +100,11 @@ def test_bad_option_values_name_the_field(kwargs, field):
         get_estimator("mvpo", **kwargs)
 
 
-# ------------------------------------------------------------------ the seeds reading by hand
+# ------------------------------------------------------------------ the MVPO paper's reading by hand
 
 
-def test_seeds_form_on_the_worked_example_by_hand():
-    b, pot = worked_potential(form="seeds")
+def test_paper_form_on_the_worked_example_by_hand():
+    b, pot = worked_potential(form="paper")
     # u = m + lambda_F * [milestone] - lambda_L * [next row is a revisit]; gamma_m = 1
     u = by_traj(b, pot.u)
     np.testing.assert_allclose(u[0], [0.7, 0.7, 0, 0])
@@ -126,7 +126,7 @@ def test_seeds_form_on_the_worked_example_by_hand():
     np.testing.assert_allclose(d[2], np.array([loop - 0.5, 0, -0.1, 0]) / s, atol=1e-15)
     np.testing.assert_allclose(d[3], np.array([0.7 + 0.35 - 0.5, -0.35, 0, 0]) / s)
     # the estimator: A^Phi = D unscaled (d_scale "none"), kappa 1; routed rows only
-    adv, diag = get_estimator("mvpo", form="seeds")(b)
+    adv, diag = get_estimator("mvpo", form="paper")(b)
     a = by_traj(b, adv)
     np.testing.assert_allclose(a[2], np.array([loop - 0.5, 0, 0, 0]) / s)  # C2 is a singleton
     assert a[0][0] > 0 and a[3][0] > 0 and a[2][0] < a[1][0] < 0 and a[0][1] > 0 > a[3][1]
@@ -152,9 +152,9 @@ def progress_and_loops() -> StepBatch:
     ])  # fmt: skip
 
 
-def test_seeds_repair_is_positive_on_progress_and_negative_on_loops():
+def test_paper_repair_is_positive_on_progress_and_negative_on_loops():
     b = progress_and_loops()
-    est = get_estimator("mvpo", form="seeds")
+    est = get_estimator("mvpo", form="paper")
     est(b)
     r = by_traj(b, est.last_repair)
     routed = by_traj(b, est.last_routed)
@@ -202,9 +202,9 @@ def test_frequency_term_does_not_fall_at_the_step_that_makes_progress():
 
     # shaping: u0 = 1 + lambda_F, U = (1 + lambda_F, 0, 0), phi(s) = (1 + lambda_F) / 2
     # -> D0 = (1 + lambda_F) / 2: the F term adds lambda_F / 2 at the progressing step
-    base = d_at_progress(form="seeds", lambda_F=0.0)
+    base = d_at_progress(form="paper", lambda_F=0.0)
     assert base == pytest.approx(0.5)
-    assert d_at_progress(form="seeds", lambda_F=1.0) - base == pytest.approx(0.5)
+    assert d_at_progress(form="paper", lambda_F=1.0) - base == pytest.approx(0.5)
     # v1's F (share of visits with progress at or after): 1/2 at s, 0 at a -> falls by 1/2
     v1 = d_at_progress(form="v1", lambda_F=0.0)
     assert d_at_progress(form="v1", lambda_F=1.0) - v1 == pytest.approx(-0.5)
@@ -212,7 +212,7 @@ def test_frequency_term_does_not_fall_at_the_step_that_makes_progress():
 
 def test_potential_norm_options_by_hand():
     def pot(**kw: object):
-        return worked_potential(form="seeds", **kw)[1]
+        return worked_potential(form="paper", **kw)[1]
 
     raw = pot(potential_norm="none", gamma_phi=0.5)
     s, mu = float(raw.phi.std()), float(raw.phi.mean())
@@ -231,7 +231,7 @@ def test_shaping_terminal_state_is_worth_nothing_and_the_win_is_the_reward():
         dict(group=0, rewards=[0, 1], anchors=["s", "a"], signatures=["s", "a"]),
         dict(group=0, rewards=[0, 0], anchors=["s", "b"], signatures=["s", "b"]),
     ])  # fmt: skip
-    est = MVPO(form="seeds", potential_norm="none")
+    est = MVPO(form="paper", potential_norm="none")
     pot = potential_terms(b.canonical(), est.config, est.amp)
     # u = (0, 1) and (0, 0); U = (1, 1), (0, 0); phi(s) = .5
     np.testing.assert_allclose(pot.phi, [0.5, 1.0, 0.5, 0.0])
@@ -312,7 +312,7 @@ def test_last_repair_is_the_routed_difference_from_gigpo_in_caller_order():
     b = b.take(np.random.default_rng(0).permutation(len(b)))
     g, _ = get_estimator("gigpo")(b)
     for opts in all_option_sets():
-        est = get_estimator("mvpo", form="seeds", omega=0.5, **opts)
+        est = get_estimator("mvpo", form="paper", omega=0.5, **opts)
         adv, diag = est(b)
         assert est.last_repair.shape == est.last_routed.shape == (len(b),)
         np.testing.assert_allclose(adv - g, 0.5 * est.last_repair, atol=1e-15)
@@ -351,7 +351,7 @@ def test_non_circular_statistic_by_hand_and_free_of_the_outcome():
     bad = dict(group=0, rewards=[0] * 4, anchors=["s", "x", "y", "z"],
                signatures=["s", "x", "y", "z"])  # fmt: skip
     b = StepBatch.from_trajectories([good, dict(good), bad, dict(bad)])
-    _, diag = get_estimator("mvpo", form="seeds")(b)
+    _, diag = get_estimator("mvpo", form="paper")(b)
     # halves by position in the group: (good, bad) and (good, bad). U of good = 1.4, .7, 0, 0;
     # the other half's mean at s = (1.4 + 0) / 2 for everyone; a, b, c: the other good's U
     est = [0.7, 0.7, 0, 0] * 2 + [0.7, 0, 0, 0] * 2
@@ -361,21 +361,21 @@ def test_non_circular_statistic_by_hand_and_free_of_the_outcome():
     assert diag["phi_split_rows"] == 16
     # a successful trajectory's rows are left out: only the failed ones are scored
     won = dict(good, rewards=[0, 0, 0, 1], end="terminated")
-    _, diag = get_estimator("mvpo", form="seeds")(
+    _, diag = get_estimator("mvpo", form="paper")(
         StepBatch.from_trajectories([won, dict(good), bad, dict(bad)])
     )
     assert diag["phi_split_rows"] == 12
 
 
-def test_seeds_form_is_invariant_to_the_row_order():
+def test_paper_form_is_invariant_to_the_row_order():
     b = progress_and_loops()
     perm = np.random.default_rng(1).permutation(len(b))
-    a, da = get_estimator("mvpo", form="seeds")(b)
-    est = get_estimator("mvpo", form="seeds")
+    a, da = get_estimator("mvpo", form="paper")(b)
+    est = get_estimator("mvpo", form="paper")
     p, dp = est(b.take(perm))
     np.testing.assert_array_equal(p, a[perm])
     assert all(same(da[k], dp[k]) for k in da if not isinstance(da[k], dict))
-    ref = get_estimator("mvpo", form="seeds")
+    ref = get_estimator("mvpo", form="paper")
     ref(b)
     np.testing.assert_array_equal(est.last_repair, ref.last_repair[perm])
 
@@ -396,9 +396,45 @@ def test_helpers_on_edge_cases():
 
 
 def test_an_empty_state_loads_as_a_fresh_estimator():
-    est = get_estimator("mvpo", form="seeds")
+    est = get_estimator("mvpo", form="paper")
     est(progress_and_loops())
     est.load_state_dict({})
-    fresh = get_estimator("mvpo", form="seeds")
+    fresh = get_estimator("mvpo", form="paper")
     assert est.state_dict() == fresh.state_dict()
     assert est.ema_success == 0.0 and est.iteration == 0 and est.success_start is None
+
+
+def test_form_seeds_is_read_as_paper_and_an_old_state_resumes_bit_for_bit():
+    """Runs saved before the rename have ``form: seeds`` in their config and in the saved
+    estimator state: they build the paper form and continue exactly as an uninterrupted run."""
+    assert MVPOConfig(form="seeds") == MVPOConfig(form="paper") == MVPOConfig()
+    b = progress_and_loops()
+    perm = np.random.default_rng(3).permutation(len(b))
+    batches = [b, b.take(perm), b]
+    ref = get_estimator("mvpo", form="paper")
+    expected = [ref(x)[0] for x in batches]
+    old = get_estimator("mvpo", form="seeds")  # an old run's estimator_kwargs
+    np.testing.assert_array_equal(old(batches[0])[0], expected[0])
+    state = json.loads(json.dumps(old.state_dict()))
+    state["form"] = "seeds"  # what the code before the rename saved
+    resumed = get_estimator("mvpo", form="seeds")
+    resumed.load_state_dict(state)
+    for x, want in zip(batches[1:], expected[1:], strict=True):
+        np.testing.assert_array_equal(resumed(x)[0], want)
+    with pytest.raises(ValueError, match="saved with form 'seeds'"):
+        get_estimator("mvpo", form="v1").load_state_dict(state)
+
+
+def test_a_run_saved_with_form_seeds_passes_the_resume_check():
+    """``--resume`` compares the saved config with today's (mvpo_train.config.changed_fields):
+    a run of the default MVPO saved before the rename (state ``form: seeds``) and one that named
+    ``form: seeds`` resume; another form is still refused."""
+    from mvpo_train.config import TrainConfig, changed_fields
+
+    default = TrainConfig(estimator="mvpo")
+    saved = default.to_dict()
+    assert changed_fields(saved, default, {"form": "seeds"}) == {}
+    named = TrainConfig(estimator="mvpo", estimator_kwargs={"form": "seeds"})
+    assert changed_fields(named.to_dict(), named, {"form": "seeds"}) == {}
+    assert changed_fields(named.to_dict(), default, {"form": "seeds"}) == {}
+    assert "estimator_kwargs" in changed_fields(saved, default, {"form": "v1"})

@@ -1,0 +1,563 @@
+"""Does an aligned potential speed learning? MVPO's repair driven by an oracle at controlled
+alignment, with negative and positive controls, on the control task (docs/alignment.md, "The
+oracle-gain study").
+
+One resumable sweep of ``mvpo-train`` runs on ``mvpo/MilestoneChain-v0`` (the encoder policy with
+a fresh head, 8 layouts x 8 rollouts x 50 steps, 40 iterations; the settings of
+benchmarks/results/control_study.md plus the env's ``show_progress`` option), arms x seeds:
+
+* difficulty 1 (the main arms): GRPO, GiGPO, MVPO (default), MVPO with its repair shuffled
+  among the routed rows (``repair_source="shuffled"``), the oracle repair at
+  ``rho`` in {0, 0.25, 0.5, 0.75, 1} (``repair_source="oracle"``) and the positive control
+  (``repair_source="positive"``);
+* the zero-credit axis: GiGPO and the oracle repair at ``rho`` in {0, 1} at difficulties 0 and 2;
+* the strength axis: the oracle repair at ``rho`` in {0.5, 1} with kappa held constant at
+  {0.1, 0.3, 1}.
+
+Runs go to ``--base`` (default ``runs/oracle-gain``, git-ignored): a finished run (its
+``result.json`` written) is skipped, an interrupted one resumes from its checkpoint, and a
+settings fingerprint (``settings.json``) refuses a changed setting. The order puts the main arms
+x seeds first, seed by seed, so a partial sweep is paired. ``--analyze-only`` (or any call once
+runs exist) writes ``benchmarks/results/oracle_gain.{md,json,png}`` from the finished runs: per
+arm the batch-success curve with a bootstrap band, area, final, iterations to 5% and 10%,
+held-out success, the measured ``align/auc``; per arm against GiGPO at its difficulty, paired by
+seed, differences with t-based 95% intervals and percentile-bootstrap intervals beside them; the
+fit of the gain against alignment x strength x zero-credit ratio; ``rho*``.
+
+    python benchmarks/oracle_gain.py                 # the sweep (resumable), then the tables
+    python benchmarks/oracle_gain.py --analyze-only  # tables and plot only
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mvpo_train.metrics import read_metrics
+from mvpo_train.stats import bootstrap_ci, censored, curve_band, first_reach, t_interval
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ENV_ID = "mvpo/MilestoneChain-v0"
+MAIN_RHOS = (0.0, 0.25, 0.5, 0.75, 1.0)
+THRESHOLDS = (0.05, 0.10)
+FINAL = 5  # iterations of the "final" mean
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: an estimator with keywords at a difficulty."""
+
+    name: str
+    estimator: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    difficulty: int = 1
+    axis: str = "main"  # main | zero-credit | strength
+
+    @property
+    def rho(self) -> float | None:
+        src = self.kwargs.get("repair_source")
+        if src == "oracle":
+            return float(self.kwargs.get("oracle_rho", 1.0))
+        return {"positive": 1.0, "shuffled": 0.0}.get(src)
+
+    @property
+    def kappa(self) -> float | None:
+        """Kappa when held constant; None when it follows MVPO's schedule."""
+        if self.kwargs.get("kappa_schedule") == "constant":
+            return float(self.kwargs["kappa_constant"])
+        return None
+
+
+def _oracle(rho: float, **kw: Any) -> dict[str, Any]:
+    return {"repair_source": "oracle", "oracle_rho": rho, **kw}
+
+
+def arms() -> list[Arm]:
+    """The arms of the sweep, main arms first (module docstring)."""
+    out = [
+        Arm("grpo", "grpo"),
+        Arm("gigpo", "gigpo"),
+        Arm("mvpo", "mvpo"),
+        Arm("mvpo-shuffled", "mvpo", {"repair_source": "shuffled"}),
+        *[Arm(f"oracle-r{r:g}", "mvpo", _oracle(r)) for r in MAIN_RHOS],
+        Arm("positive", "mvpo", {"repair_source": "positive"}),
+    ]
+    for d in (0, 2):
+        out.append(Arm(f"gigpo-d{d}", "gigpo", difficulty=d, axis="zero-credit"))
+        for r in (0.0, 1.0):
+            out.append(Arm(f"oracle-r{r:g}-d{d}", "mvpo", _oracle(r), d, "zero-credit"))
+    for r in (0.5, 1.0):
+        for k in (0.1, 0.3, 1.0):
+            kw = _oracle(r, kappa_schedule="constant", kappa_constant=k)
+            out.append(Arm(f"oracle-r{r:g}-k{k:g}", "mvpo", kw, axis="strength"))
+    return out
+
+
+def reference(arm: Arm) -> str:
+    """The GiGPO arm an arm is paired with: GiGPO at the arm's difficulty."""
+    return "gigpo" if arm.difficulty == 1 else f"gigpo-d{arm.difficulty}"
+
+
+# ------------------------------------------------------------------ running
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything a run's numbers depend on besides the arm and the seed (the fingerprint)."""
+    return {
+        "env_id": ENV_ID, "num_milestones": 4, "show_progress": args.show_progress,
+        "num_groups": args.num_groups, "group_size": args.group_size, "max_steps": 50,
+        "iterations": args.iterations, "lr": args.lr, "ppo_epochs": args.ppo_epochs,
+        "policy": "encoder", "model": "fresh", "eval_episodes": args.eval_episodes,
+    }  # fmt: skip
+
+
+def fingerprint(s: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_settings(base: Path, s: dict[str, Any]) -> None:
+    """Record the settings of ``base`` on first use; refuse a changed setting after that."""
+    path = base / "settings.json"
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        if saved.get("fingerprint") != fingerprint(s):
+            changed = sorted(k for k in s if saved.get("settings", {}).get(k) != s[k])
+            sys.exit(
+                f"oracle_gain: {base} holds runs made with other settings (changed: {changed}); "
+                "pass the same flags, or another --base"
+            )
+        return
+    base.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"fingerprint": fingerprint(s), "settings": s}, indent=1) + "\n")
+
+
+def run_dir(base: Path, arm: Arm, seed: int) -> Path:
+    return base / arm.name / f"seed{seed}"
+
+
+def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
+    env_kwargs = {"difficulty": arm.difficulty, "num_milestones": 4}
+    if args.show_progress:
+        env_kwargs["show_progress"] = True
+    cmd = [
+        str(Path(sys.executable).with_name("mvpo-train")), "--preset", "cpu-tiny",
+        "--env-id", ENV_ID, "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
+        "--max-steps", "50", "--policy", "encoder", "--model", "fresh",
+        "--num-groups", str(args.num_groups), "--group-size", str(args.group_size),
+        "--ppo-epochs", str(args.ppo_epochs), "--lr", str(args.lr),
+        "--estimator", arm.estimator, "--seed", str(seed),
+        "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
+        "--no-progress", "--no-tensorboard", "--save-every", "5",
+        "--embedding-cache", str(Path(args.base) / "embeddings.npz"),
+        "--eval-split", "eval", "--eval-every", str(args.iterations), "--no-eval-greedy",
+        "--eval-episodes", str(args.eval_episodes),
+    ]  # fmt: skip
+    if arm.kwargs:
+        cmd += ["--estimator-kwargs", json.dumps(arm.kwargs, sort_keys=True)]
+    if (path / "checkpoints" / "LATEST").is_file():
+        cmd.append("--resume")
+    elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
+        cmd.append("--overwrite")
+    return cmd
+
+
+def summarise_run(path: Path, iterations: int) -> dict[str, Any]:
+    """The compact result of a finished run, from its metrics.jsonl."""
+    rows = [r for r in read_metrics(path) if "success" in r]
+    if len(rows) < iterations:
+        raise RuntimeError(f"{path}: {len(rows)} of {iterations} iterations in metrics.jsonl")
+    rows = rows[:iterations]
+    succ = [float(r["success"]) for r in rows]
+    auc = [r.get("align/auc") for r in rows]
+    auc = [float(a) for a in auc if a is not None and math.isfinite(float(a))]
+    heldout = [r["eval/success"] for r in rows if "eval/success" in r]
+    return {
+        "success": succ,
+        "heldout": float(heldout[-1]) if heldout else None,
+        "auc": float(np.mean(auc)) if auc else None,
+        "zero_credit": float(np.mean([r.get("adv/zero_credit_ratio", 0.0) for r in rows[:FINAL]])),
+        "kappa": float(np.mean([r["adv/kappa"] for r in rows if "adv/kappa" in r] or [0.0])),
+        "repaired_ratio": float(np.mean([r.get("adv/repaired_ratio", 0.0) for r in rows])),
+        "minutes": float(sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows))
+        / 60.0,
+    }
+
+
+def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
+    base = Path(args.base)
+    check_settings(base, settings(args))
+    running: list[tuple[subprocess.Popen, Arm, int, Path]] = []
+    todo = [(a, s) for a, s in plan if not (run_dir(base, a, s) / "result.json").is_file()]
+    print(f"oracle_gain: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
+
+    def finish(proc: subprocess.Popen, arm: Arm, seed: int, path: Path) -> None:
+        if proc.returncode != 0:
+            print(f"oracle_gain: {arm.name} seed {seed} failed (rc {proc.returncode}); see "
+                  f"{path}/train.log", flush=True)  # fmt: skip
+            return
+        res = summarise_run(path, args.iterations)
+        (path / "result.json").write_text(json.dumps(res) + "\n")
+        print(f"oracle_gain: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
+              flush=True)  # fmt: skip
+        if args.analyze_every:
+            analyze(args)
+
+    while todo or running:
+        while todo and len(running) < args.jobs:
+            arm, seed = todo.pop(0)
+            path = run_dir(base, arm, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cmd = train_cmd(path, arm, seed, args)
+            log = (path.parent / f"seed{seed}.log").open("a")
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            running.append(
+                (subprocess.Popen(cmd, stdout=log, stderr=log, env=env), arm, seed, path)
+            )
+        time.sleep(5)
+        for item in list(running):
+            if item[0].poll() is not None:
+                running.remove(item)
+                finish(*item)
+
+
+# ------------------------------------------------------------------ analysis
+
+
+def load(base: Path, arm_list: list[Arm], seeds: list[int]) -> dict[str, dict[int, dict]]:
+    out: dict[str, dict[int, dict]] = {}
+    for arm in arm_list:
+        for s in seeds:
+            p = run_dir(base, arm, s) / "result.json"
+            if p.is_file():
+                out.setdefault(arm.name, {})[s] = json.loads(p.read_text())
+    return out
+
+
+def per_run(res: dict[str, Any], iterations: int) -> dict[str, float]:
+    succ = np.asarray(res["success"], dtype=np.float64)
+    out = {
+        "area": float(succ.mean()),
+        "final": float(succ[-FINAL:].mean()),
+        "heldout": float("nan") if res["heldout"] is None else float(res["heldout"]),
+    }
+    for th in THRESHOLDS:
+        out[f"it{int(th * 100)}"] = float(censored(first_reach(succ, th), iterations))
+    return out
+
+
+def _ci(values: list[float]) -> dict[str, Any]:
+    v = [x for x in values if math.isfinite(x)]
+    if not v:
+        return {"mean": None, "t95": None, "boot95": None, "n": 0}
+    m, lo, hi = t_interval(v)
+    _, blo, bhi = bootstrap_ci(v)
+    return {
+        "mean": m,
+        "t95": None if math.isnan(lo) else [lo, hi],
+        "boot95": [blo, bhi],
+        "n": len(v),
+    }
+
+
+METRICS = ("area", "final", "it5", "it10", "heldout")
+
+
+def analyze(args: argparse.Namespace) -> dict[str, Any]:
+    base = Path(args.base)
+    arm_list = arms()
+    by_name = {a.name: a for a in arm_list}
+    data = load(base, arm_list, args.seeds)
+    n_runs = sum(len(v) for v in data.values())
+    n_plan = len(arm_list) * len(args.seeds)
+    arms_out: dict[str, Any] = {}
+    for arm in arm_list:
+        runs = data.get(arm.name, {})
+        if not runs:
+            continue
+        seeds = sorted(runs)
+        rows = [per_run(runs[s], args.iterations) for s in seeds]
+        curves = np.array([runs[s]["success"] for s in seeds])
+        mean, lo, hi = curve_band(curves)
+        aucs = [runs[s]["auc"] for s in seeds if runs[s]["auc"] is not None]
+        arms_out[arm.name] = {
+            "estimator": arm.estimator, "kwargs": arm.kwargs, "rho": arm.rho,
+            "difficulty": arm.difficulty, "axis": arm.axis, "seeds": seeds,
+            **{k: _ci([r[k] for r in rows]) for k in METRICS},
+            "per_seed": {k: [r[k] for r in rows] for k in METRICS},
+            "auc": float(np.mean(aucs)) if aucs else None,
+            "zero_credit": float(np.mean([runs[s]["zero_credit"] for s in seeds])),
+            "kappa": float(np.mean([runs[s]["kappa"] for s in seeds])),
+            "repaired_ratio": float(np.mean([runs[s]["repaired_ratio"] for s in seeds])),
+            "minutes_per_run": float(np.mean([runs[s]["minutes"] for s in seeds])),
+            "curve": {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()},
+        }  # fmt: skip
+    pairs: dict[str, Any] = {}
+    for name in arms_out:
+        ref = reference(by_name[name])
+        if name == ref or ref not in arms_out:
+            continue
+        common = sorted(set(data[name]) & set(data[ref]))
+        if not common:
+            continue
+        mine = [per_run(data[name][s], args.iterations) for s in common]
+        theirs = [per_run(data[ref][s], args.iterations) for s in common]
+        pairs[f"{name} - {ref}"] = {
+            "seeds": common,
+            **{k: _ci([m[k] - t[k] for m, t in zip(mine, theirs, strict=True)]) for k in METRICS},
+        }
+    out = {
+        "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
+        "progress": {"runs_done": n_runs, "runs_planned": n_plan, "partial": n_runs < n_plan},
+        "arms": arms_out,
+        "pairs": pairs,
+        "fit": fit(arms_out, pairs, by_name),
+        "rho_star": rho_star(arms_out, pairs),
+        "command": "python benchmarks/oracle_gain.py" + (" " + " ".join(args.flags) if args.flags else ""),
+    }  # fmt: skip
+    out_path = Path(args.out)
+    out_path.with_suffix(".json").write_text(json.dumps(_clean(out), indent=1) + "\n")
+    out_path.with_suffix(".md").write_text(markdown(out, args))
+    plot(out, out_path.with_suffix(".png"))
+    return out
+
+
+def fit(arms_out: dict, pairs: dict, by_name: dict[str, Arm]) -> dict[str, Any]:
+    """Area gain over GiGPO (per arm, mean over seeds) against alignment x strength x zero-credit.
+
+    Over the oracle arms: alignment = ``rho``, strength = the kappa the arm ran with (measured
+    mean), zero-credit = the measured zero-credit ratio of its first iterations. The product
+    form ``gain = b * rho * kappa * z`` (through the origin) is compared with the additive fit
+    ``gain = c0 + c1 rho + c2 kappa + c3 z`` by R^2.
+    """
+    xs, ys, names = [], [], []
+    for name, a in arms_out.items():
+        arm = by_name[name]
+        key = f"{name} - {reference(arm)}"
+        if arm.kwargs.get("repair_source") != "oracle" or key not in pairs:
+            continue
+        xs.append((arm.rho, a["kappa"], a["zero_credit"]))
+        ys.append(pairs[key]["area"]["mean"])
+        names.append(name)
+    if len(ys) < 5:
+        return {"arms": names, "note": f"{len(ys)} oracle arms with pairs: too few to fit"}
+    x, y = np.asarray(xs), np.asarray(ys)
+    prod = x.prod(axis=1)
+    b = float(prod @ y / max(prod @ prod, 1e-12))
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+
+    def r2(pred: np.ndarray) -> float:
+        return float(1 - ((y - pred) ** 2).sum() / ss_tot) if ss_tot > 0 else float("nan")
+
+    design = np.column_stack([np.ones(len(y)), x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return {
+        "arms": names, "x": xs, "gain_area": ys, "product_b": b, "product_r2": r2(b * prod),
+        "additive_coef": coef.tolist(), "additive_r2": r2(design @ coef),
+    }  # fmt: skip
+
+
+def rho_star(arms_out: dict, pairs: dict) -> dict[str, Any]:
+    """The smallest main-arm rho whose area gain over GiGPO has a t-interval above 0."""
+    for r in MAIN_RHOS:
+        name = f"oracle-r{r:g}"
+        p = pairs.get(f"{name} - gigpo")
+        if p and p["area"]["t95"] and p["area"]["t95"][0] > 0:
+            return {"rho": r, "arm": name, "auc": arms_out[name]["auc"]}
+    return {"rho": None, "note": "no main oracle arm's area gain interval excludes 0 (yet)"}
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float):
+        return None if not math.isfinite(x) else round(x, 6)
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _fmt(c: dict[str, Any], digits: int = 3) -> str:
+    if c["mean"] is None:
+        return "-"
+    t = c["t95"]
+    s = f"{c['mean']:.{digits}f}"
+    if t:
+        s += f" [{t[0]:.{digits}f}, {t[1]:.{digits}f}]"
+    return s
+
+
+def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
+    prog = out["progress"]
+    st = out["settings"]
+    lines = [
+        "# Oracle-gain study: does an aligned potential speed learning?",
+        "",
+        f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), "
+        f"{args.jobs} run(s) at a time, 1 torch thread each.",
+        "",
+    ]
+    if prog["partial"]:
+        lines += [
+            f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs done.** The sweep "
+            "resumes with the same command; the numbers below are over the finished runs only.",
+            "",
+        ]
+    lines += [
+        f"Settings: encoder policy with a fresh head, `{ENV_ID}` (K = 4, "
+        f"show_progress={st['show_progress']}), {st['num_groups']} layouts x {st['group_size']} "
+        f"rollouts x 50 steps per iteration, {st['iterations']} iterations, lr {st['lr']}, "
+        f"{st['ppo_epochs']} PPO epochs, seeds {st['seeds']}; held-out: the final checkpoint on "
+        f"the 64 `eval` layouts, sampled, {st['eval_episodes']} episode(s) per layout.",
+        "",
+        "![oracle gain](oracle_gain.png)",
+        "",
+        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
+        "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
+        f"moving average reaches it ({st['iterations'] + 1} = never). `align/auc`: the "
+        "trainer's AUC of the repair for `oracle_progress` (mean over iterations and seeds). "
+        "Zero-credit: share of rows in zero-credit step groups, first 5 iterations.",
+        "",
+        "| arm | difficulty | rho | seeds | area | final | it. to 5% | it. to 10% | held-out "
+        "| align/auc | zero-credit | kappa | min/run |",
+        "|---|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for name, a in out["arms"].items():
+        rho = "-" if a["rho"] is None else f"{a['rho']:g}"
+        auc = "-" if a["auc"] is None else f"{a['auc']:.3f}"
+        lines.append(
+            f"| {name} | {a['difficulty']} | {rho} | {len(a['seeds'])} | {_fmt(a['area'])} | "
+            f"{_fmt(a['final'])} | {_fmt(a['it5'], 1)} | {_fmt(a['it10'], 1)} | "
+            f"{_fmt(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
+            f"{a['minutes_per_run']:.1f} |"
+        )
+    lines += [
+        "",
+        "Paired against GiGPO at the same difficulty (per seed: same initial head and task "
+        "draws): mean difference, t-based 95% interval, percentile-bootstrap interval "
+        "(10,000 resamples) beside it.",
+        "",
+        "| pair | seeds | area | area (bootstrap) | final | it. to 10% | held-out |",
+        "|---|---:|---|---|---|---|---|",
+    ]
+    for name, p in out["pairs"].items():
+        b = p["area"]["boot95"]
+        boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
+        lines.append(
+            f"| {name} | {len(p['seeds'])} | {_fmt(p['area'])} | {boot} | {_fmt(p['final'])} | "
+            f"{_fmt(p['it10'], 1)} | {_fmt(p['heldout'])} |"
+        )
+    f = out["fit"]
+    lines += ["", "## Gain against alignment x strength x zero-credit", ""]
+    if "note" in f:
+        lines.append(f["note"] + ".")
+    else:
+        lines.append(
+            f"Over {len(f['arms'])} oracle arms: area gain = {f['product_b']:.3f} x rho x kappa "
+            f"x zero-credit, R^2 {f['product_r2']:.2f}; the additive fit (intercept + three "
+            f"terms) R^2 {f['additive_r2']:.2f}."
+        )
+    rs = out["rho_star"]
+    lines += ["", "## rho*", ""]
+    if rs.get("rho") is None:
+        lines.append(rs["note"] + ".")
+    else:
+        lines.append(f"rho* = {rs['rho']:g} (`{rs['arm']}`), measured `align/auc` {rs['auc']:.3f}.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(out: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [
+        ("difficulty 1: baselines and controls",
+         ["grpo", "gigpo", "mvpo", "mvpo-shuffled", "positive"]),
+        ("difficulty 1: oracle repair by rho", ["gigpo"] + [f"oracle-r{r:g}" for r in MAIN_RHOS]),
+        ("zero-credit and strength axes",
+         [n for n, a in out["arms"].items() if a["axis"] != "main"]),
+    ]  # fmt: skip
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), sharey=True)
+    for ax, (title, names) in zip(axes, groups, strict=True):
+        for n in names:
+            a = out["arms"].get(n)
+            if a is None:
+                continue
+            c = a["curve"]
+            x = np.arange(1, len(c["mean"]) + 1)
+            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a['seeds'])})", lw=1.2)
+            ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("iteration")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("batch success (mean over seeds, 95% band)")
+    prog = out["progress"]
+    if prog["partial"]:
+        fig.suptitle(f"partial: {prog['runs_done']} of {prog['runs_planned']} runs", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ command line
+
+
+#: the order of the main arms within a seed: the controls and the ends of the rho axis first,
+#: so that a partial sweep answers the first questions (can this policy learn with exact step
+#: credit? does rho = 1 help over GiGPO?) before the middle of the curve
+MAIN_ORDER = ("positive", "gigpo", "oracle-r1", "oracle-r0", "grpo", "mvpo", "mvpo-shuffled",
+              "oracle-r0.5", "oracle-r0.25", "oracle-r0.75")  # fmt: skip
+
+
+def plan_runs(args: argparse.Namespace) -> list[tuple[Arm, int]]:
+    """Main arms seed by seed first (in :data:`MAIN_ORDER`), then the axes seed by seed."""
+    arm_list = [a for a in arms() if not args.arm or a.name in args.arm]
+    main = sorted((a for a in arm_list if a.axis == "main"), key=lambda a: MAIN_ORDER.index(a.name))
+    rest = [a for a in arm_list if a.axis != "main"]
+    return [(a, s) for s in args.seeds for a in main] + [(a, s) for s in args.seeds for a in rest]
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--num-groups", type=int, default=8, help="layouts per iteration")
+    p.add_argument("--group-size", type=int, default=8, help="rollouts per layout")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--ppo-epochs", type=int, default=2)
+    p.add_argument("--eval-episodes", type=int, default=2, help="held-out episodes per layout")
+    p.add_argument("--no-show-progress", dest="show_progress", action="store_false",
+                   help="the task as it is by default (progress not observable)")  # fmt: skip
+    p.add_argument("--arm", action="append", default=None, help="run only these arms")
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
+    p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain"))
+    p.add_argument("--out", default=str(RESULTS / "oracle_gain.md"))
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
+    p.add_argument("--analyze-every", action="store_true",
+                   help="rewrite the results after every finished run")  # fmt: skip
+    argv = sys.argv[1:] if argv is None else argv
+    args = p.parse_args(argv)
+    args.flags = [a for a in argv if a not in ("--analyze-only", "--analyze-every")]
+    if not args.analyze_only:
+        sweep(args, plan_runs(args))
+    out = analyze(args)
+    print(f"oracle_gain: wrote {args.out} ({out['progress']['runs_done']} runs)")
+
+
+if __name__ == "__main__":
+    main()
