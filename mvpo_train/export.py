@@ -294,8 +294,12 @@ def export_run(
     iterations: str | None = None,
     estimators: Sequence[str] = (),
     overwrite: bool = False,
+    progress: bool = False,
 ) -> ExportResult:
-    """Export the batch records of ``run_dir`` to ``out`` (module docstring)."""
+    """Export the batch records of ``run_dir`` to ``out`` (module docstring); ``progress``:
+    a bar over the records read."""
+    from tqdm.auto import tqdm
+
     if fmt not in FORMATS or fmt == "verl":
         raise ConfigError(
             f"--format: {fmt!r} exports records; use one of datasets, parquet, jsonl"
@@ -314,7 +318,7 @@ def export_run(
     steps: list[dict[str, list]] = []
     episodes: list[dict[str, list]] = []
     missing: dict[str, list[int]] = {}
-    for k in chosen:
+    for k in tqdm(chosen, desc="records", unit="iteration", disable=not progress):
         record = read_batch_record(found[k])
         cols, lacks = step_columns(record, estimators)
         for name in lacks:
@@ -445,7 +449,10 @@ def _run_env(run: Path) -> tuple[str, dict[str, Any], str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from mvpo_envs.cli_args import int_at_least
+    from mvpo_train.config import OneLineParser  # errors are one line; --run_dir is --run-dir
+
+    p = OneLineParser(
         prog="mvpo-export",
         description="Export what a run played (its batch records) as Hugging Face datasets, "
         "parquet or JSON lines, or write verl's dataset rows for an env and split "
@@ -467,7 +474,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--split", help="the env's split= (default: the run's env_kwargs' split)")
     g.add_argument("--env-kwargs", help="JSON env kwargs (default: the run's)")
     g.add_argument("--template", help="prompt style the agent loop renders (default: seed)")
-    g.add_argument("--max-tasks", type=int, help="the first N tasks only")
+    g.add_argument("--max-tasks", type=int_at_least(1), help="the first N tasks only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -489,8 +496,6 @@ def _main_verl(args: argparse.Namespace) -> int:
             raise ConfigError("--env-kwargs: expected a JSON object")
     split = args.split or kwargs.pop("split", None)
     kwargs.pop("split", None)
-    if args.max_tasks is not None and args.max_tasks < 1:
-        raise ConfigError("--max-tasks: must be >= 1")
     out = Path(args.out) if args.out else Path(f"verl-{env_id.replace('/', '-')}")
     path = write_verl(
         out, env_id, split, kwargs, args.template or template, args.max_tasks, args.overwrite,
@@ -502,7 +507,11 @@ def _main_verl(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mvpo-export``."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except ConfigError as err:
+        print(f"mvpo-export: {err}", file=sys.stderr)
+        return 2
     if args.no_progress:
         import datasets as hf
 
@@ -520,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = Path(args.out) if args.out else Path(args.run) / f"export-{args.format}"
         result = export_run(
             args.run, out, args.format, iterations=args.iterations, estimators=names,
-            overwrite=args.overwrite,
+            overwrite=args.overwrite, progress=not args.no_progress,
         )  # fmt: skip
         line = result.missing_line()
         if line:

@@ -158,6 +158,11 @@ def test_iteration_specs_and_errors(run, tmp_path, capsys):
     assert "is not N or A-B" in capsys.readouterr().err
     assert main([str(tmp_path / "nothing"), "--out", str(tmp_path / "y")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+    assert main([str(run), "--format", "csv"]) == 2  # a bad flag is one line, no usage dump
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid choice: 'csv'" in err
+    # the YAML spelling of a flag works too
+    assert main([str(run), "--iterations", "2", "--out", str(tmp_path / "u"), "--no_progress"]) == 0
 
 
 def test_verl_rows_for_an_env_and_split(tmp_path):
