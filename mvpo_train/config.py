@@ -55,6 +55,7 @@ from mvpo_envs.declaration import STYLE_ALIASES, default_env_id, get_declaration
 from mvpo_train.backends import BACKENDS
 from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
 from mvpo_train.policies.registry import POLICIES
+from mvpo_train.run_artifacts import RUN_ARTIFACTS
 from mvpo_train.tracking import normalize_report_to
 
 __all__ = [
@@ -763,8 +764,6 @@ def default_run_dir(preset_name: str, values: dict[str, Any]) -> str:
 
 
 def _holds_run(path: Path) -> bool:
-    from mvpo_train.run_folder import RUN_ARTIFACTS  # imports this module
-
     return any((path / name).exists() for name in RUN_ARTIFACTS)
 
 

@@ -24,14 +24,10 @@ from mvpo_train.checkpoint import (
 )
 from mvpo_train.config import ConfigError, TrainConfig, changed_fields
 from mvpo_train.metrics import check_metrics_rows
+from mvpo_train.run_artifacts import RUN_ARTIFACTS
 from mvpo_train.run_lock import LOCK_NAME, RunLock
 
 __all__ = ["RUN_ARTIFACTS", "RunPlan", "check_run_dir_name", "plan_run", "say", "write_error"]
-
-
-#: what makes a folder hold a run (other files, e.g. a user's log, do not count)
-RUN_ARTIFACTS = ("config.yaml", "metrics.jsonl", "checkpoints", "tensorboard", "wandb", "trackio",
-                 "records")  # fmt: skip
 
 
 def say(message: str) -> None:
