@@ -191,9 +191,16 @@ def summarise_run(path: Path, iterations: int) -> dict[str, Any]:
         "zero_credit": float(np.mean([r.get("adv/zero_credit_ratio", 0.0) for r in rows[:FINAL]])),
         "kappa": float(np.mean([r["adv/kappa"] for r in rows if "adv/kappa" in r] or [0.0])),
         "repaired_ratio": float(np.mean([r.get("adv/repaired_ratio", 0.0) for r in rows])),
+        "entropy": _mean_finite([r.get("loss/entropy", np.nan) for r in rows[-FINAL:]]),
         "minutes": float(sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows))
         / 60.0,
     }
+
+
+def _mean_finite(values: list[Any]) -> float | None:
+    """Mean of the finite numbers of ``values`` (None when there is none)."""
+    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
+    return float(np.mean(v)) if v else None
 
 
 def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
@@ -242,7 +249,11 @@ def load(base: Path, arm_list: list[Arm], seeds: list[int]) -> dict[str, dict[in
         for s in seeds:
             p = run_dir(base, arm, s) / "result.json"
             if p.is_file():
-                out.setdefault(arm.name, {})[s] = json.loads(p.read_text())
+                res = json.loads(p.read_text())
+                if "entropy" not in res:  # results written before the field existed
+                    rows = [r for r in read_metrics(p.parent) if "success" in r]
+                    res["entropy"] = _mean_finite([r.get("loss/entropy") for r in rows[-FINAL:]])
+                out.setdefault(arm.name, {})[s] = res
     return out
 
 
@@ -301,6 +312,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
             "zero_credit": float(np.mean([runs[s]["zero_credit"] for s in seeds])),
             "kappa": float(np.mean([runs[s]["kappa"] for s in seeds])),
             "repaired_ratio": float(np.mean([runs[s]["repaired_ratio"] for s in seeds])),
+            "entropy": _mean_finite([runs[s]["entropy"] for s in seeds]),
             "minutes_per_run": float(np.mean([runs[s]["minutes"] for s in seeds])),
             "curve": {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()},
         }  # fmt: skip
@@ -429,11 +441,12 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
         f"moving average reaches it ({st['iterations'] + 1} = never). `align/auc`: the "
         "trainer's AUC of the repair for `oracle_progress` (mean over iterations and seeds). "
-        "Zero-credit: share of rows in zero-credit step groups, first 5 iterations.",
+        "Zero-credit: share of rows in zero-credit step groups, first 5 iterations. Entropy: "
+        "the policy's mean action entropy (`loss/entropy`), last 5 iterations.",
         "",
         "| arm | difficulty | rho | seeds | area | final | it. to 5% | it. to 10% | held-out "
-        "| align/auc | zero-credit | kappa | min/run |",
-        "|---|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|",
+        "| align/auc | zero-credit | kappa | entropy | min/run |",
+        "|---|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, a in out["arms"].items():
         rho = "-" if a["rho"] is None else f"{a['rho']:g}"
@@ -442,6 +455,7 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
             f"| {name} | {a['difficulty']} | {rho} | {len(a['seeds'])} | {_fmt(a['area'])} | "
             f"{_fmt(a['final'])} | {_fmt(a['it5'], 1)} | {_fmt(a['it10'], 1)} | "
             f"{_fmt(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
+            f"{'-' if a['entropy'] is None else format(a['entropy'], '.2f')} | "
             f"{a['minutes_per_run']:.1f} |"
         )
     lines += [
