@@ -659,7 +659,7 @@ def _plan_decrease(batch: StepBatch, source: str) -> np.ndarray:
     if ORACLE_PLAN_DECREASE not in batch.extras:
         raise ValueError(
             f"mvpo: repair_source={source!r} needs the batch's extras[{ORACLE_PLAN_DECREASE!r}] "
-            "(shortest-plan lengths in the env's infos: mvpo/MilestoneChain-v0 has them); "
+            "(an env whose infos carry 'oracle_plan_length', docs/alignment.md); "
             "this batch has none"
         )
     d = np.asarray(batch.extras[ORACLE_PLAN_DECREASE], dtype=np.float64)
