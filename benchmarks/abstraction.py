@@ -31,7 +31,7 @@ from mvpo_train.credit.potential import (  # noqa: E402
     viability_values,
 )
 from mvpo_train.credit.regions import viability_regions  # noqa: E402
-from mvpo_train.credit.segments import factorize  # noqa: E402
+from mvpo_train.segments import factorize  # noqa: E402
 
 
 def stages() -> dict[str, Callable[[StepBatch], object]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_train.credit.segments import TrajLayout, factorize, flatten_milestones, reverse_scan
+from mvpo_train.segments import TrajLayout, factorize, flatten_milestones, reverse_scan
 
 __all__ = ["FIELDS", "ORACLE_PLAN_DECREASE", "ORACLE_PROGRESS", "StepBatch", "canonical_action"]
 
@@ -388,7 +388,7 @@ class StepBatch:
 
     def codes(self, name: str) -> tuple[np.ndarray, int]:
         """Codes of a string column (``anchor``, ``signature``, ``action``), cached: equal strings
-        share a code, codes ``< len(self)`` (see :func:`mvpo_train.credit.segments.factorize`)."""
+        share a code, codes ``< len(self)`` (see :func:`mvpo_train.segments.factorize`)."""
         cache = self.__dict__.setdefault("_codes", {})
         if name not in cache:
             cache[name] = factorize(getattr(self, name))

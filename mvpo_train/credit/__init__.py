@@ -2,7 +2,7 @@
 
 ``get_estimator(name, **config)`` builds one; each is called as ``adv, diag = est(batch)``.
 The machinery the estimators share lives here too (docs/architecture.md, "Who owns what"):
-:mod:`~mvpo_train.credit.segments` (trajectory layout and scans, also used by
+:mod:`~mvpo_train.segments` (trajectory layout and scans, also used by
 :class:`~mvpo_train.batch.StepBatch`), :mod:`~mvpo_train.credit.regions` (Union-Find viability
 regions, §3.1) and :mod:`~mvpo_train.credit.potential` (AMP weights and region potential,
 §3.2-§3.3). Importing this package stays light: the estimator modules load on first use

@@ -16,7 +16,7 @@ from mvpo_train.credit.common import (
     group_normalize,
 )
 from mvpo_train.credit.registry import register_estimator
-from mvpo_train.credit.segments import exclusive_scan
+from mvpo_train.segments import exclusive_scan
 
 __all__ = ["BEACON", "BEACONConfig", "segment_shaping"]
 

@@ -49,7 +49,7 @@ from mvpo_train.credit.potential import (
 )
 from mvpo_train.credit.regions import regions_of_sorted
 from mvpo_train.credit.registry import register_estimator
-from mvpo_train.credit.segments import future_any, reverse_scan
+from mvpo_train.segments import future_any, reverse_scan
 
 __all__ = [
     "FORMS",

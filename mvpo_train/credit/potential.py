@@ -2,7 +2,7 @@
 
 Everything here works on one row per environment step, rows in any order, identified by a
 trajectory index and a step index ``t``; the padded per-trajectory scans come from
-:mod:`mvpo_train.credit.segments`. Nothing here imports torch or the trainer.
+:mod:`mvpo_train.segments`. Nothing here imports torch or the trainer.
 
 Contents
 --------
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_train.credit.segments import TrajLayout, flatten_milestones, padded, traj_layout
+from mvpo_train.segments import TrajLayout, flatten_milestones, padded, traj_layout
 
 __all__ = [
     "AMP_SCORES",

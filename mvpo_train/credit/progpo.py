@@ -16,7 +16,7 @@ from mvpo_train.credit.common import (
 )
 from mvpo_train.credit.gigpo import combine, gigpo_parts, step_diagnostics
 from mvpo_train.credit.registry import register_estimator
-from mvpo_train.credit.segments import reverse_scan
+from mvpo_train.segments import reverse_scan
 
 __all__ = ["ProGPO", "ProGPOConfig", "first_visits"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mvpo_train.credit.segments import factorize, first_appearance_ids
+from mvpo_train.segments import factorize, first_appearance_ids
 
 __all__ = [
     "UnionFind",

@@ -15,7 +15,7 @@ from mvpo_train.credit.potential import (
     viability_values,
 )
 from mvpo_train.credit.regions import viability_regions
-from mvpo_train.credit.segments import (
+from mvpo_train.segments import (
     exclusive_scan,
     flatten_milestones,
     reverse_scan,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mvpo_train.credit.potential import viability_values
-from mvpo_train.credit.segments import (
+from mvpo_train.segments import (
     exclusive_scan,
     first_appearance_ids,
     future_any,
