@@ -121,7 +121,22 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "num_groups": args.num_groups, "group_size": args.group_size, "max_steps": 50,
         "iterations": args.iterations, "lr": args.lr, "ppo_epochs": args.ppo_epochs,
         "policy": "encoder", "model": "fresh", "eval_episodes": args.eval_episodes,
+        **env_options(args),
     }  # fmt: skip
+
+
+def env_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The env keywords beyond difficulty, K and ``show_progress`` that a run passes.
+
+    Only the options that are on: a setting without them has the fingerprint it had before they
+    existed (so the runs of that setting still resume), and one with them never mixes with it.
+    """
+    out: dict[str, Any] = {}
+    if args.num_tasks is not None:
+        out["num_tasks"] = args.num_tasks
+    if args.show_route:
+        out["show_route"] = True
+    return out
 
 
 def fingerprint(s: dict[str, Any]) -> str:
@@ -152,6 +167,7 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
     env_kwargs = {"difficulty": arm.difficulty, "num_milestones": 4}
     if args.show_progress:
         env_kwargs["show_progress"] = True
+    env_kwargs.update(env_options(args))
     cmd = [
         str(Path(sys.executable).with_name("mvpo-train")), "--preset", "cpu-tiny",
         "--env-id", ENV_ID, "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
@@ -557,6 +573,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-episodes", type=int, default=2, help="held-out episodes per layout")
     p.add_argument("--no-show-progress", dest="show_progress", action="store_false",
                    help="the task as it is by default (progress not observable)")  # fmt: skip
+    p.add_argument("--num-tasks", type=int, default=None,
+                   help="layouts per split (the env's num_tasks; default: all, 128 train and "
+                   "64 eval): the train layouts drawn from, and the held-out ones")  # fmt: skip
+    p.add_argument(
+        "--show-route",
+        action="store_true",
+        help="the env's show_route: every observation names the next optimal action",
+    )
     p.add_argument("--arm", action="append", default=None, help="run only these arms")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
     p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain"))

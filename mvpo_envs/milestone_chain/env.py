@@ -78,7 +78,12 @@ class MilestoneChainEnv(TextEnv):
     ``abstraction``, ``render_mode``, ``show_progress`` (default ``False``: when ``True`` every
     observation, the reset's and the invalid-action feedback included, ends with
     ``" (2 of 4 done)"``, the milestones made so far, so that the optimal action is a function
-    of the observation and the task; off, the observations are the task's as always).
+    of the observation and the task; off, the observations are the task's as always),
+    ``show_route`` (default ``False``: when ``True`` every observation of an unfinished episode,
+    after the progress note if any, ends with ``" Next: go to crypt."``, the first optimal action
+    in sorted order: the exit on a shortest path toward the next milestone's place, or that
+    place's fixture command once there; the policy still has to match it to an admissible
+    action, and the reward stays sparse; off, the observations are the task's as always).
 
     ## Known answer
     ``info["oracle_progress"]`` (1: the action just taken shortened the shortest plan; 0: it
@@ -101,6 +106,7 @@ class MilestoneChainEnv(TextEnv):
         abstraction: str | Abstraction | None = None,
         render_mode: str | None = None,
         show_progress: bool = False,
+        show_route: bool = False,
     ):
         if split not in SPLITS:
             raise ValueError(
@@ -115,7 +121,10 @@ class MilestoneChainEnv(TextEnv):
             raise ValueError(
                 f"MilestoneChainEnv: show_progress must be a bool, got {show_progress!r}"
             )
+        if not isinstance(show_route, bool):
+            raise ValueError(f"MilestoneChainEnv: show_route must be a bool, got {show_route!r}")
         self.show_progress = show_progress
+        self.show_route = show_route
         self.split = split
         self.difficulty = int(difficulty)
         self.num_milestones = _check_int("num_milestones", num_milestones, 1, MAX_MILESTONES)
@@ -214,11 +223,16 @@ class MilestoneChainEnv(TextEnv):
         return self._rules
 
     def _shown(self, observation: str) -> str:
-        """``observation`` as the agent sees it: with ``show_progress``, `` (d of K done)`` added."""
-        if not self.show_progress:
-            return observation
-        k = self._require_rules().layout.num_milestones
-        return f"{observation} ({self._done_count} of {k} done)"
+        """``observation`` as the agent sees it: with ``show_progress``, `` (d of K done)`` added;
+        with ``show_route``, then `` Next: <the first optimal action>.`` (not once won)."""
+        layout = self._require_rules().layout
+        if self.show_progress:
+            observation = f"{observation} ({self._done_count} of {layout.num_milestones} done)"
+        if self.show_route:
+            best = optimal_actions(layout, self._place, self._done_count)
+            if best:
+                observation = f"{observation} Next: {best[0]}."
+        return observation
 
     def _transition(self, observation: str, command: str, oracle_progress: int) -> Transition:
         rules = self._require_rules()

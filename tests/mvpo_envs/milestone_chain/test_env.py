@@ -270,6 +270,39 @@ def test_show_progress_is_off_by_default_and_the_default_observations_are_unchan
         MilestoneChainEnv(show_progress=1)
 
 
+def test_show_route_is_off_by_default_and_the_default_observations_are_unchanged() -> None:
+    # the same digest as before show_route existed, with the option off by name
+    before = "586db3ae4b9e2258c94c6a8ba68e3c47d6e16672eee5ae9dcd1a047b9b43d0e4"
+    assert _observation_digest(show_route=False) == before
+    assert _observation_digest(show_route=True) != before
+    with pytest.raises(ValueError, match="show_route must be a bool"):
+        MilestoneChainEnv(show_route="yes")
+
+
+def test_show_route_names_an_optimal_action_after_the_progress_note() -> None:
+    plain = gym.make(ENV_ID, difficulty=1)
+    shown = gym.make(ENV_ID, difficulty=1, show_progress=True, show_route=True)
+    obs_p, _ = plain.reset(seed=3)
+    obs_s, _ = shown.reset(seed=3)
+    env = shown.unwrapped
+    assert obs_s == f"{obs_p} (0 of 4 done) Next: {env.optimal_actions()[0]}."
+    rng = random.Random(0)
+    for step in range(49):  # the hint, and every third step a seeded no-op or invalid command
+        hint = env.optimal_actions()[0]
+        action = rng.choice(["dance", "look", "go to nowhere"]) if step % 3 == 2 else hint
+        obs_p, *_, info_p = plain.step(action)
+        obs_s, *_, info_s = shown.step(action)
+        done = info_s["state"]["milestones_done"]
+        if info_s["won"]:
+            assert obs_s == f"{obs_p} ({done} of 4 done)", step
+            break
+        hint = env.optimal_actions()[0]
+        assert hint in info_s["admissible_actions"]
+        assert obs_s == f"{obs_p} ({done} of 4 done) Next: {hint}.", step
+        assert info_s["state"]["observation"] == obs_s
+    assert info_s["won"]  # following the hints wins
+
+
 def test_show_progress_ends_every_observation_with_the_milestones_done() -> None:
     plain = gym.make(ENV_ID, difficulty=1)
     shown = gym.make(ENV_ID, difficulty=1, show_progress=True)
