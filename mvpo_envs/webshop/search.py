@@ -280,10 +280,10 @@ def require_pyserini():
     offline), after a probe in a child process: a JVM that cannot start calls ``exit`` and
     would otherwise end this process (see :func:`mvpo_envs.searchqa.retrievers.pyserini.probe_import`).
     """
-    from mvpo_envs.searchqa.retrievers.pyserini import _lucene_searcher
+    from mvpo_envs.searchqa.retrievers.pyserini import lucene_searcher
 
     try:
-        return _lucene_searcher()
+        return lucene_searcher()
     except Exception as err:  # ImportError, or the JVM failing to start
         raise ImportError(f"{PYSERINI_HELP} (import failed: {err!r})") from err
 

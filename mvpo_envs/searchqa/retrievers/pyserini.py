@@ -90,8 +90,10 @@ def _cause(stderr: str) -> str:
     return chosen[:300]
 
 
-def _lucene_searcher() -> Any:
-    """``LuceneSearcher``: the imported one (its JVM runs), else imported on a started JVM."""
+def lucene_searcher() -> Any:
+    """``LuceneSearcher``: the imported one (its JVM runs), else imported on a started JVM
+    after a probe in a child process. Public: WebShop's Lucene backend
+    (:func:`mvpo_envs.webshop.search.require_pyserini`) loads it the same way."""
     loaded = sys.modules.get("pyserini.search.lucene")
     if loaded is not None:
         return loaded.LuceneSearcher
@@ -119,7 +121,7 @@ class PyseriniRetriever(Retriever):
         b: float = 0.4,
         threads: int = 1,
     ):
-        searcher_cls = _lucene_searcher()
+        searcher_cls = lucene_searcher()
         self.built_now = False
         if index_dir is None:
             if corpus is None or corpus.path is None:
