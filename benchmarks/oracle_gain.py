@@ -562,7 +562,8 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[Arm, int]]:
     return [(a, s) for s in args.seeds for a in main] + [(a, s) for s in args.seeds for a in rest]
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line (``args.flags``: the flags that name the setting, for the results)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--iterations", type=int, default=40)
@@ -576,11 +577,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-tasks", type=int, default=None,
                    help="layouts per split (the env's num_tasks; default: all, 128 train and "
                    "64 eval): the train layouts drawn from, and the held-out ones")  # fmt: skip
-    p.add_argument(
-        "--show-route",
-        action="store_true",
-        help="the env's show_route: every observation names the next optimal action",
-    )
+    p.add_argument("--show-route", action=argparse.BooleanOptionalAction, default=False,
+                   help="the env's show_route: every observation names the next optimal "
+                   "action (default: off)")  # fmt: skip
     p.add_argument("--arm", action="append", default=None, help="run only these arms")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
     p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain"))
@@ -588,9 +587,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
     p.add_argument("--analyze-every", action="store_true",
                    help="rewrite the results after every finished run")  # fmt: skip
-    argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
     args.flags = [a for a in argv if a not in ("--analyze-only", "--analyze-every")]
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     if not args.analyze_only:
         sweep(args, plan_runs(args))
     out = analyze(args)

@@ -180,3 +180,39 @@ def test_pure_functions_by_hand():
     np.testing.assert_allclose(pc, own_scale(x, rows) * standardise(d, np.ones(4, bool)))
     with pytest.raises(ValueError, match="rho"):
         oracle_repair(x, d, rows, -0.1, rng)
+
+
+def _oracle_gain_script():
+    """``benchmarks/oracle_gain.py`` as a module (its dataclasses look it up in sys.modules)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "oracle_gain.py"
+    spec = importlib.util.spec_from_file_location("oracle_gain_script", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_oracle_gain_env_options_enter_the_fingerprint_only_when_on(tmp_path):
+    import json
+
+    og = _oracle_gain_script()
+    old = og.parse_args(["--no-show-route"])
+    # the fingerprint the runs made before the options existed recorded
+    assert og.fingerprint(og.settings(old)) == "4b67dbe9adbf9fd5"
+    route = og.parse_args(["--show-route", "--num-tasks", "4"])
+    assert og.settings(route)["show_route"] is True and og.settings(route)["num_tasks"] == 4
+    arm = og.arms()[0]
+    cmd = og.train_cmd(tmp_path / "run", arm, 0, route)
+    env_kwargs = json.loads(cmd[cmd.index("--env-kwargs") + 1])
+    assert env_kwargs["show_route"] is True and env_kwargs["num_tasks"] == 4
+    assert "show_route" not in json.loads(
+        (c := og.train_cmd(tmp_path / "run", arm, 0, old))[c.index("--env-kwargs") + 1]
+    )
+    og.check_settings(tmp_path, og.settings(old))
+    with pytest.raises(SystemExit, match="num_tasks.*show_route"):
+        og.check_settings(tmp_path, og.settings(route))
