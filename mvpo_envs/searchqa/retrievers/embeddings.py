@@ -4,6 +4,9 @@ The dense indexes (:mod:`~mvpo_envs.searchqa.retrievers.dense`) are built from a
 embedding shards: ``shard-000000.npy`` holds the L2-normalised float32 vectors of passages
 ``[0, SHARD_ROWS)``, the next shard the next ``SHARD_ROWS``, and so on; ``meta.json`` says the
 passage count, shard size and model, and ``DONE`` marks a folder whose every shard is written.
+Each shard has its SHA-256 beside it (``shard-000000.npy.sha256``), written with it; every
+build of an index from the folder checks them all, and a damaged shard, or one without its
+digest, is encoded again after one warning line (caches are verified, not trusted).
 Each shard is encoded in one call (the same passages in the same batches wherever a build
 stopped, so a resumed build writes the same vectors as an uninterrupted one), written to a
 temporary file of the process and renamed (processes that build at once only repeat work): an interrupted build loses at most the shard it was encoding and
@@ -17,8 +20,10 @@ settings, and the dense retriever needs this module).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,12 +61,42 @@ def _check_meta(folder: Path, meta: dict[str, Any]) -> None:
         os.replace(tmp, path)
 
 
+def digest_path(path: Path) -> Path:
+    """The SHA-256 sidecar of shard ``path`` (``shard-000000.npy.sha256``)."""
+    return path.with_name(path.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def _shard_ok(path: Path, rows: int) -> bool:
+    """The shard has ``rows`` float32 rows and the digest recorded when it was written."""
     try:
         arr = np.load(path, mmap_mode="r")
-    except (OSError, ValueError):
+        recorded = digest_path(path).read_text().strip()
+    except (OSError, ValueError, EOFError):
         return False
-    return arr.ndim == 2 and arr.shape[0] == rows and arr.dtype == np.float32
+    if not (arr.ndim == 2 and arr.shape[0] == rows and arr.dtype == np.float32):
+        return False
+    return recorded == _sha256(path)
+
+
+def _write_shard(path: Path, emb: np.ndarray) -> None:
+    """``emb`` to ``path`` and its digest beside it, each written to a file of this process and
+    renamed (builders may race: each has its own file). A shard without its digest counts as
+    not written."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, emb)
+    dtmp = digest_path(path).with_name(f"{digest_path(path).name}.{os.getpid()}.tmp")
+    dtmp.write_text(_sha256(tmp) + "\n")
+    os.replace(tmp, path)
+    os.replace(dtmp, digest_path(path))
 
 
 def rows_done(folder: Path, num_docs: int, shard_rows: int = SHARD_ROWS) -> int:
@@ -112,9 +147,21 @@ def embed_corpus(
         raise ValueError(f"part must be (i, n) with 0 <= i < n, got {part}")
     n = len(corpus)
     _check_meta(folder, {**meta, "num_docs": n, "shard_rows": shard_rows})
-    if (folder / DONE).is_file():
-        return True
     total = shard_count(n, shard_rows)
+    if (folder / DONE).is_file():
+        damaged = [
+            shard_path(folder, i).name
+            for i in range(total)
+            if not _shard_ok(shard_path(folder, i), min(shard_rows, n - i * shard_rows))
+        ]
+        if not damaged:
+            return True
+        print(
+            f"warning: embedding folder {folder}: {len(damaged)} shard(s) damaged or without "
+            f"their digest (first {damaged[0]}); encoding them again",
+            file=sys.stderr,
+        )
+        (folder / DONE).unlink()
     wanted = total if limit is None else min(total, shard_count(min(limit, n), shard_rows))
     bar = None
     if show_progress:
@@ -134,10 +181,7 @@ def embed_corpus(
         emb = np.ascontiguousarray(encode(texts), dtype=np.float32)
         if emb.shape[0] != stop - start:
             raise RuntimeError(f"encoder returned {emb.shape[0]} rows for {stop - start} texts")
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # builders may race: own file
-        with open(tmp, "wb") as f:
-            np.save(f, emb)
-        os.replace(tmp, path)
+        _write_shard(path, emb)
         if bar is not None:
             bar.update(stop - start)
     if bar is not None:
