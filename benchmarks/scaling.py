@@ -130,7 +130,6 @@ def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> No
     from mvpo_train import distributed as D
     from mvpo_train.config import preset
     from mvpo_train.factories import load_policy
-    from mvpo_train.loss import LossConfig
     from mvpo_train.tiny_model import MICRO_SPEC, build_tiny_model
     from mvpo_train.update import ppo_update
 
@@ -157,7 +156,7 @@ def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> No
         ctx.barrier()
         t0 = time.perf_counter()
         ppo_update(
-            policy, opt, batch, adv, old, None, cfg, LossConfig(), torch.Generator().manual_seed(k),
+            policy, opt, batch, adv, old, None, cfg, torch.Generator().manual_seed(k),
             local, ctx,
         )  # fmt: skip
         secs.append(time.perf_counter() - t0)

@@ -19,7 +19,6 @@ from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.backends import get_backend_kind
 from mvpo_train.config import ConfigError, TrainConfig
-from mvpo_train.loss import LossConfig
 from mvpo_train.policies import Policy, get_policy_kind, make_policy
 from mvpo_train.rollout import RolloutConfig, check_score_candidates
 
@@ -27,7 +26,6 @@ __all__ = [
     "check_runtime",
     "frozen_copy",
     "load_policy",
-    "loss_config",
     "make_generation_backend",
     "make_refit",
     "make_venv",
@@ -160,18 +158,6 @@ def sample_tasks(cfg: TrainConfig, num_tasks: int, rng: np.random.Generator) -> 
     pool = [int(x) for x in cfg.tasks] if cfg.tasks else list(range(num_tasks))
     replace = cfg.num_groups > len(pool)
     return [pool[int(i)] for i in rng.choice(len(pool), size=cfg.num_groups, replace=replace)]
-
-
-def loss_config(cfg: TrainConfig) -> LossConfig:
-    """The clipped-PPO settings of ``cfg`` (:mod:`mvpo_train.loss`)."""
-    return LossConfig(
-        clip_low=cfg.clip_ratio,
-        clip_high=cfg.clip_ratio_high or cfg.clip_ratio,
-        ratio_level=cfg.ratio_level,
-        loss_agg=cfg.loss_agg,
-        kl_coef=cfg.kl_coef,
-        entropy_coef=cfg.entropy_coef,
-    )
 
 
 def make_refit(cfg: TrainConfig) -> AbstractionRefit | None:

@@ -42,7 +42,6 @@ from mvpo_train.factories import (
     check_runtime,
     frozen_copy,
     load_policy,
-    loss_config,
     make_generation_backend,
     make_refit,
     make_venv,
@@ -168,7 +167,6 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
         backend,
         gens["actions"],
     )
-    loss_cfg = loss_config(cfg)
 
     # -- the run folder (setup succeeded: now write) and resume --------------------------------
     run_dir = plan.open(cfg) if ctx.is_main else Path(cfg.run_dir)
@@ -241,7 +239,7 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
             steps = cfg.ppo_epochs * -(-len(batch) // (cfg.minibatch_size or len(batch)))
             with work_bar(shown, "update", steps, "mb") as inner:
                 stats = ppo_update(
-                    policy, optimizer, batch, adv, old_logp, ref_logp, cfg, loss_cfg,
+                    policy, optimizer, batch, adv, old_logp, ref_logp, cfg,
                     gens["minibatch"], local_rows, ctx, on_minibatch=inner.update,
                 )  # fmt: skip
             policy.model.eval()

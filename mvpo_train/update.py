@@ -114,6 +114,19 @@ def micro_batch_backward(
     return st
 
 
+def loss_config(cfg: TrainConfig) -> LossConfig:
+    """The clipped-PPO settings of ``cfg`` (:mod:`mvpo_train.loss`): :func:`ppo_update` reads
+    them from ``cfg`` once, so the loss and the update never disagree (e.g. on ``kl_coef``)."""
+    return LossConfig(
+        clip_low=cfg.clip_ratio,
+        clip_high=cfg.clip_ratio_high or cfg.clip_ratio,
+        ratio_level=cfg.ratio_level,
+        loss_agg=cfg.loss_agg,
+        kl_coef=cfg.kl_coef,
+        entropy_coef=cfg.entropy_coef,
+    )
+
+
 def ppo_update(
     policy: Any,
     optimizer: torch.optim.Optimizer,
@@ -122,7 +135,6 @@ def ppo_update(
     old_logp: list[np.ndarray],
     ref_logp: list[np.ndarray] | None,
     cfg: TrainConfig,
-    loss_cfg: LossConfig,
     generator: torch.Generator,
     local_rows: np.ndarray | None = None,
     ctx: DistContext | None = None,
@@ -141,6 +153,7 @@ def ppo_update(
     ceil(len(batch) / minibatch_size)`` times.
     """
     ctx = DistContext() if ctx is None else ctx
+    loss_cfg = loss_config(cfg)
     n = len(batch)
     mine = np.zeros(n, dtype=bool)
     mine[np.arange(n) if local_rows is None else np.asarray(local_rows, dtype=np.int64)] = True

@@ -51,7 +51,6 @@ def _iteration(ctx, micro: str, out: Path, parallelism: str = "ddp") -> None:
     from mvpo_train.config import build_estimator
     from mvpo_train.evaluation import batch_metrics
     from mvpo_train.factories import load_policy, make_venv, rollout_config
-    from mvpo_train.loss import LossConfig
     from mvpo_train.prompts import get_template
     from mvpo_train.rollout import RolloutCollector
     from mvpo_train.train_state import TrainState
@@ -88,9 +87,8 @@ def _iteration(ctx, micro: str, out: Path, parallelism: str = "ddp") -> None:
     adv = adv + np.random.default_rng(7).standard_normal(len(batch))
     optimizer = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
     old_logp = list(batch.extras["old_logp"])
-    loss_cfg = LossConfig(clip_low=cfg.clip_ratio, clip_high=cfg.clip_ratio)
     stats = ppo_update(
-        policy, optimizer, batch, adv, old_logp, None, cfg, loss_cfg,
+        policy, optimizer, batch, adv, old_logp, None, cfg,
         torch.Generator().manual_seed(cfg.seed + 1), local_rows, ctx,
     )  # fmt: skip
     D.check_same_weights(policy.model, ctx)

@@ -334,7 +334,6 @@ def _dp_iteration(ctx, micro: str, out: Path) -> None:
     from mvpo_train import update as update_module
     from mvpo_train.config import build_estimator
     from mvpo_train.factories import make_venv, rollout_config
-    from mvpo_train.loss import LossConfig
     from mvpo_train.prompts import get_template
     from mvpo_train.rollout import RolloutCollector
     from mvpo_train.update import ppo_update
@@ -373,7 +372,6 @@ def _dp_iteration(ctx, micro: str, out: Path) -> None:
     try:
         ppo_update(
             policy, optimizer, batch, adv, list(batch.extras["old_logp"]), None, cfg,
-            LossConfig(clip_low=cfg.clip_ratio, clip_high=cfg.clip_ratio),
             torch.Generator().manual_seed(cfg.seed + 1), rows, ctx,
         )  # fmt: skip
     finally:

@@ -152,9 +152,7 @@ def test_one_ppo_update_lowers_the_loss(micro, score_logprob):
 
     before = loss_now()
     opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
-    stats = ppo_update(
-        policy, opt, batch, adv, old, None, cfg, lcfg, torch.Generator().manual_seed(0)
-    )
+    stats = ppo_update(policy, opt, batch, adv, old, None, cfg, torch.Generator().manual_seed(0))
     after = loss_now()
     assert math.isclose(stats["pg_loss"], before, rel_tol=1e-6, abs_tol=1e-9)
     assert after < before - 1e-4
@@ -173,7 +171,7 @@ def test_skipping_zero_advantage_rows_changes_nothing(micro, batch_adv):
         batch = _fixed_batch(policy)
         opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
         ppo_update(
-            policy, opt, batch, batch_adv, batch.extras["old_logp"], None, cfg, LossConfig(),
+            policy, opt, batch, batch_adv, batch.extras["old_logp"], None, cfg,
             torch.Generator().manual_seed(0),
         )  # fmt: skip
         params.append(torch.cat([p.detach().flatten() for p in policy.model.parameters()]))
