@@ -4,7 +4,8 @@ oracle-gain study").
 
 One resumable sweep of ``mvpo-train`` runs on ``mvpo/MilestoneChain-v0`` (the encoder policy with
 a fresh head, 8 layouts x 8 rollouts x 50 steps, 40 iterations; the settings of
-benchmarks/results/control_study.md plus the env's ``show_progress`` option), arms x seeds:
+benchmarks/results/control_study.md plus the env's ``show_progress`` and ``show_route``
+options), arms x seeds:
 
 * difficulty 1 (the main arms): GRPO, GiGPO, MVPO (default), MVPO with its repair shuffled
   among the routed rows (``repair_source="shuffled"``), the oracle repair at
@@ -14,7 +15,7 @@ benchmarks/results/control_study.md plus the env's ``show_progress`` option), ar
 * the strength axis: the oracle repair at ``rho`` in {0.5, 1} with kappa held constant at
   {0.1, 0.3, 1}.
 
-Runs go to ``--base`` (default ``runs/oracle-gain``, git-ignored): a finished run (its
+Runs go to ``--base`` (default ``runs/oracle-gain-route``, git-ignored): a finished run (its
 ``result.json`` written) is skipped, an interrupted one resumes from its checkpoint, and a
 settings fingerprint (``settings.json``) refuses a changed setting. The order puts the main arms
 x seeds first, seed by seed, so a partial sweep is paired. ``--analyze-only`` (or any call once
@@ -26,6 +27,11 @@ fit of the gain against alignment x strength x zero-credit ratio; ``rho*``.
 
     python benchmarks/oracle_gain.py                 # the sweep (resumable), then the tables
     python benchmarks/oracle_gain.py --analyze-only  # tables and plot only
+
+``show_route`` is on by default: with ``show_progress`` alone the study's first check failed
+(the positive control did not learn; benchmarks/results/oracle_gain_pilot.md). The runs of that
+first setting (``benchmarks/results/oracle_gain.{md,json,png}`` as committed) are resumed and
+re-tabulated with ``--no-show-route --base runs/oracle-gain`` (their settings fingerprint).
 """
 
 from __future__ import annotations
@@ -446,11 +452,22 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         ]
     lines += [
         f"Settings: encoder policy with a fresh head, `{ENV_ID}` (K = 4, "
-        f"show_progress={st['show_progress']}), {st['num_groups']} layouts x {st['group_size']} "
+        f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}"
+        + (f", num_tasks={st['num_tasks']}" if "num_tasks" in st else "")
+        + f"), {st['num_groups']} layouts x {st['group_size']} "
         f"rollouts x 50 steps per iteration, {st['iterations']} iterations, lr {st['lr']}, "
         f"{st['ppo_epochs']} PPO epochs, seeds {st['seeds']}; held-out: the final checkpoint on "
-        f"the 64 `eval` layouts, sampled, {st['eval_episodes']} episode(s) per layout.",
+        f"the `eval` layouts, sampled, {st['eval_episodes']} episode(s) per layout.",
         "",
+    ]
+    if not st.get("show_route"):
+        lines += [
+            "**This setting failed the study's first check** (show_route off: the positive "
+            "control does not learn, benchmarks/results/oracle_gain_pilot.md); the study's "
+            'setting is show_route on (docs/alignment.md, "The oracle-gain study").',
+            "",
+        ]
+    lines += [
         "![oracle gain](oracle_gain.png)",
         "",
         "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
@@ -577,12 +594,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--num-tasks", type=int, default=None,
                    help="layouts per split (the env's num_tasks; default: all, 128 train and "
                    "64 eval): the train layouts drawn from, and the held-out ones")  # fmt: skip
-    p.add_argument("--show-route", action=argparse.BooleanOptionalAction, default=False,
+    p.add_argument("--show-route", action=argparse.BooleanOptionalAction, default=True,
                    help="the env's show_route: every observation names the next optimal "
-                   "action (default: off)")  # fmt: skip
+                   "action (default: on; --no-show-route: the first setting, whose first "
+                   "check failed)")  # fmt: skip
     p.add_argument("--arm", action="append", default=None, help="run only these arms")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
-    p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain"))
+    p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain-route"),
+                   help="run folder (the first setting's runs: runs/oracle-gain)")  # fmt: skip
     p.add_argument("--out", default=str(RESULTS / "oracle_gain.md"))
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
     p.add_argument("--analyze-every", action="store_true",

@@ -201,6 +201,7 @@ def test_oracle_gain_env_options_enter_the_fingerprint_only_when_on(tmp_path):
     import json
 
     og = _oracle_gain_script()
+    assert og.parse_args([]).show_route  # the study's setting since its first check failed
     old = og.parse_args(["--no-show-route"])
     # the fingerprint the runs made before the options existed recorded
     assert og.fingerprint(og.settings(old)) == "4b67dbe9adbf9fd5"
