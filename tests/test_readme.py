@@ -50,6 +50,7 @@ FAULT_CLASSES: tuple[tuple[str, str, str], ...] = (
     ("Malformed data, damaged caches", "test_data_faults.py", r""),
     ("Malformed data, damaged caches", "test_surrogates.py", r""),
     ("Malformed data, damaged caches", "test_cache_faults.py", r""),
+    ("Malformed data, damaged caches", "test_embedding_shards.py", r""),
     ("Server abuse (retrieval server, `mvpo-serve`)", "test_serve_connections.py", r""),
     ("Server abuse (retrieval server, `mvpo-serve`)", "test_server_faults.py", r""),
     ("Env reset/step edges", "test_env_edges.py", r""),

@@ -339,7 +339,8 @@ def _dp_iteration(ctx, micro: str, out: Path) -> None:
     from mvpo_train.update import ppo_update
 
     torch.set_num_threads(1)
-    cfg = _cfg(Path(micro), out / "unused", minibatch_size=5, micro_batch_size=3)
+    # no entropy bonus: Adam turns the rounding of its near-zero gradients into whole steps
+    cfg = _cfg(Path(micro), out / "unused", minibatch_size=5, micro_batch_size=3, entropy_coef=0.0)
     torch.manual_seed(cfg.seed)
     policy = load_policy(cfg)
     shards = range(2) if not ctx.enabled else [ctx.rank]

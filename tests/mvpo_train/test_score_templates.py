@@ -86,8 +86,9 @@ def test_webshop_template_is_refused_before_anything_is_written(micro, tmp_path,
     with pytest.raises(ConfigError, match="search_query"):
         train(_cfg(micro, run))
     assert not run.exists()
+    # env kwargs given without search_query: the CPU preset's declared default does not apply
     argv = ["--model", str(micro), "--run-dir", str(run), "--env-id", WEBSHOP, "--threads", "1",
-            "--no-progress", "--no-tensorboard", "--iterations", "1"]  # fmt: skip
+            "--no-progress", "--no-tensorboard", "--iterations", "1", "--env-kwargs", "{}"]  # fmt: skip
     capsys.readouterr()
     assert train_main(argv) == 2
     err = capsys.readouterr().err
