@@ -60,6 +60,7 @@ ENV_ID = "mvpo/MilestoneChain-v0"
 MAIN_RHOS = (0.0, 0.25, 0.5, 0.75, 1.0)
 THRESHOLDS = (0.05, 0.10)
 FINAL = 5  # iterations of the "final" mean
+SEEDS = "seeds"  # the results key listing the random seeds a row or pair averages
 
 
 @dataclass(frozen=True)
@@ -456,7 +457,7 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         + (f", num_tasks={st['num_tasks']}" if "num_tasks" in st else "")
         + f"), {st['num_groups']} layouts x {st['group_size']} "
         f"rollouts x 50 steps per iteration, {st['iterations']} iterations, lr {st['lr']}, "
-        f"{st['ppo_epochs']} PPO epochs, seeds {st['seeds']}; held-out: the final checkpoint on "
+        f"{st['ppo_epochs']} PPO epochs, seeds {st[SEEDS]}; held-out: the final checkpoint on "
         f"the `eval` layouts, sampled, {st['eval_episodes']} episode(s) per layout.",
         "",
     ]
@@ -485,7 +486,7 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         rho = "-" if a["rho"] is None else f"{a['rho']:g}"
         auc = "-" if a["auc"] is None else f"{a['auc']:.3f}"
         lines.append(
-            f"| {name} | {a['difficulty']} | {rho} | {len(a['seeds'])} | {_fmt(a['area'])} | "
+            f"| {name} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {_fmt(a['area'])} | "
             f"{_fmt(a['final'])} | {_fmt(a['it5'], 1)} | {_fmt(a['it10'], 1)} | "
             f"{_fmt(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
             f"{'-' if a['entropy'] is None else format(a['entropy'], '.2f')} | "
@@ -504,7 +505,7 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         b = p["area"]["boot95"]
         boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
         lines.append(
-            f"| {name} | {len(p['seeds'])} | {_fmt(p['area'])} | {boot} | {_fmt(p['final'])} | "
+            f"| {name} | {len(p[SEEDS])} | {_fmt(p['area'])} | {boot} | {_fmt(p['final'])} | "
             f"{_fmt(p['it10'], 1)} | {_fmt(p['heldout'])} |"
         )
     f = out["fit"]
@@ -547,7 +548,7 @@ def plot(out: dict[str, Any], path: Path) -> None:
                 continue
             c = a["curve"]
             x = np.arange(1, len(c["mean"]) + 1)
-            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a['seeds'])})", lw=1.2)
+            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a[SEEDS])})", lw=1.2)
             ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("iteration")
