@@ -469,7 +469,7 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
             "",
         ]
     lines += [
-        "![oracle gain](oracle_gain.png)",
+        f"![oracle gain]({Path(args.out).with_suffix('.png').name})",
         "",
         "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
         "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
