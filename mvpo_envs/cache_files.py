@@ -61,7 +61,8 @@ def _files(folder: Path) -> list[Path]:
     )
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of one file's bytes, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
@@ -73,7 +74,7 @@ def write_manifest(folder: Path) -> None:
     """Record every file of ``folder`` (recursively): size and SHA-256. Call it last, in the
     temporary folder, before renaming it into place."""
     entries = {
-        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)}
+        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": file_sha256(p)}
         for p in _files(folder)
     }
     tmp = folder / f".{MANIFEST}.tmp"
@@ -123,7 +124,7 @@ def verify_manifest(folder: Path, digests: bool | None = None) -> None:
         )
     if digests:
         for rel, (_, digest) in sorted(entries.items()):
-            if _sha256(present[rel]) != digest:
+            if file_sha256(present[rel]) != digest:
                 raise CacheDamaged(f"{folder / rel} differs from its SHA-256 in {MANIFEST}")
 
 

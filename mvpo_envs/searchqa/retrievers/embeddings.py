@@ -20,7 +20,6 @@ settings, and the dense retriever needs this module).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mvpo_envs.cache_files import file_sha256
 
 #: passages per shard (one ``encode`` call; at most this many are lost by an interruption)
 SHARD_ROWS = 4096
@@ -66,14 +67,6 @@ def digest_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _shard_ok(path: Path, rows: int) -> bool:
     """The shard has ``rows`` float32 rows and the digest recorded when it was written."""
     try:
@@ -83,7 +76,7 @@ def _shard_ok(path: Path, rows: int) -> bool:
         return False
     if not (arr.ndim == 2 and arr.shape[0] == rows and arr.dtype == np.float32):
         return False
-    return recorded == _sha256(path)
+    return recorded == file_sha256(path)
 
 
 def _write_shard(path: Path, emb: np.ndarray) -> None:
@@ -94,7 +87,7 @@ def _write_shard(path: Path, emb: np.ndarray) -> None:
     with open(tmp, "wb") as f:
         np.save(f, emb)
     dtmp = digest_path(path).with_name(f"{digest_path(path).name}.{os.getpid()}.tmp")
-    dtmp.write_text(_sha256(tmp) + "\n")
+    dtmp.write_text(file_sha256(tmp) + "\n")
     os.replace(tmp, path)
     os.replace(dtmp, digest_path(path))
 
