@@ -32,6 +32,19 @@ updates from feedback strings alone (see :mod:`mvpo_envs.alfworld.text_view`). W
 differ (tested in ``tests/mvpo_abstraction/test_alfworld.py``): objects on a
 co-located receptacle are in reach but not named in the text; the text cannot see that a
 lamp turned on elsewhere or an object already clean at the start.
+
+``alfworld-progress`` (opt-in; the default stays ``alfworld``) keeps the milestones and carries
+the progress the paper's signature leaves out: ``location|h:HELD|v:OBJS|m{k}|d{3*floor(t/3)}``,
+e.g. ``countertop 1|h:apple|v:knife|m3|d6``. ``HELD`` is the task-relevant kinds in hand (sorted,
+``+``-joined; ``other`` when the hand holds only irrelevant objects, ``none`` when empty),
+``OBJS`` the task-relevant kinds in reach and not held (up to two, as the paper's signature),
+and ``k`` the milestones done as the current state shows them: the position (1-5) of the
+furthest milestone of the chain whose condition holds in this state, 0 when none does. It is
+a function of the state, not of the episode's history (a signature is a pure function of the
+latest state and ``t``, :meth:`Abstraction.signature`): a target seen and then left behind
+counts 0, a target cleaned and then put down counts 3 (``operation_done`` still holds). On
+expert walkthroughs ``k`` equals the number of milestones fired so far
+(``tests/mvpo_abstraction/test_alfworld_progress.py``).
 """
 
 from __future__ import annotations
@@ -175,3 +188,27 @@ class AlfworldTextAbstraction(_AlfworldAbstraction):
             "lamp_on": tv["lamp_on"],
             "placed": placed,
         }
+
+
+@register_abstraction("alfworld-progress")
+class AlfworldProgressAbstraction(AlfworldStateAbstraction):
+    """``alfworld`` plus what is held and the milestones done (module docstring); opt-in."""
+
+    name = "alfworld-progress"
+
+    def signature(self, state: State, t: int) -> str:
+        v, goal = self.view(state), state["goal"]
+        relevant = relevant_kinds(goal)
+        held_kinds = {kind(n) for n in v["holding"]}
+        held = "+".join(sorted(held_kinds & relevant)) or ("other" if held_kinds else "none")
+        in_view = objects_signature(v["visible"], goal)
+        return (
+            f"{v['location']}|h:{held}|v:{in_view}|m{self.milestones_done(state)}|"
+            f"{depth_bin(t, self.depth_width)}"
+        )
+
+    def milestones_done(self, state: State) -> int:
+        """The position (1-5) of the furthest milestone whose condition holds in ``state``;
+        0 when none does."""
+        done = [i for i, fn in enumerate(self.milestones.values(), 1) if fn(None, state, None)]
+        return max(done, default=0)
