@@ -8,7 +8,6 @@ the milestones it fired.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -18,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.cli_args import int_at_least
+from mvpo_envs.cli_args import FlagSpellingParser, int_at_least
 
 #: default split per env id: the bundled held-out split of each env
 DEFAULT_SPLITS = {"mvpo/ALFWorld-v0": "eval", "mvpo/WebShop-v0": "test", "mvpo/SearchQA-v0": "test"}
@@ -86,7 +85,7 @@ def run_episode(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mvpo-demo", description=__doc__.splitlines()[0])
+    p = FlagSpellingParser(prog="mvpo-demo", description=__doc__.splitlines()[0])
     p.add_argument("--env-id", default="mvpo/ALFWorld-v0", choices=sorted(DEFAULT_SPLITS))
     p.add_argument("--split", default=None, help="default: the env's held-out split")
     p.add_argument(

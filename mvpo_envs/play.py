@@ -27,14 +27,14 @@ import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.action_templates import TAG_TEMPLATE, TASK_SLOTS, TEMPLATE, fill_template
-from mvpo_envs.cli_args import int_at_least
+from mvpo_envs.cli_args import FlagSpellingParser, int_at_least
 
 __all__ = ["TAG_TEMPLATE", "TASK_SLOTS", "TEMPLATE", "fill_template", "main", "play"]
 
 HELP_LINE = "type an action, its number, 'reset' or 'quit'"
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(FlagSpellingParser):
     """argparse, but a usage error is one line (exit status 2)."""
 
     def error(self, message: str) -> NoReturn:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.declaration import STYLE_ALIASES, default_env_id, get_declaration
 from mvpo_train.backends import BACKENDS
 from mvpo_train.errors import ConfigError  # re-exported: every caller imports it from here
@@ -842,38 +843,14 @@ def _check_keys(data: dict[str, Any], where: str) -> None:
 # ------------------------------------------------------------------ argparse from the dataclass
 
 
-class OneLineParser(argparse.ArgumentParser):
+class OneLineParser(FlagSpellingParser):
     """An ``ArgumentParser`` whose errors raise :class:`ConfigError` (one line, no usage
     dump); the CLIs print it and exit with code 2. Every ``--dashed-flag`` is also accepted
-    as ``--dashed_flag`` (the YAML key's spelling): ``--run_dir x`` is ``--run-dir x``."""
+    as ``--dashed_flag`` (the YAML key's spelling): ``--run_dir x`` is ``--run-dir x``
+    (:class:`mvpo_envs.cli_args.FlagSpellingParser`)."""
 
     def error(self, message: str) -> typing.NoReturn:
         raise ConfigError(message)
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: typing.Sequence[str] | None = None, namespace: Any = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        import sys
-
-        return super().parse_known_args(
-            self._dashed(list(sys.argv[1:] if args is None else args)), namespace
-        )
-
-    def _dashed(self, args: list[str]) -> list[str]:
-        """``--run_dir`` / ``--run_dir=x`` -> ``--run-dir`` / ``--run-dir=x`` where only the
-        dashed flag exists (values and everything after ``--`` are left alone)."""
-        known = self._option_string_actions
-        out: list[str] = []
-        for k, arg in enumerate(args):
-            if arg == "--":
-                return out + args[k:]
-            if arg.startswith("--") and "_" in arg:
-                name, eq, value = arg.partition("=")
-                dashed = name.replace("_", "-")
-                if name not in known and dashed in known:
-                    arg = dashed + eq + value
-            out.append(arg)
-        return out
 
 
 def json_arg(kind: type):

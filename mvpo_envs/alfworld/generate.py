@@ -64,6 +64,7 @@ from mvpo_envs.alfworld.gen_engine import (
 from mvpo_envs.alfworld.gen_problem import Knobs, Problem, sample_problem
 from mvpo_envs.alfworld.gen_scene import scene_numbers
 from mvpo_envs.alfworld.provenance import alfworld_version
+from mvpo_envs.cli_args import FlagSpellingParser
 
 GENERATOR = "mvpo-alfworld-generate"
 GENERATOR_VERSION = "1.0.0"
@@ -623,7 +624,7 @@ def _share(text: str) -> float | str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagSpellingParser(
         prog=GENERATOR,
         description="Generate verified ALFWorld games offline, in ALFWorld's on-disk format.",
     )

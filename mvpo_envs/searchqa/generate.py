@@ -16,7 +16,6 @@ through the bridge entity's passage, comparisons by reading both entities' passa
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -24,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.cli_args import int_at_least as _count
 from mvpo_envs.searchqa.data import Doc, QAItem, bundled_dir, write_jsonl
 from mvpo_envs.searchqa.world import World, build_world, link_entities, write_passage
@@ -291,7 +291,7 @@ def _count_types(items: list[QAItem]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mvpo-searchqa-generate", description=__doc__.split("\n")[0])
+    p = FlagSpellingParser(prog="mvpo-searchqa-generate", description=__doc__.split("\n")[0])
     p.add_argument(
         "--out", default=str(bundled_dir()), help="output folder (default: data/searchqa)"
     )

@@ -65,7 +65,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NoReturn
 
-from mvpo_envs.cli_args import int_at_least
+from mvpo_envs.cli_args import FlagSpellingParser, int_at_least
 from mvpo_envs.data_files import decode_utf8
 from mvpo_envs.searchqa.retrievers.base import Retriever
 
@@ -534,7 +534,7 @@ def _handler_for(server: RetrievalServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _OneLineParser(argparse.ArgumentParser):
+class _OneLineParser(FlagSpellingParser):
     """argparse whose usage errors are one line and exit code 2."""
 
     def error(self, message: str) -> NoReturn:

@@ -46,6 +46,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.serve.guard import ConnectionLimits, protocol_classes
 from mvpo_envs.serve.sessions import CapacityError, SessionManager, UnknownSessionError
 from mvpo_envs.serve.wire import (
@@ -364,7 +365,7 @@ def _fail(message: str) -> NoReturn:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagSpellingParser(
         prog="mvpo-serve",
         description="Serve an mvpo env over OpenEnv's HTTP/WebSocket protocol "
         "(docs/integrations.md, 'OpenEnv').",

@@ -21,13 +21,13 @@ Run: ``python -m mvpo_envs.webshop.generate [--seed 0] [--per-type 24] [--out DI
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import string
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.cli_args import int_at_least as _count
 from mvpo_envs.webshop.catalog_vocab import (
     AUDIENCES,
@@ -202,7 +202,7 @@ def check(out: Path) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mvpo-webshop-generate", description=__doc__.split("\n")[0])
+    p = FlagSpellingParser(prog="mvpo-webshop-generate", description=__doc__.split("\n")[0])
     p.add_argument("--seed", type=_count(0), default=0)
     p.add_argument(
         "--per-type", type=_count(1), default=24, help="products per product type (25 types)"

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_train.inspect.browser import BrowserError
 from mvpo_train.records import RecordError, find_records, read_batch_record
 
@@ -21,7 +22,7 @@ __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = FlagSpellingParser(
         prog="mvpo-inspect",
         description="One self-contained HTML page (and optionally a PNG) showing a batch "
         "record's credit: every estimator's advantage per step (docs/inspect.md).",

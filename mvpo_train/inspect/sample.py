@@ -14,13 +14,13 @@ It prints each record's size: the "MiB per iteration" of docs/inspect.md comes f
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.declaration import default_env_id
 from mvpo_train.batch import StepBatch, canonical_action
 from mvpo_train.records import write_batch_record
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line; see the module docstring."""
     from mvpo_train.credit import get_estimator
 
-    ap = argparse.ArgumentParser(prog="python -m mvpo_train.inspect.sample", description=__doc__)
+    ap = FlagSpellingParser(prog="python -m mvpo_train.inspect.sample", description=__doc__)
     ap.add_argument("--env", default=default_env_id(), help="Gymnasium env id (%(default)s)")
     ap.add_argument("--out", required=True, help="run folder: records go to OUT/records/")
     ap.add_argument("--groups", type=int, default=4, help="rollout groups per batch (B)")

@@ -13,11 +13,11 @@ docs/searchqa.md "Large corpora").
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 
+from mvpo_envs.cli_args import FlagSpellingParser
 from mvpo_envs.searchqa.retrievers.dense import DenseRetriever, embeddings_folder
 from mvpo_envs.searchqa.retrievers.embeddings import embed_corpus, rows_done, rows_written
 from mvpo_envs.searchqa.store import open_corpus
@@ -35,7 +35,7 @@ def _part(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Build (or resume) a corpus's embedding shards, then optionally its dense index."""
-    p = argparse.ArgumentParser(description=main.__doc__)
+    p = FlagSpellingParser(description=main.__doc__)
     p.add_argument("--corpus_path", required=True)
     p.add_argument("--cache_dir", default=None)
     p.add_argument("--corpus_store", default="auto", choices=["auto", "memory", "compact"])
