@@ -36,6 +36,12 @@ from mvpo_train.credit.oracle_repair import (
     positive_credit,
     shuffled_repair,
 )
+from mvpo_train.credit.pooled_potential import (
+    RegionPool,
+    crossfit_potential,
+    key_hashes,
+    task_labels,
+)
 from mvpo_train.credit.potential import (
     AMP_SCORES,
     LOOP_STATS,
@@ -47,9 +53,9 @@ from mvpo_train.credit.potential import (
     split_half_mean,
     viability_values,
 )
-from mvpo_train.credit.regions import regions_of_sorted
+from mvpo_train.credit.regions import regions_of_sorted, split_at_milestones
 from mvpo_train.credit.registry import register_estimator
-from mvpo_train.segments import future_any, reverse_scan
+from mvpo_train.segments import exclusive_scan, future_any, reverse_scan
 
 __all__ = [
     "FORMS",
@@ -57,6 +63,8 @@ __all__ = [
     "KAPPA_SCHEDULES",
     "MVPO",
     "MVPOConfig",
+    "REGION_STATS",
+    "SPLITS",
     "PotentialTerms",
     "non_circular_statistic",
     "potential_terms",
@@ -119,6 +127,10 @@ FORM_ALIASES: dict[str, str] = {"seeds": "paper"}
 #: task and the ALFWorld train split); runs saved without a form ran ``"v1"``, the default before
 DEFAULT_FORM = "paper"
 FORM_BEFORE_DEFAULT_CHANGE = "v1"
+#: ``region_stats`` (§3.11): the current batch in-sample (the paper's), or pooled + cross-fitted
+REGION_STATS = ("batch", "pooled")
+#: ``potential_split`` (§3.12): regions as they are, or split at milestone events
+SPLITS = ("none", "milestones")
 _CHOICES = {
     "value": ("progress", "shaping"),
     "loop_stat": LOOP_STATS,
@@ -163,6 +175,24 @@ class MVPOConfig(StepConfig):
     ``"oracle"`` and ``"shuffled"``): the noise and permutation of iteration ``i`` come from
     ``numpy.random.default_rng([oracle_seed, i])``, so a resumed run draws the same. Kappa,
     the routing and the combination with ``A^E`` are unchanged by all three.
+
+    The potential options of docs/estimators.md §3.11-§3.12 (off by default: the paper's reading
+    stays bit for bit): ``region_stats`` (str, default ``"batch"``: the potential of a region
+    from the current batch, in-sample, as the MVPO paper reads; ``"pooled"``: per task and key,
+    decayed running sums of the potential's statistic ``U`` across iterations plus the current
+    batch, leave-one-trajectory-out, so that a row's own trajectory never enters the potential
+    that scores it (:mod:`mvpo_train.credit.pooled_potential`); needs ``value="shaping"``, and
+    with ``pool_decay > 0`` and ``scope="group"`` the batch's ``extras["task_id"]`` or
+    ``extras["task_index"]``, else refused in one line). ``pool_decay`` (float in [0, 1],
+    default 0.8, read only by ``"pooled"``): per-iteration factor on the past (a batch ``a``
+    iterations old weighs ``pool_decay ** a``; 0.8 is a half-life of 3.1 iterations; 0 keeps no
+    past: cross-fitting alone; 1 never forgets). ``pool_max_entries`` (int >= 1, default
+    2,000,000, read only by ``"pooled"``): cap on the pool's entries, 24 bytes each (48 MB at
+    the cap); the lightest go first. ``potential_split`` (str, default ``"none"``;
+    ``"milestones"``: every region is split at milestone events, the potential keyed by
+    (region, milestones the trajectory made before the row), so the step into the place where
+    the next milestone is made is not charged for the dwell that follows; works with either
+    form and with ``"pooled"``, whose keys then carry the split).
     """
 
     scope: str = "group"
@@ -189,6 +219,10 @@ class MVPOConfig(StepConfig):
     repair_source: str = "potential"
     oracle_rho: float = 1.0
     oracle_seed: int = 0
+    region_stats: str = "batch"
+    pool_decay: float = 0.8
+    pool_max_entries: int = 2_000_000
+    potential_split: str = "none"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", FORM_ALIASES.get(self.form, self.form))
@@ -225,6 +259,7 @@ class MVPOConfig(StepConfig):
             raise ValueError(f"MVPOConfig.oracle_seed must be an int, got {self.oracle_seed!r}")
         if self.oracle_seed < 0:
             raise ValueError(f"MVPOConfig.oracle_seed must be >= 0, got {self.oracle_seed!r}")
+        self._check_potential_options()
         super().__post_init__()
         if self.scope not in ("group", "batch"):
             raise ValueError(f"scope must be 'group' or 'batch', got {self.scope!r}")
@@ -244,6 +279,24 @@ class MVPOConfig(StepConfig):
             if self.w_min * len(self.milestone_names) > 1.0:
                 raise ValueError("w_min * len(milestone_names) must be <= 1")
 
+    def _check_potential_options(self) -> None:
+        """Bounds of the §3.11-§3.12 options, one line each."""
+        for name, allowed in (("region_stats", REGION_STATS), ("potential_split", SPLITS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"MVPOConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}"
+                )
+        if not (math.isfinite(self.pool_decay) and 0.0 <= self.pool_decay <= 1.0):
+            raise ValueError(f"MVPOConfig.pool_decay must be in [0, 1], got {self.pool_decay!r}")
+        n = self.pool_max_entries
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"MVPOConfig.pool_max_entries must be an int >= 1, got {n!r}")
+        if self.region_stats == "pooled" and self.value != "shaping":
+            raise ValueError(
+                "MVPOConfig.region_stats='pooled' pools the shaping return-to-go: it needs "
+                f"value='shaping' (form 'paper'), got value={self.value!r}"
+            )
+
 
 # ------------------------------------------------------------------ potential (§3.3-§3.4)
 
@@ -262,14 +315,21 @@ class PotentialTerms:
     loop: np.ndarray | None = None  # per-row loop indicator (loop_stat), bool
     u: np.ndarray | None = None  # per-step shaping reward (value="shaping")
     phi_scale: float = 1.0  # batch normalisation divisor of phi and D (1 with "none")
+    fallback: np.ndarray | None = None  # region_stats="pooled": rows scored by the scope's mean
 
 
 def potential_terms(
-    batch: StepBatch, cfg: MVPOConfig, amp: AMPWeights, hit_name: np.ndarray | None = None
+    batch: StepBatch,
+    cfg: MVPOConfig,
+    amp: AMPWeights,
+    hit_name: np.ndarray | None = None,
+    pooled: tuple[RegionPool, np.ndarray] | None = None,
 ) -> PotentialTerms:
     """``m``, ``v``, regions, ``phi`` and ``D`` for a canonically ordered batch (§3.1-§3.4, §3.8).
 
-    ``hit_name``: :func:`hit_names` of the batch, when already computed.
+    ``hit_name``: :func:`hit_names` of the batch, when already computed. ``pooled``: with
+    ``region_stats="pooled"``, the pool and the rows' :func:`key_hashes` (§3.11); the
+    potential is then :func:`crossfit_potential` (the pool is not updated here).
     """
     n = len(batch)
     rows, _ = batch.milestone_hits
@@ -281,6 +341,8 @@ def potential_terms(
     scope = batch.group_index if cfg.scope == "group" else np.zeros(n, dtype=np.int64)
     sig_code = batch.codes("signature")[0]
     region = regions_of_sorted(sig_code, lay.traj_index, scope, relabel=False)
+    if cfg.potential_split == "milestones":
+        region = split_at_milestones(region, milestones_done(batch))
     label = _traj_in_group(batch) if cfg.scope == "group" else lay.traj_index
     loop = (
         loop_rows(cfg.loop_stat, region, sig_code, lay.traj_index)
@@ -290,7 +352,7 @@ def potential_terms(
     last = batch.is_last
     term_row = batch.terminated & last
     if cfg.value == "shaping":
-        return _shaping_terms(batch, cfg, m, gamma_m, region, loop, term_row)
+        return _shaping_terms(batch, cfg, m, gamma_m, region, loop, term_row, scope, pooled)
     p, g = viability_values(
         m, batch.traj, batch.t, batch.is_last, batch.returns,
         c_succ=cfg.c_succ, gamma_m=gamma_m, layout=lay,
@@ -328,9 +390,12 @@ def _shaping_terms(
     region: np.ndarray,
     loop: np.ndarray,
     term_row: np.ndarray,
+    scope: np.ndarray,
+    pooled: tuple[RegionPool, np.ndarray] | None = None,
 ) -> PotentialTerms:
     """``value="shaping"`` (docs/estimators.md §3.8): per-step reward ``u``, its return-to-go
-    ``U``, ``phi(rho) = mean_{visits} U`` and ``D = u + gamma_phi * phi(next) - phi``."""
+    ``U``, ``phi(rho) = mean_{visits} U`` and ``D = u + gamma_phi * phi(next) - phi``; with
+    ``pooled``, ``phi`` per row from the pool and the batch's other trajectories (§3.11)."""
     n = len(batch)
     last = batch.is_last
     enters_loop = np.zeros(n, dtype=np.float64)  # the transition at t leads into a loop row
@@ -339,10 +404,16 @@ def _shaping_terms(
     progress = (batch.milestone_count > 0).astype(np.float64)
     u = m + cfg.c_succ * batch.returns * last + cfg.lambda_F * progress - cfg.lambda_L * enters_loop
     big_u = reverse_scan(u, batch.layout, gamma_m)
-    n_r = int(region.max()) + 1
-    visits = np.bincount(region, minlength=n_r).astype(np.float64)
-    phi_r = np.bincount(region, weights=big_u, minlength=n_r) / np.maximum(visits, 1.0)
-    phi = phi_r[region]
+    fallback = None
+    if pooled is not None:
+        phi, phi_r, fallback = crossfit_potential(
+            region, batch.layout.traj_index, scope, pooled[1], big_u, pooled[0]
+        )
+    else:
+        n_r = int(region.max()) + 1
+        visits = np.bincount(region, minlength=n_r).astype(np.float64)
+        phi_r = np.bincount(region, weights=big_u, minlength=n_r) / np.maximum(visits, 1.0)
+        phi = phi_r[region]
     nxt = np.empty(n, dtype=np.float64)
     nxt[:-1] = phi[1:]
     # after the last step: an absorbing terminal state is worth 0; a truncated episode's next
@@ -350,7 +421,14 @@ def _shaping_terms(
     nxt[last] = np.where(term_row[last], 0.0, phi[last])
     d = u + cfg.gamma_phi * nxt - phi
     d, scale = _normalise(d, phi, cfg)
-    return PotentialTerms(m, big_u, region, phi_r, np.zeros(n_r), phi, d, loop, u, scale)
+    n_r = len(phi_r)
+    return PotentialTerms(m, big_u, region, phi_r, np.zeros(n_r), phi, d, loop, u, scale, fallback)
+
+
+def milestones_done(batch: StepBatch) -> np.ndarray:
+    """Per row: the milestones its trajectory made before the row (§3.12), canonical order."""
+    done = exclusive_scan(batch.milestone_count.astype(np.float64), batch.layout)
+    return np.rint(done).astype(np.int64)
 
 
 def _normalise(d: np.ndarray, phi: np.ndarray, cfg: MVPOConfig) -> tuple[np.ndarray, float]:
@@ -474,6 +552,8 @@ class MVPO(BaseEstimator):
         self.last_routed = np.zeros(0, dtype=bool)
         self.last_gigpo = np.zeros(0, dtype=np.float64)  # GiGPO's advantage of the last batch
         self._decrease_sorted: np.ndarray | None = None
+        self._task_sorted: np.ndarray | None = None
+        self.pool = RegionPool(self.config.pool_max_entries)  # region_stats="pooled" (§3.11)
         names = list(self.config.milestone_names or ())
         self.amp = AMPWeights(
             eta=self.config.eta,
@@ -508,6 +588,9 @@ class MVPO(BaseEstimator):
         self._decrease_sorted = None
         if self.config.repair_source in ORACLE_SOURCES and len(batch):
             self._decrease_sorted = _plan_decrease(batch, self.config.repair_source)[batch.order]
+        self._task_sorted = None
+        if self.config.region_stats == "pooled" and len(batch):
+            self._task_sorted = _pool_tasks(batch, self.config)[batch.order]
         adv, diag = super().__call__(batch)
         n = len(batch)
         repair = np.zeros(n, dtype=np.float64)
@@ -521,15 +604,24 @@ class MVPO(BaseEstimator):
         return adv, diag
 
     def alignment_metrics(self, batch: StepBatch, advantages: np.ndarray) -> dict[str, Any]:
-        """``align/*`` of the last call (docs/alignment.md, "In training"): the AUC of the repair
-        ``advantages - last_gigpo`` for ``extras["oracle_progress"]`` on the repaired rows;
-        ``{}`` when the batch has no known label."""
-        if ORACLE_PROGRESS not in batch.extras or len(batch) != len(self.last_gigpo):
+        """``align/*`` of the last call (docs/alignment.md, "In training"): the AUC, for
+        ``extras["oracle_progress"]``, of the credit this estimator adds, ``last_repair``, over
+        the rows it repairs (``last_routed`` with a nonzero repair); ``{}`` when the batch has
+        no known label.
+
+        ``last_repair`` is ``kappa * A^Phi`` on the routed rows (with ``repair_source=
+        "positive"``, the oracle step credit of every row). It is what ``advantages -
+        last_gigpo`` equals on the routed rows of zero-credit groups (up to the factor
+        ``omega``), but not where the arm replaces GiGPO's anchor credit (the positive control
+        on informative groups, ``anchor_credit=False``): there that difference would mix in
+        ``-omega * A^S``. ``advantages`` (the same call's) is not read."""
+        if ORACLE_PROGRESS not in batch.extras or len(batch) != len(self.last_repair):
             return {}
         y = np.asarray(batch.extras[ORACLE_PROGRESS], dtype=np.float64)
         if not np.any(y >= 0):
             return {}
-        return repair_alignment(batch, advantages, self.last_gigpo, y).as_metrics()
+        added = np.where(self.last_routed, self.last_repair, 0.0)
+        return repair_alignment(batch, added, np.zeros(len(batch)), y).as_metrics()
 
     def compute(self, batch: StepBatch) -> tuple[np.ndarray, dict[str, Any]]:
         """MVPO advantage per row (§3.6) and the §3.7 diagnostics."""
@@ -537,7 +629,12 @@ class MVPO(BaseEstimator):
         parts = gigpo_parts(batch, cfg)
         hit_name = hit_names(batch, self.amp)  # grows the vocabulary before the weights are used
         weights_used = self.amp.as_dict()
-        pot = potential_terms(batch, cfg, self.amp, hit_name)
+        pooled = None
+        if cfg.region_stats == "pooled":
+            pooled = (self.pool, self._pool_keys(batch))
+        pot = potential_terms(batch, cfg, self.amp, hit_name, pooled)
+        if pooled is not None:  # the batch joins the pool after it has been scored
+            self.pool.update(pooled[1], pot.v, cfg.pool_decay)
 
         routed = parts.zero_credit | ((parts.size < 2) if cfg.repair_singletons else False)
         a_phi, d_scale = repair_term(pot, routed, cfg)
@@ -565,6 +662,10 @@ class MVPO(BaseEstimator):
         diag = step_diagnostics(parts)
         diag.update(self._diagnostics(batch, pot, routed, kappa, d_scale, success_rate))
         diag["amp_weights_used"] = weights_used
+        if pot.fallback is not None:
+            diag["pool_entries"] = len(self.pool)
+            diag["pool_bytes"] = self.pool.nbytes
+            diag["pool_fallback_ratio"] = float(pot.fallback.mean())
         diag["amp_scores"] = {
             n: float(x) for n, x in zip(self.amp.names, s, strict=True) if not np.isnan(x)
         }
@@ -579,6 +680,18 @@ class MVPO(BaseEstimator):
         if cfg.repair_source == "shuffled":
             return shuffled_repair(a_phi, routed, rng)
         return oracle_repair(a_phi, self._oracle_decrease(n), routed, cfg.oracle_rho, rng)
+
+    def _pool_keys(self, batch: StepBatch) -> np.ndarray:
+        """:func:`key_hashes` of the canonical batch's rows (§3.11)."""
+        task = self._task_sorted
+        if task is None or len(task) != len(batch):  # compute() called without __call__
+            raise ValueError(
+                "mvpo: region_stats='pooled' reads the batch's task labels: call the estimator "
+                "on the batch itself"
+            )
+        split = milestones_done(batch) if self.config.potential_split == "milestones" else None
+        split = np.full(len(batch), -1, dtype=np.int64) if split is None else split
+        return key_hashes(task, batch.signature, split)
 
     def _oracle_decrease(self, n: int) -> np.ndarray:
         d = self._decrease_sorted
@@ -633,11 +746,13 @@ class MVPO(BaseEstimator):
         }
         if self.config.kappa_schedule == "relative":
             out["success_start"] = self.success_start
+        if self.config.region_stats == "pooled":
+            out["pool"] = self.pool.state_dict()
         return out
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` exactly."""
-        unknown = set(d) - {"ema_success", "iteration", "amp", "success_start", "form"}
+        unknown = set(d) - {"ema_success", "iteration", "amp", "success_start", "form", "pool"}
         if unknown:
             raise ValueError(f"mvpo: unknown state keys {sorted(unknown)}")
         saved = d.get("form", self.config.form)
@@ -652,6 +767,29 @@ class MVPO(BaseEstimator):
         self.iteration = int(d.get("iteration", 0))
         self.amp = AMPWeights(eta=self.config.eta, w_min=self.config.w_min)
         self.amp.load_state_dict(d.get("amp", {}))
+        if "pool" in d and self.config.region_stats != "pooled":
+            raise ValueError(
+                "mvpo: the state holds pooled region statistics, this estimator has "
+                f"region_stats={self.config.region_stats!r} (pass region_stats='pooled')"
+            )
+        self.pool = RegionPool(self.config.pool_max_entries)
+        if "pool" in d:
+            self.pool.load_state_dict(d["pool"])
+
+
+def _pool_tasks(batch: StepBatch, cfg: MVPOConfig) -> np.ndarray:
+    """The task part of the pool's keys per row (caller's order), or one clear error line:
+    empty with ``scope="batch"`` or ``pool_decay=0`` (no past to tell tasks apart in)."""
+    if cfg.scope == "batch" or cfg.pool_decay == 0.0:
+        return np.full(len(batch), "", dtype=object)
+    labels = task_labels(batch.extras, len(batch))
+    if labels is None:
+        raise ValueError(
+            "mvpo: region_stats='pooled' keys the pool by task: the batch needs "
+            "extras['task_id'] or extras['task_index'] (the trainer's rollout fills both); "
+            "this batch has neither (pool_decay=0 needs none)"
+        )
+    return labels
 
 
 def _plan_decrease(batch: StepBatch, source: str) -> np.ndarray:

@@ -22,6 +22,7 @@ __all__ = [
     "UnionFind",
     "loop_edges",
     "regions_of_sorted",
+    "split_at_milestones",
     "viability_regions",
 ]
 
@@ -188,6 +189,21 @@ def regions_of_sorted(
     a, b = _edges_from_sorted(node, traj_code, by_key)
     roots = _merge_loops(node, int(new_node.sum()), a, b)
     return first_appearance_ids(roots)[0] if relabel else roots
+
+
+def split_at_milestones(region: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """Regions split at milestone events (docs/estimators.md §3.12): one sub-region per
+    ``(region, done)``, ``done`` the milestones the row's trajectory made before the row.
+
+    Ids are compact (``0..R'-1``, in sorted key order). Inside a sub-region no visit has made a
+    milestone that another has not: the place where the next milestone is made is valued by the
+    visits that still have it ahead, and the visits after it form their own sub-region.
+    """
+    if len(region) == 0:
+        return np.zeros(0, dtype=np.int64)
+    done = np.asarray(done, dtype=np.int64)
+    key = np.asarray(region, dtype=np.int64) * (int(done.max()) + 1) + done
+    return np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def _merge_loops(node: np.ndarray, n_nodes: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:

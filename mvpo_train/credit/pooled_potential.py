@@ -1,0 +1,205 @@
+"""Pooled, cross-fitted region statistics for MVPO's potential (docs/estimators.md §3.11).
+
+The paper's reading estimates a region's potential ``phi(rho) = mean_{visits} U`` from the
+current batch alone, in-sample: the row it scores is one of the visits it averages. With
+``MVPOConfig(region_stats="pooled")`` the potential that scores a row of trajectory ``j`` is
+
+``phi_j(rho) = (P_sum(rho) + C_sum(rho) - C_sum(rho, j)) / (P_w(rho) + C_n(rho) - C_n(rho, j))``
+
+* ``C_sum``, ``C_n``: the current batch's sum of ``U`` and number of visits in region ``rho``,
+  ``C_sum(rho, j)``, ``C_n(rho, j)`` trajectory ``j``'s own share of them (left out: a row's own
+  trajectory never enters the estimate that scores it);
+* ``P_sum``, ``P_w``: the pooled past, summed over the *keys* the region is made of. A key is
+  ``(task, signature, split)``: regions are Union-Find roots of one batch, so they do not exist
+  across batches; the signatures they merge do. ``split`` is the number of milestones made before
+  the row with ``potential_split="milestones"`` (else -1); ``task`` is the batch's
+  ``extras["task_id"]`` (or ``extras["task_index"]``), empty with ``scope="batch"``.
+
+After scoring, the batch's per-key sums join the pool, and the pool is multiplied by
+``pool_decay`` once per iteration: a batch ``a`` iterations old weighs ``pool_decay ** a``
+(0: the current batch only, pure leave-one-trajectory-out). Entries whose weight falls below
+:data:`MIN_WEIGHT` are dropped; beyond ``pool_max_entries`` the lightest go first, so memory is
+bounded by 24 bytes per entry (key, sum, weight). A row without any out-of-trajectory visit of
+its region (a region only its own trajectory saw, never seen before) falls back to the
+leave-one-trajectory-out mean of ``U`` over its scope (its rollout group), 0 when that is empty
+too. Keys are 64-bit BLAKE2b digests of the key's text (stable across processes and runs).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MIN_WEIGHT",
+    "ENTRY_BYTES",
+    "RegionPool",
+    "crossfit_potential",
+    "key_hashes",
+    "task_labels",
+]
+
+#: pool entries lighter than this (in decayed visits) are dropped after each update
+MIN_WEIGHT = 1e-3
+#: bytes per pool entry: an int64 key, a float64 sum and a float64 weight
+ENTRY_BYTES = 24
+
+
+def task_labels(extras: Mapping[str, Any], n: int) -> np.ndarray | None:
+    """Per row (caller's order): the task a row's group played, as text (``"id:..."`` from
+    ``extras["task_id"]`` when every row has a non-empty one, else ``"index:..."`` from
+    ``extras["task_index"]``); ``None`` when the batch carries neither."""
+    ids = extras.get("task_id")
+    if ids is not None and len(ids) == n and all(str(x) for x in ids):
+        return np.array(["id:" + str(x) for x in ids], dtype=object)
+    idx = extras.get("task_index")
+    if idx is not None and len(idx) == n:
+        return np.array([f"index:{int(x)}" for x in idx], dtype=object)
+    return None
+
+
+def key_hashes(task: Sequence[str], signature: Sequence[str], split: np.ndarray) -> np.ndarray:
+    """64-bit key per row for ``(task, signature, split)`` (one digest per distinct key)."""
+    n = len(signature)
+    text = [f"{a}\x1f{s}\x1f{int(k)}" for a, s, k in zip(task, signature, split, strict=True)]
+    uniq, inv = np.unique(np.array(text, dtype=object), return_inverse=True) if n else ([], [])
+    digests = np.fromiter(
+        (
+            int.from_bytes(
+                hashlib.blake2b(u.encode(), digest_size=8).digest(), "little", signed=True
+            )
+            for u in uniq
+        ),
+        dtype=np.int64,
+        count=len(uniq),
+    )
+    return digests[np.asarray(inv, dtype=np.int64).reshape(-1)] if n else np.zeros(0, np.int64)
+
+
+class RegionPool:
+    """Decayed per-key sums of the potential's statistic across iterations (module docstring).
+
+    ``keys`` (sorted int64), ``sums`` (decayed sum of ``U``) and ``weights`` (decayed visits),
+    one entry per key; ``max_entries`` caps their number.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = int(max_entries)
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.sums = np.zeros(0, dtype=np.float64)
+        self.weights = np.zeros(0, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the three arrays."""
+        return int(self.keys.nbytes + self.sums.nbytes + self.weights.nbytes)
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pooled ``(sum, weight)`` per queried key (0, 0 for unknown keys)."""
+        if not len(self.keys):
+            return np.zeros(len(keys)), np.zeros(len(keys))
+        idx = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = self.keys[idx] == keys
+        return np.where(found, self.sums[idx], 0.0), np.where(found, self.weights[idx], 0.0)
+
+    def update(self, keys: np.ndarray, values: np.ndarray, decay: float) -> None:
+        """Add one batch (a key and a value of ``U`` per row), then decay, prune and cap."""
+        batch_keys, inv = np.unique(keys, return_inverse=True)
+        inv = inv.reshape(-1)
+        b_sum = np.bincount(inv, weights=np.asarray(values, np.float64), minlength=len(batch_keys))
+        b_w = np.bincount(inv, minlength=len(batch_keys)).astype(np.float64)
+        all_keys, where = np.unique(np.concatenate([self.keys, batch_keys]), return_inverse=True)
+        where = where.reshape(-1)
+        sums = np.bincount(where, np.concatenate([self.sums, b_sum]), len(all_keys)) * decay
+        weights = np.bincount(where, np.concatenate([self.weights, b_w]), len(all_keys)) * decay
+        keep = weights >= MIN_WEIGHT
+        if int(keep.sum()) > self.max_entries:  # the lightest go first; ties: the larger key
+            order = np.lexsort((-all_keys, -weights))
+            keep = np.zeros(len(all_keys), dtype=bool)
+            keep[order[: self.max_entries]] = True
+        self.keys, self.sums, self.weights = all_keys[keep], sums[keep], weights[keep]
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serialisable and bit-exact: the arrays as base64 of their little-endian bytes."""
+        return {
+            "keys": _b64(self.keys, "<i8"),
+            "sums": _b64(self.sums, "<f8"),
+            "weights": _b64(self.weights, "<f8"),
+        }
+
+    def load_state_dict(self, d: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict` exactly; a damaged state is refused in one line."""
+        try:
+            keys = _unb64(d["keys"], "<i8")
+            sums = _unb64(d["sums"], "<f8")
+            weights = _unb64(d["weights"], "<f8")
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"mvpo: the pooled region statistics are damaged ({err})") from None
+        if not (len(keys) == len(sums) == len(weights)) or np.any(np.diff(keys) <= 0):
+            raise ValueError(
+                "mvpo: the pooled region statistics are damaged (lengths differ or keys unsorted)"
+            )
+        self.keys, self.sums, self.weights = keys, sums, weights
+
+
+def _b64(a: np.ndarray, dtype: str) -> str:
+    return base64.b64encode(np.ascontiguousarray(a, dtype=dtype).tobytes()).decode("ascii")
+
+
+def _unb64(s: str, dtype: str) -> np.ndarray:
+    raw = base64.b64decode(s.encode("ascii"), validate=True)
+    if len(raw) % 8:
+        raise ValueError("byte length not a multiple of 8")
+    return np.frombuffer(raw, dtype=dtype).astype(dtype[1:], copy=True)
+
+
+def crossfit_potential(
+    region: np.ndarray,
+    traj: np.ndarray,
+    scope: np.ndarray,
+    keys: np.ndarray,
+    big_u: np.ndarray,
+    pool: RegionPool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: ``phi_j(rho)`` of the module docstring; the per-region potential with every
+    current visit in (for diagnostics); and which rows fell back to the scope's mean.
+
+    ``region``: region id per row (ids below ``len(region)``); ``traj``: compact trajectory
+    index; ``scope``: the rows' scope (rollout group); ``keys``: :func:`key_hashes` per row.
+    """
+    n = len(region)
+    big_u = np.asarray(big_u, np.float64)
+    n_r = int(region.max()) + 1 if n else 0
+    # the pooled past of each region: sum over the distinct keys it holds
+    pair = np.unique(np.stack([region, keys], axis=1), axis=0) if n else np.zeros((0, 2), np.int64)
+    p_sum_k, p_w_k = pool.lookup(pair[:, 1])
+    p_sum = np.bincount(pair[:, 0], weights=p_sum_k, minlength=n_r)
+    p_w = np.bincount(pair[:, 0], weights=p_w_k, minlength=n_r)
+    c_sum = np.bincount(region, weights=big_u, minlength=n_r)
+    c_n = np.bincount(region, minlength=n_r).astype(np.float64)
+    # trajectory j's own share of its region (rows sorted by trajectory: region x traj pairs)
+    own, own_inv = np.unique(region * (int(traj.max()) + 1) + traj, return_inverse=True)
+    own_inv = own_inv.reshape(-1)
+    o_sum = np.bincount(own_inv, weights=big_u, minlength=len(own))[own_inv]
+    o_n = np.bincount(own_inv, minlength=len(own)).astype(np.float64)[own_inv]
+    num = p_sum[region] + c_sum[region] - o_sum
+    den = p_w[region] + c_n[region] - o_n
+    # fallback: the leave-one-trajectory-out mean of U over the row's scope
+    n_s = int(scope.max()) + 1 if n else 0
+    s_sum = np.bincount(scope, weights=big_u, minlength=n_s)[scope]
+    s_n = np.bincount(scope, minlength=n_s).astype(np.float64)[scope]
+    t_sum = np.bincount(traj, weights=big_u)[traj]
+    t_n = np.bincount(traj).astype(np.float64)[traj]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prior = np.where(s_n - t_n > 0, (s_sum - t_sum) / (s_n - t_n), 0.0)
+        fallback = ~(den > 0.5 * MIN_WEIGHT)  # pooled entries weigh >= MIN_WEIGHT
+        phi = np.where(fallback, prior, num / np.where(fallback, 1.0, den))
+        phi_region = (p_sum + c_sum) / np.maximum(p_w + c_n, MIN_WEIGHT)
+    return phi, phi_region, fallback
