@@ -44,6 +44,7 @@ from mvpo_train.encoder_policy import (
     warm_start,
 )
 from mvpo_train.stats import wilson
+from mvpo_train.study.bench import replace_section
 from mvpo_train.trainer import evaluate, load_policy, train
 
 ENV = "mvpo/ALFWorld-v0"
@@ -485,18 +486,6 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layout
     if args.section and path.is_file():
         text = replace_section(path.read_text(), args.section, text)
     path.write_text(text)
-
-
-def replace_section(doc: str, title: str, section: str) -> str:
-    """``doc`` with its ``## title`` section (up to the next ``## ``) replaced by
-    ``section``, or with ``section`` appended."""
-    head = f"## {title}\n"
-    if head not in doc:
-        return doc.rstrip("\n") + "\n\n" + section
-    a = doc.index(head)
-    b = doc.find("\n## ", a + len(head))
-    rest = doc[b + 1 :] if b >= 0 else ""
-    return doc[:a] + section + ("\n" + rest if rest else "")
 
 
 if __name__ == "__main__":

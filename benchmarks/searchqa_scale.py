@@ -49,18 +49,16 @@ writes ``benchmarks/results/searchqa_scale.md`` from what has finished.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import proc_stats  # noqa: E402  (benchmarks/ is not a package)
-
-from mvpo_envs.cache_files import MANIFEST, write_manifest  # noqa: E402
+from mvpo_envs import measure
+from mvpo_envs.cache_files import MANIFEST, write_manifest
+from mvpo_train.study import bench
 
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
 #: distractor passages added to the bundled world's 394
@@ -82,7 +80,7 @@ COMMAND_IVF = (
     "nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench "
     "--distractors 1000000 --dense-real"
 )
-memory = proc_stats.memory
+memory = measure.memory
 
 
 def _kwargs(data: str, retriever: str, cache: str, extra: dict | None = None) -> dict[str, Any]:
@@ -106,67 +104,36 @@ def child(
     torch.set_num_threads(2)
     from mvpo_envs.searchqa.env import SearchQAEnv
 
-    kwargs = _kwargs(data, retriever, cache, extra)
-    out: dict[str, Any] = {"base": memory(), "retriever_kwargs": extra or {}}
-    t = time.perf_counter()
-    first = SearchQAEnv(**kwargs)
-    out["first_s"] = time.perf_counter() - t
+    make = functools.partial(SearchQAEnv, **_kwargs(data, retriever, cache, extra))
+    first, loaded = measure.load_envs(make, ENV_COUNTS, envs)
+    out: dict[str, Any] = {**loaded, "retriever_kwargs": extra or {}}
     out["passages"] = len(first.retriever.corpus)
     out["corpus"] = type(first.retriever.corpus).__name__
     if getattr(first.retriever, "kind", "") == "ivf":
         out["nprobe"] = first.retriever.nprobe  # the one searched (the default when not given)
-    grown = proc_stats.grow_envs(
-        lambda k: first if k == 0 else SearchQAEnv(**kwargs), ENV_COUNTS, envs
-    )
-    out["mem"] = grown["mem"]
-    out["envs_s"] = time.perf_counter() - t
     questions = [item.question for item in first.items]
-    out.update(proc_stats.search_passes(lambda q: first.retriever.search([q], 3), questions))
+    out.update(measure.search_passes(lambda q: first.retriever.search([q], 3), questions))
     if retriever == "dense":
-        emb = first.retriever.encode(questions)
-        index = first.retriever._index
-        out["faiss_ms"] = proc_stats.p50_p99(
-            proc_stats.time_calls(lambda i: index.search(emb[i : i + 1], 3), range(len(emb)))
-        )
+        emb, index = first.retriever.encode(questions), first.retriever._index
+        times = measure.time_calls(lambda i: index.search(emb[i : i + 1], 3), range(len(emb)))
+        out["faiss_ms"] = measure.p50_p99(times)
     out["mem_after_search"] = memory()
     return out
-
-
-class _MakeEnv:
-    """A picklable env factory for the async workers."""
-
-    def __init__(self, kwargs: dict[str, Any]):
-        self.kwargs = kwargs
-
-    def __call__(self):
-        from mvpo_envs.searchqa.env import SearchQAEnv
-
-        return SearchQAEnv(**self.kwargs)
 
 
 def async_child(
     data: str, retriever: str, cache: str, workers: int, extra: dict | None = None
 ) -> dict[str, Any]:
-    """``workers`` async worker processes (one env each) mapping the same files. The parent
-    imports the env first, as a trainer has, so the forked workers share its imported code."""
-    import mvpo_envs.searchqa.env  # noqa: F401  (shared with the forked workers)
-    from mvpo_envs.async_worker import TextAsyncVectorEnv
+    """``workers`` async worker processes (one env each) mapping the same files, two search
+    steps (the second: no lazy model load, pages already read). The parent imports the env
+    first, as a trainer has, so the forked workers share its imported code."""
+    from mvpo_envs.searchqa.env import SearchQAEnv  # shared with the forked workers
 
-    kwargs = _kwargs(data, retriever, cache, extra)
-    t = time.perf_counter()
-    venv = TextAsyncVectorEnv([_MakeEnv(kwargs) for _ in range(workers)], shared_memory=False)
-    venv.reset(seed=0)
-    start_s = time.perf_counter() - t
-    t = time.perf_counter()
-    venv.step(["<search>Who founded the company?</search>"] * workers)
-    step_s = time.perf_counter() - t
-    t = time.perf_counter()  # a second step: no lazy model load, pages already read
-    venv.step(["<search>Which river is longer?</search>"] * workers)
-    step2_s = time.perf_counter() - t
-    mem = proc_stats.workers_memory([proc.pid for proc in venv.processes])
-    venv.close()
-    out = {"workers": workers, "start_s": start_s, "step_s": step_s, "step2_s": step2_s}
-    return {**out, **mem, "preimport": True}
+    make = functools.partial(SearchQAEnv, **_kwargs(data, retriever, cache, extra))
+    steps = ["<search>Who founded the company?</search>", "<search>Which river is longer?</search>"]
+    out = measure.async_workers(make, workers, steps)
+    out["step_s"], out["step2_s"] = out["step_s"]
+    return {**out, "preimport": True}
 
 
 def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
@@ -206,16 +173,23 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
         index = faiss.IndexFlatIP(emb.shape[1])
         for start in range(0, len(corpus), subset):
             index.add(emb[: min(subset, len(corpus) - start)])
-        tmp = folder.with_name(folder.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(index, str(tmp / "index.faiss"))
-        (tmp / "docs.json").write_text(json.dumps({"num_docs": len(corpus)}))
-        (tmp / "PLANTED").write_text("planted by benchmarks/searchqa_scale.py: repeated vectors\n")
-        write_manifest(tmp)
-        del index
-        os.replace(tmp, folder)
+        _plant(folder, index, {"num_docs": len(corpus)}, "repeated vectors")
     out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
     return out
+
+
+def _plant(folder: Path, index: Any, docs: dict[str, Any], what: str) -> None:
+    """Write a planted index as the retriever's complete cache folder (``index.faiss``,
+    ``docs.json``, a ``PLANTED`` note, the manifest), atomically."""
+    import faiss
+
+    tmp = folder.with_name(folder.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    faiss.write_index(index, str(tmp / "index.faiss"))
+    (tmp / "docs.json").write_text(json.dumps(docs))
+    (tmp / "PLANTED").write_text(f"planted by benchmarks/searchqa_scale.py: {what}\n")
+    write_manifest(tmp)
+    os.replace(tmp, folder)
 
 
 def _real_embeddings(data: str, cache: str) -> tuple[Any, Any, Path, int]:
@@ -300,12 +274,12 @@ def _recall(folder: Path, rows: int, queries: Any, pq_m: int = 0) -> dict[str, A
             str(k): float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in pairs]))
             for k in (1, 3, 10)
         }
-        times = proc_stats.time_calls(lambda i: ivf.search(queries[i : i + 1], 3), range(200))
+        times = measure.time_calls(lambda i: ivf.search(queries[i : i + 1], 3), range(200))
         out["sweep"].append(
-            {"nprobe": nprobe, "recall": recall, "faiss_ms": proc_stats.p50_p99(times)}
+            {"nprobe": nprobe, "recall": recall, "faiss_ms": measure.p50_p99(times)}
         )
-    times = proc_stats.time_calls(lambda i: exact.search(queries[i : i + 1], 3), range(200))
-    out["exact_faiss_ms"] = proc_stats.p50_p99(times)
+    times = measure.time_calls(lambda i: exact.search(queries[i : i + 1], 3), range(200))
+    out["exact_faiss_ms"] = measure.p50_p99(times)
     return out
 
 
@@ -331,8 +305,6 @@ def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, A
     folder = index_folder(Path(cache), corpus.content_hash, probe.params, settings)
     out: dict[str, Any] = {"passages": n, "real_rows": rows, **settings}
     if not (folder / MANIFEST).is_file():  # the retriever opens only a complete folder
-        import faiss
-
         real = load_rows(real_folder, np.arange(rows))
         t = time.perf_counter()
         index = train_ivf(real[train_rows(rows, min(rows, settings["train_size"]), 0)],
@@ -341,16 +313,8 @@ def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, A
         for start in range(0, n, rows):
             index.add(real[: min(rows, n - start)])
         out["add_s"] = time.perf_counter() - t - out["train_s"]
-        tmp = folder.with_name(folder.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        faiss.write_index(index, str(tmp / "index.faiss"))
         docs = {"num_docs": n, **settings, "planted_real_rows": rows}
-        (tmp / "docs.json").write_text(json.dumps(docs))
-        note = f"planted by benchmarks/searchqa_scale.py: {rows} real vectors repeated\n"
-        (tmp / "PLANTED").write_text(note)
-        write_manifest(tmp)
-        del index
-        os.replace(tmp, folder)
+        _plant(folder, index, docs, f"{rows} real vectors repeated")
     out["real_rows"] = json.loads((folder / "docs.json").read_text())["planted_real_rows"]
     out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
     return out
@@ -360,32 +324,14 @@ def run_child(args: list[str], extra: dict | None = None) -> tuple[dict[str, Any
     """Run a child mode in a new interpreter (``extra``: retriever kwargs); its JSON and its
     peak RSS (MiB)."""
     more = ["--child-kwargs", json.dumps(extra)] if extra else []
-    return proc_stats.run_child(__file__, [*args, *more])
+    return measure.run_child(__file__, [*args, *more])
 
 
 def generate(work: Path, distractors: int) -> tuple[Path, float]:
+    """The corpus of ``distractors`` generated passages (once) and the seconds it took."""
     folder = work / f"d{distractors}"
-    took = 0.0
-    if not (folder / ".done").exists():
-        t = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mvpo_envs.searchqa.generate",
-                "--distractors",
-                str(distractors),
-                "--out",
-                str(folder),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        took = time.perf_counter() - t
-        (folder / ".done").write_text(f"{took}\n")
-    else:
-        took = float((folder / ".done").read_text() or 0)
-    return folder, took
+    args = ["--distractors", str(distractors)]
+    return folder, measure.generate_once("mvpo_envs.searchqa.generate", args, folder)
 
 
 def _disk(cache: Path) -> dict[str, float]:
@@ -398,7 +344,7 @@ def _disk(cache: Path) -> dict[str, float]:
     return sizes
 
 
-def measure(work: Path, distractors: int, envs: int) -> dict[str, Any]:
+def measure_size(work: Path, distractors: int, envs: int) -> dict[str, Any]:
     folder, gen_s = generate(work, distractors)
     cache = work / f"cache-d{distractors}"
     result: dict[str, Any] = {"distractors": distractors, "generate_s": gen_s}
@@ -452,7 +398,7 @@ def measure_dense_real(work: Path, distractors: int, envs: int) -> dict[str, Any
     return out
 
 
-_f = proc_stats.fmt
+_f = bench.fmt
 
 
 def ivf_report(ivf: dict[str, Any]) -> list[str]:
@@ -565,7 +511,7 @@ def report(results: dict[str, Any]) -> str:
         "## bm25 (bm25s, `mmap=True`)",
         "",
         "| passages | generate s | cold first env s | cold peak RSS | "
-        f"{proc_stats.ENV_COLUMNS} | disk MiB (store + bm25s) |",
+        f"{bench.ENV_COLUMNS} | disk MiB (store + bm25s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(bm25, key=int):
@@ -574,7 +520,7 @@ def report(results: dict[str, Any]) -> str:
         disk = r["disk_mib"]
         lines.append(
             f"| {c['passages']:,} | {r['generate_s']:.0f} | {_f(cold.get('first_s'), '.1f')} | "
-            f"{_f(cold.get('peak_rss'))} | {proc_stats.env_cells(c)} | "
+            f"{_f(cold.get('peak_rss'))} | {bench.env_cells(c)} | "
             f"{disk.get('corpus', 0):,.0f} + {disk.get('bm25s', 0):,.0f} |"
         )
     sizes = sorted(bm25, key=int)
@@ -586,7 +532,7 @@ def report(results: dict[str, Any]) -> str:
 
         lines += [
             "",
-            proc_stats.growth_line(lo, hi, "passages", "passages", disk) + " "
+            bench.growth_line(lo, hi, "passages", "passages", disk) + " "
             "(store + bm25s). Per extra env: the column "
             "above (MiB, the same at every size: an env holds its 200 questions and a "
             "reference to the shared corpus and index).",
@@ -704,57 +650,47 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         mode, data, cache, n = args.child
         extra = json.loads(args.child_kwargs) if args.child_kwargs else None
-        if mode in ("async", "async-dense"):
-            retriever = "dense" if mode == "async-dense" else "bm25"
-            out = async_child(data, retriever, cache, int(n), extra)
-        elif mode == "dense-plant":
-            out = dense_child(data, cache, int(n))
-        elif mode == "dense-recall":
-            out = dense_recall_child(data, cache, int(n))
-        elif mode == "dense-ivf-plant":
-            out = dense_ivf_plant_child(data, cache, n)
-        else:
-            out = child(data, mode, cache, int(n), extra)
-        print(json.dumps(out))
+        modes = {
+            "async": lambda: async_child(data, "bm25", cache, int(n), extra),
+            "async-dense": lambda: async_child(data, "dense", cache, int(n), extra),
+            "dense-plant": lambda: dense_child(data, cache, int(n)),
+            "dense-recall": lambda: dense_recall_child(data, cache, int(n)),
+            "dense-ivf-plant": lambda: dense_ivf_plant_child(data, cache, n),
+        }
+        run = modes.get(mode, lambda: child(data, mode, cache, int(n), extra))
+        print(json.dumps(run()))
         return 0
-    args.work.mkdir(parents=True, exist_ok=True)
-    store = args.work / "results.json"
-    results: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
-
-    def save(key: str, value: Any, what: str, t: float) -> None:
-        results[key] = value
-        store.write_text(json.dumps(results, indent=1))
-        print(f"{what} done in {time.time() - t:.0f}s", flush=True)
-
+    store = bench.ResultStore(args.work / "results.json")
     if not args.report:
-        for distractors in args.distractors:
-            t = time.time()
-            if str(distractors) in results:
-                if args.redo_cached:
-                    done = results[str(distractors)]
-                    redo = measure(args.work, distractors, args.envs)
-                    done.update({k: v for k, v in redo.items() if k != "cold"})
-                    save(str(distractors), done, f"distractors={distractors} cached again", t)
-                continue
-            result = measure(args.work, distractors, args.envs)
-            save(str(distractors), result, f"distractors={distractors}", t)
-        largest = max(args.distractors)
-        t = time.time()
-        if args.dense and "dense" not in results:
-            dense = measure_dense(args.work, largest, args.dense_subset, args.envs)
-            save("dense", dense, "dense", t)
-        if args.big_workers:
-            save("big_workers", measure_big_workers(args.work, largest), "big workers", t)
-        if args.dense_real and args.redo_recall and "dense_ivf" in results:
-            folder, real_cache = args.work / f"d{largest}", args.work / f"cache-d{largest}"
-            recall, _ = run_child(["dense-recall", str(folder), str(real_cache), "0"])
-            save("dense_ivf", {**results["dense_ivf"], "recall": recall}, "recall", t)
-        elif args.dense_real:
-            save("dense_ivf", measure_dense_real(args.work, largest, args.envs), "dense ivf", t)
-    if results:
-        RESULTS.write_text(report(results))
+        measure_all(args, store)
+    if store.data:
+        RESULTS.write_text(report(store.data))
         print(f"wrote {RESULTS}")
     return 0
+
+
+def measure_all(args: argparse.Namespace, store: bench.ResultStore) -> None:
+    """What the flags ask for and ``store`` does not hold yet (or ``--redo-*``)."""
+    results = store.data
+    for distractors in args.distractors:
+        t, key = time.time(), str(distractors)
+        if key not in results or args.redo_cached:
+            redo = measure_size(args.work, distractors, args.envs)
+            if key in results:  # --redo-cached: the cold measurements kept
+                redo = {**results[key], **{k: v for k, v in redo.items() if k != "cold"}}
+            store.save(key, redo, f"distractors={distractors}", t)
+    largest, t = max(args.distractors), time.time()
+    if args.dense and "dense" not in results:
+        dense = measure_dense(args.work, largest, args.dense_subset, args.envs)
+        store.save("dense", dense, "dense", t)
+    if args.big_workers:
+        store.save("big_workers", measure_big_workers(args.work, largest), "big workers", t)
+    if args.dense_real and args.redo_recall and "dense_ivf" in results:
+        folder, real_cache = args.work / f"d{largest}", args.work / f"cache-d{largest}"
+        recall, _ = run_child(["dense-recall", str(folder), str(real_cache), "0"])
+        store.save("dense_ivf", {**results["dense_ivf"], "recall": recall}, "recall", t)
+    elif args.dense_real:
+        store.save("dense_ivf", measure_dense_real(args.work, largest, args.envs), "dense ivf", t)
 
 
 if __name__ == "__main__":

@@ -24,25 +24,21 @@ level stops after ``--requests`` requests. Linux only (``/proc``).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import platform
 import random
-import re
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import proc_stats  # noqa: E402  (benchmarks/ is not a package)
-
-from mvpo_envs.searchqa.data import bundled_qa_path, load_qa  # noqa: E402
-from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS, MAX_SEARCHES  # noqa: E402
+from mvpo_envs.measure import rss_hwm
+from mvpo_envs.searchqa.data import bundled_qa_path, load_qa
+from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS, MAX_SEARCHES
+from mvpo_envs.serve.load import http_load, latency_summary, post_request, spawn_server
+from mvpo_train.study.bench import keep_sections, write_page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "searchqa_server_load.md"
 REPO = Path(__file__).resolve().parents[1]
@@ -56,89 +52,11 @@ def somaxconn() -> str:
         return "unknown"
 
 
-def request_bytes(body: bytes) -> bytes:
-    head = (
-        "POST /retrieve HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-async def one(port: int, request: bytes) -> tuple[int, float]:
-    """``(status, seconds)`` of one request on a fresh connection (status 0: no answer)."""
-    start = time.perf_counter()
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), TIMEOUT)
-        try:
-            writer.write(request)
-            await writer.drain()
-            data = await asyncio.wait_for(reader.read(), TIMEOUT)
-        finally:
-            writer.close()
-    except (OSError, TimeoutError):
-        return 0, time.perf_counter() - start
-    match = re.match(rb"HTTP/1\.[01] (\d{3}) ", data)
-    return (int(match.group(1)) if match else 0), time.perf_counter() - start
-
-
-async def level(port: int, requests: list[bytes], concurrency: int) -> list[tuple[int, float]]:
-    queue = iter(requests)
-    results: list[tuple[int, float]] = []
-
-    async def worker() -> None:
-        for request in queue:  # the workers share one iterator: each request is sent once
-            results.append(await one(port, request))
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return results
-
-
-def start_server(
-    cache_dir: str, corpus_path: Path | None, query_cache: int
-) -> tuple[subprocess.Popen, int]:
-    corpus = ["--corpus_path", str(corpus_path)] if corpus_path else []
-    corpus += ["--query_cache_size", str(query_cache)]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mvpo_envs.searchqa.server",
-            "--port",
-            "0",
-            "--cache_dir",
-            cache_dir,
-            *corpus,
-        ],  # fmt: skip
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    match = re.search(r":(\d+)/retrieve", line)
-    if not match:
-        proc.kill()
-        raise SystemExit(
-            f"the server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
-        )
-    return proc, int(match.group(1))
-
-
 def row(name: str, results: list[tuple[int, float]], expect: int, seconds: float, pid: int):
     """One table row: requests, not answered ``expect``, requests/s, latency, server memory."""
-    latencies = [dt * 1000 for status, dt in results if status == expect] or [float("nan")]
-    rss, hwm = proc_stats.rss_hwm(pid)
-    return (
-        name,
-        len(results),
-        sum(status != expect for status, _ in results),
-        len(results) / seconds,
-        statistics.median(latencies),
-        proc_stats.percentile(latencies, 0.99),
-        max(latencies),
-        rss,
-        hwm,
-    )
+    ms = latency_summary([dt * 1000 for status, dt in results if status == expect])
+    bad = sum(status != expect for status, _ in results)
+    return (name, len(results), bad, len(results) / seconds, *ms.values(), *rss_hwm(pid))
 
 
 def health(port: int) -> dict:
@@ -168,10 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         corpus = args.data / "corpus.jsonl" if args.data else None
-        proc, port = start_server(args.cache_dir or tmp, corpus, args.query_cache_size)
+        server = [sys.executable, "-m", "mvpo_envs.searchqa.server", "--port", "0",
+                  "--cache_dir", args.cache_dir or tmp,
+                  *(["--corpus_path", str(corpus)] if corpus else []),
+                  "--query_cache_size", str(args.query_cache_size)]  # fmt: skip
+        proc, match = spawn_server(server, r":(\d+)/retrieve", stream="stdout", cwd=REPO)
+        port = int(match.group(1))
         start_s = time.perf_counter() - start
         try:
-            idle_rss, _ = proc_stats.rss_hwm(proc.pid)
+            idle_rss, _ = rss_hwm(proc.pid)
             passages = health(port).get("num_docs", 0)
             for concurrency in levels:
                 bodies = [
@@ -181,13 +104,15 @@ def main(argv: list[str] | None = None) -> int:
                     for _ in range(args.requests)
                 ]
                 start = time.perf_counter()
-                results = asyncio.run(level(port, [request_bytes(b) for b in bodies], concurrency))
+                requests = [post_request("/retrieve", b) for b in bodies]
+                results = http_load(port, requests, concurrency, TIMEOUT)
                 seconds = time.perf_counter() - start
                 rows.append(row(f"{concurrency} clients", results, 200, seconds, proc.pid))
                 print(rows[-1], flush=True)
             abuse = b"[" + b",".join([b"[]"] * ((MAX_BODY - 2) // 3)) + b"]"
             start = time.perf_counter()
-            results = asyncio.run(level(port, [request_bytes(abuse)] * args.abusers, args.abusers))
+            abusive = [post_request("/retrieve", abuse)] * args.abusers
+            results = http_load(port, abusive, args.abusers, TIMEOUT)
             seconds = time.perf_counter() - start
             name = f"{args.abusers} x 8 MiB nested body"
             rows.append(row(name, results, 400, seconds, proc.pid))
@@ -218,7 +143,6 @@ HEADER = [
     "is shared: absolute numbers are noisy, failures are not.",
     "",
 ]
-SECTION = re.compile(r"<!-- section: (\S+) -->\n.*?<!-- end: \1 -->\n", re.S)
 
 
 def write(
@@ -245,7 +169,6 @@ def write(
     else:
         title = f"## Bundled corpus ({passages:,} passages, in memory)"
     lines = [
-        f"<!-- section: {key} -->",
         title,
         "",
         f"Command: `{command}`. Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
@@ -269,13 +192,9 @@ def write(
             f"| {name} | {n} | {bad} | {rate:.{0 if rate >= 10 else 2}f} | {p50:.1f} | {p99:.1f} "
             f"| {worst:.1f} | {rss:.0f} | {hwm:.0f} |"
         )
-    lines += ["", f"Idle server RSS: {idle_rss:.0f} MiB.", f"<!-- end: {key} -->", ""]
+    lines += ["", f"Idle server RSS: {idle_rss:.0f} MiB."]
     old = args.out.read_text() if args.out.is_file() else ""
-    sections = {m.group(1): m.group(0) for m in SECTION.finditer(old)}
-    sections[key] = "\n".join(lines)
-    order = ["bundled"] + sorted(k for k in sections if k != "bundled")
-    body = [sections[k] for k in order if k in sections]
-    proc_stats.write_page(args.out, [*HEADER, "\n".join(body)])
+    write_page(args.out, [*HEADER, keep_sections(old, key, lines, first="bundled")])
 
 
 if __name__ == "__main__":

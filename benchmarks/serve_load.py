@@ -22,119 +22,14 @@ import argparse
 import json
 import os
 import platform
-import random
-import re
-import statistics
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import proc_stats  # noqa: E402  (benchmarks/ is not a package)
-
-from mvpo_envs.serve import MvpoEnvClient, ServeError  # noqa: E402
+from mvpo_envs.measure import rss_hwm
+from mvpo_envs.serve.load import refusal, session_load, spawn_server
+from mvpo_train.study.bench import write_page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "serve_load.md"
-
-
-def start_server(env_id: str, env_kwargs: str, max_sessions: int) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mvpo_envs.serve.server", env_id, "--port", "0",
-         "--env-kwargs", env_kwargs, "--max-sessions", str(max_sessions)],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    line = proc.stderr.readline()
-    match = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-    if not match:
-        proc.kill()
-        raise RuntimeError(f"mvpo-serve did not start: {line.strip()}")
-    return proc, match.group(1)
-
-
-def level(url: str, sessions: int, steps: int, transport: str, seed: int, pid: int) -> dict:
-    """Run ``sessions`` client threads until ``steps`` steps were made; the row's numbers."""
-    budget = [steps]
-    lock = threading.Lock()
-    latencies: list[float] = []
-    failures = [0]
-    opened = threading.Barrier(sessions + 1)
-    done = threading.Barrier(sessions + 1)
-
-    def client(k: int) -> None:
-        rng = random.Random(seed * 7919 + k)
-        c = MvpoEnvClient(url, transport=transport, timeout=60)
-        mine: list[float] = []
-        try:
-            result = c.reset(seed=rng.randrange(10**6))
-        except ServeError:
-            with lock:
-                failures[0] += 1
-            opened.wait()
-            done.wait()
-            return
-        opened.wait()
-        while True:
-            with lock:
-                if budget[0] <= 0:
-                    break
-                budget[0] -= 1
-            try:
-                action = rng.choice(result.observation.info["admissible_actions"] or ["look"])
-                t0 = time.perf_counter()
-                result = c.step(action)
-                mine.append(time.perf_counter() - t0)
-                if result.done:
-                    result = c.reset(seed=rng.randrange(10**6))
-            except ServeError:
-                with lock:
-                    failures[0] += 1
-                break
-        with lock:
-            latencies.extend(mine)
-        done.wait()  # every session is still open while the memory is read
-        c.close()
-
-    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(sessions)]
-    for t in threads:
-        t.start()
-    opened.wait()
-    start = time.perf_counter()
-    done.wait()
-    seconds = time.perf_counter() - start
-    rss, hwm = proc_stats.rss_hwm(pid)
-    for t in threads:
-        t.join(timeout=60)
-    ms = sorted(x * 1000 for x in latencies)
-    return {
-        "sessions": sessions,
-        "transport": transport,
-        "steps": len(ms),
-        "failed": failures[0],
-        "steps_per_s": len(ms) / seconds if seconds else 0.0,
-        "p50": statistics.median(ms) if ms else 0.0,
-        "p99": proc_stats.percentile(ms, 0.99) if ms else 0.0,
-        "max": ms[-1] if ms else 0.0,
-        "rss": rss,
-        "hwm": hwm,
-    }
-
-
-def refusal(url: str, max_sessions: int) -> bool:
-    """Open ``max_sessions`` sessions, then one more: True when that one gets a ``503``."""
-    clients = [MvpoEnvClient(url) for _ in range(max_sessions + 1)]
-    try:
-        for c in clients[:-1]:
-            c.reset(seed=0)
-        try:
-            clients[-1].reset(seed=0)
-        except ServeError as err:
-            return err.status == 503
-        return False
-    finally:
-        for c in clients:
-            c.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,13 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     levels = [int(x) for x in args.levels.split(",")]
     transports = args.transports.split(",")
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    proc, url = start_server(args.env_id, args.env_kwargs, max(levels))
+    argv_server = [sys.executable, "-m", "mvpo_envs.serve.server", args.env_id, "--port", "0",
+                   "--env-kwargs", args.env_kwargs, "--max-sessions", str(max(levels))]  # fmt: skip
+    proc, match = spawn_server(argv_server, r"on (http://127\.0\.0\.1:\d+)")
+    url = match.group(1)
     rows = []
     try:
-        idle = proc_stats.rss_hwm(proc.pid)[0]
+        idle = rss_hwm(proc.pid)[0]
         for sessions in levels:
             for transport in transports:
-                row = level(url, sessions, args.steps, transport, args.seed, proc.pid)
+                row = session_load(url, sessions, args.steps, transport, args.seed, proc.pid)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
         refused = refusal(url, max(levels))
@@ -204,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "a CPU (steps/s stays flat from 8 sessions on).",
         "",
     ]
-    proc_stats.write_page(args.out, lines)
+    write_page(args.out, lines)
     return 0 if refused and not any(r["failed"] for r in rows) else 1
 
 

@@ -22,52 +22,43 @@ then ``.venv/bin/python benchmarks/webshop_scale.py --work /tmp/wsscale --report
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import proc_stats  # noqa: E402  (benchmarks/ is not a package)
+from mvpo_envs import measure
+from mvpo_train.study import bench
 
 RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"
 #: products per type; x25 types: 10k, 50k, 200k, 500k, 1.18M (WebShop's full catalog)
 PER_TYPE = (400, 2000, 8000, 20000, 47200)
 ENV_COUNTS = (1, 8, 128)
-memory = proc_stats.memory
+memory = measure.memory
+
+
+def _make_env(data_dir: str):
+    """A compact-catalog env of every goal (imported in the worker when sent to one)."""
+    from mvpo_envs.webshop.env import WebShopEnv
+
+    return WebShopEnv(split="all", data_dir=data_dir, catalog="compact")
 
 
 def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
     """In a fresh process: time the first env, grow to ``envs`` envs, time searches."""
-    from mvpo_envs.webshop.env import WebShopEnv
-
-    out: dict[str, Any] = {"base": memory()}
-    t = time.perf_counter()
-    first = WebShopEnv(split="all", data_dir=data_dir, catalog="compact")
-    out["first_s"] = time.perf_counter() - t
+    first, out = measure.load_envs(functools.partial(_make_env, data_dir), ENV_COUNTS, envs)
     out["catalog"] = type(first.data).__name__
     out["products"] = len(first.data.products)
     out["goals"] = len(first.data.goals)
-    grown = proc_stats.grow_envs(
-        lambda k: (
-            first if k == 0 else WebShopEnv(split="all", data_dir=data_dir, catalog="compact")
-        ),
-        ENV_COUNTS,
-        envs,
-    )
-    out["mem"] = grown["mem"]
-    retriever = first.engine.retriever
-    goals = first.data.goals
+    retriever, goals = first.engine.retriever, first.data.goals
     step = max(1, len(goals) // queries)
     texts = [goals[i]["instruction_text"] for i in range(0, len(goals), step)][:queries]
-    # first pass: pages read from disk/cache
-    out.update(proc_stats.search_passes(lambda q: retriever.search(q, 50), texts))
+    out.update(measure.search_passes(lambda q: retriever.search(q, 50), texts))
     out["mem_after_search"] = memory()  # the index pages the searches touched
     # a step that opens a product and renders (uncached engine path)
-    obs, info = first.reset(seed=1)
+    first.reset(seed=1)
     t = time.perf_counter()
     first.step(f"search[{texts[0]}]")
     first.step(f"click[{first.engine.visible_asins(first._session)[0].lower()}]")
@@ -75,64 +66,28 @@ def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
     return out
 
 
-class _MakeEnv:
-    """A picklable env factory for the async workers."""
-
-    def __init__(self, data_dir: str):
-        self.data_dir = data_dir
-
-    def __call__(self):
-        from mvpo_envs.webshop.env import WebShopEnv
-
-        return WebShopEnv(split="all", data_dir=self.data_dir, catalog="compact")
-
-
 def async_child(data_dir: str, workers: int) -> dict[str, Any]:
-    """``workers`` async worker processes (one env each) mapping the same catalog files."""
-    from mvpo_envs.async_worker import TextAsyncVectorEnv
-
-    t = time.perf_counter()
-    venv = TextAsyncVectorEnv([_MakeEnv(data_dir) for _ in range(workers)], shared_memory=False)
-    venv.reset(seed=0)
-    start_s = time.perf_counter() - t
-    venv.step(["search[red shoes]"] * workers)
-    mem = proc_stats.workers_memory([proc.pid for proc in venv.processes])
-    venv.close()
-    return {"workers": workers, "start_s": start_s, **mem}
+    """``workers`` async worker processes (one env each) mapping the same catalog files; the
+    parent does not import the env (each worker imports it)."""
+    make = functools.partial(_make_env, data_dir)
+    return measure.async_workers(make, workers, ["search[red shoes]"])
 
 
-def run_child(args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
-    """Run :func:`child` in a new interpreter; its JSON and its peak RSS (MiB)."""
-    return proc_stats.run_child(__file__, args, env)
-
-
-def measure(work: Path, per_type: int, envs: int, queries: int, workers: int) -> dict[str, Any]:
+def measure_size(work: Path, per_type: int, envs: int, queries: int, workers: int) -> dict:
+    """One catalog size: generated once, then the cold load (when the cache is empty), the
+    cached load with ``envs`` envs and searches, and ``workers`` async workers."""
     folder = work / f"pt{per_type}"
-    if not (folder / ".done").exists():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mvpo_envs.webshop.generate",
-                "--per-type",
-                str(per_type),
-                "--out",
-                str(folder),
-            ],
-            check=True,
-        )
-        (folder / ".done").touch()
+    measure.generate_once("mvpo_envs.webshop.generate", ["--per-type", str(per_type)], folder)
     cache = work / f"cache-pt{per_type}"
     env = {**os.environ, "MVPO_CACHE_DIR": str(cache), "MVPO_SPACY_MODEL": "none"}
     result: dict[str, Any] = {"per_type": per_type}
     if not any(cache.glob("webshop/catalog-*/meta.json")):
-        cold, peak = run_child([str(folder), "1", str(queries)], env)
+        cold, peak = measure.run_child(__file__, [str(folder), "1", str(queries)], env)
         result["cold"] = {"first_s": cold["first_s"], "peak_rss": peak}
-    cached, peak = run_child([str(folder), str(envs), str(queries)], env)
-    result["cached"] = cached
-    result["cached"]["peak_rss"] = peak
+    cached, peak = measure.run_child(__file__, [str(folder), str(envs), str(queries)], env)
+    result["cached"] = {**cached, "peak_rss": peak}
     if workers:
-        result["async"], _ = run_child([str(folder), str(workers), "async"], env)
+        result["async"], _ = measure.run_child(__file__, [str(folder), str(workers), "async"], env)
     result["disk_mib"] = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) / 2**20
     return result
 
@@ -154,7 +109,7 @@ def report(results: dict[str, Any]) -> str:
         "`retriever.search(instruction, 50)`.",
         "",
         "| products | goals | cold first env s | cold peak RSS | "
-        f"{proc_stats.ENV_COLUMNS} | peak RSS | disk MiB |",
+        f"{bench.ENV_COLUMNS} | peak RSS | disk MiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(results, key=int):
@@ -162,13 +117,13 @@ def report(results: dict[str, Any]) -> str:
         c, cold = r["cached"], r.get("cold", {})
         lines.append(
             f"| {c['products']:,} | {c['goals']:,} | "
-            f"{proc_stats.fmt(cold.get('first_s'), '.1f')} | {proc_stats.fmt(cold.get('peak_rss'))} "
-            f"| {proc_stats.env_cells(c)} | {c['peak_rss']:,.0f} | {r['disk_mib']:,.0f} |"
+            f"{bench.fmt(cold.get('first_s'), '.1f')} | {bench.fmt(cold.get('peak_rss'))} "
+            f"| {bench.env_cells(c)} | {c['peak_rss']:,.0f} | {r['disk_mib']:,.0f} |"
         )
     sizes = sorted(results, key=int)
     if len(sizes) >= 2:
         lo, hi = results[sizes[0]], results[sizes[-1]]
-        growth = proc_stats.growth_line(lo, hi, "products", "products", lambda r: r["disk_mib"])
+        growth = bench.growth_line(lo, hi, "products", "products", lambda r: r["disk_mib"])
         lines += [
             "",
             f"{growth}. Per extra env: the column above (MiB).",
@@ -229,9 +184,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--envs", type=int, default=128)
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--report", action="store_true", help="only write the results page")
-    p.add_argument(
-        "--redo-cached", action="store_true", help="measure finished sizes' cached loads again"
-    )
     p.add_argument("--workers", type=int, default=4, help="async worker processes (0: none)")
     p.add_argument(
         "--big-workers",
@@ -241,50 +193,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--child", nargs=3, metavar=("DATA_DIR", "ENVS", "QUERIES"))
     args = p.parse_args(argv)
     if args.child:
-        if args.child[2] == "async":
-            print(json.dumps(async_child(args.child[0], int(args.child[1]))))
-        else:
-            print(json.dumps(child(args.child[0], int(args.child[1]), int(args.child[2]))))
+        data_dir, n, queries = args.child
+        out = (
+            async_child(data_dir, int(n))
+            if queries == "async"
+            else child(data_dir, int(n), int(queries))
+        )
+        print(json.dumps(out))
         return 0
-    args.work.mkdir(parents=True, exist_ok=True)
-    store = args.work / "results.json"
-    results: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
-    if not args.report:
-        for per_type in args.per_type:
-            if str(per_type) in results:
-                done = results[str(per_type)]
-                if args.redo_cached:  # the cached measurements again, the cold ones kept
-                    cache = args.work / f"cache-pt{per_type}"
-                    env = {**os.environ, "MVPO_CACHE_DIR": str(cache), "MVPO_SPACY_MODEL": "none"}
-                    cached, peak = run_child(
-                        [str(args.work / f"pt{per_type}"), str(args.envs), str(args.queries)], env
-                    )
-                    done["cached"] = {**cached, "peak_rss": peak}
-                    store.write_text(json.dumps(results, indent=1))
-                if args.workers and "async" not in done:  # sizes measured before --workers
-                    folder, cache = args.work / f"pt{per_type}", args.work / f"cache-pt{per_type}"
-                    env = {**os.environ, "MVPO_CACHE_DIR": str(cache), "MVPO_SPACY_MODEL": "none"}
-                    done["async"], _ = run_child([str(folder), str(args.workers), "async"], env)
-                    store.write_text(json.dumps(results, indent=1))
-                continue
+    store = bench.ResultStore(args.work / "results.json")
+    for per_type in [] if args.report else args.per_type:
+        if str(per_type) not in store.data:
             t = time.time()
-            results[str(per_type)] = measure(
-                args.work, per_type, args.envs, args.queries, args.workers
-            )
-            store.write_text(json.dumps(results, indent=1))
-            print(f"per_type={per_type} done in {time.time() - t:.0f}s", flush=True)
+            result = measure_size(args.work, per_type, args.envs, args.queries, args.workers)
+            store.save(str(per_type), result, f"per_type={per_type}", t)
     if args.big_workers and not args.report:
         largest = max(args.per_type)
+        products = store.data[str(largest)]["cached"]["products"]
         folder, cache = args.work / f"pt{largest}", args.work / f"cache-pt{largest}"
         env = {**os.environ, "MVPO_CACHE_DIR": str(cache), "MVPO_SPACY_MODEL": "none"}
-        products = results[str(largest)]["cached"]["products"]
-        results["big_workers"] = [
-            {**run_child([str(folder), str(n), "async"], env)[0], "products": products}
-            for n in BIG_WORKER_COUNTS
-        ]
-        store.write_text(json.dumps(results, indent=1))
-    if results:
-        RESULTS.write_text(report(results))
+        rows = [measure.run_child(__file__, [str(folder), str(n), "async"], env)[0]
+                for n in BIG_WORKER_COUNTS]  # fmt: skip
+        store.save("big_workers", [{**r, "products": products} for r in rows])
+    if store.data:
+        RESULTS.write_text(report(store.data))
         print(f"wrote {RESULTS}")
     return 0
 

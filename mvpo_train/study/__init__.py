@@ -12,4 +12,6 @@ arms and texts of each study: the trainer's package names no env):
 * :mod:`mvpo_train.study.tables`: the tables' number formats and cells, the ``Machine:`` line
   kept by ``--analyze-only``, and the results writer (markdown + ``.json`` + ``.png``);
 * :mod:`mvpo_train.study.tuning_grid`: the tuning grid over ``benchmarks/learning.py``.
+* :mod:`mvpo_train.study.bench`: the speed and scale benchmarks' resumable results store,
+  results pages and scale-table cells (what they measure with: :mod:`mvpo_envs.measure`).
 """

@@ -3,21 +3,16 @@ section per corpus in its results page (docs/searchqa.md, "Server")."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path
 
-REPO = Path(__file__).resolve().parents[2]
+from .helpers import study_module
 
 
 def test_load_benchmark_writes_one_section_per_corpus(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "searchqa_server_load", REPO / "benchmarks" / "searchqa_server_load.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = study_module("searchqa_server_load")
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(bundled_corpus_path(), data / "corpus.jsonl")
