@@ -3,37 +3,31 @@ rebuilt once with one warning line, never a traceback or silently different answ
 cache truncated under a running process is no SIGBUS; a fine-tuned model gets its own dense
 index; a generated ALFWorld folder with a game or its manifest deleted is generated again.
 
-The full matrix (every file x five corruption modes) is ``benchmarks/cache_faults.py``; this
-is a small version of it."""
+The full matrix (every file x five corruption modes) is ``benchmarks/cache_faults.py`` over
+:mod:`mvpo_envs.cache_faults`; this is a small version of it."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-import runpy
 import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from mvpo_envs import cache_faults
 from mvpo_envs.cache_files import CacheError, open_verified
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _benchmark() -> SimpleNamespace:
-    return SimpleNamespace(**runpy.run_path(str(REPO / "benchmarks" / "cache_faults.py")))
-
-
 def test_a_small_corruption_matrix_is_rebuilt_never_a_traceback_or_different(tmp_path) -> None:
-    bench = _benchmark()
     kinds = ["searchqa-corpus", "searchqa-bm25", "webshop-catalog"]
-    rows = bench.run_matrix(kinds, list(bench.MODES), 2, tmp_path)
+    rows = cache_faults.run_matrix(kinds, list(cache_faults.MODES), 2, tmp_path)
     assert len(rows) == 3 * 2 * 5
     outcomes = {r["outcome"] for r in rows}
     assert outcomes <= {"rebuilt", "same", "one-line"}, [
