@@ -92,7 +92,10 @@ class AlfworldEnv(TextEnv):
     the reference), identical step for step (docs/alfworld_engine.md);
     ``progress_oracle``: ``True`` adds the exact shortest-plan label
     ``info["oracle_progress"]`` (1 when the step shortened the shortest plan to the goal, else 0;
-    -1 at reset or when off) and :meth:`optimal_actions` (docs/alignment.md).
+    -1 at reset or when off), ``info["oracle_plan_length"]`` (the length of the shortest plan
+    from the current state to the goal, as the control task reports it: 0 once won, unchanged
+    by an inadmissible command, -1 where no plan exists; the key is absent when off, so the
+    default infos are unchanged) and :meth:`optimal_actions` (docs/alignment.md).
 
     ## Version history
     * v0: ALFWorld's command matching and after-win behaviour by default;
@@ -136,7 +139,8 @@ class AlfworldEnv(TextEnv):
         self.games: list[AlfworldGame] = collect_games(split_dir, tuple(task_types))
         super().__init__([g.task_id for g in self.games], abstraction, render_mode)
         self._engine = make_engine(engine, max_cached_games=max_cached_games)
-        # opt-in exact shortest-plan labels, info["oracle_progress"] (docs/alignment.md)
+        # opt-in exact shortest-plan labels and lengths, info["oracle_progress"] and
+        # info["oracle_plan_length"] (docs/alignment.md)
         self._oracle = OracleTracker(self._engine) if progress_oracle else None
         self._label = -1
         self._game: AlfworldGame | None = None
@@ -234,12 +238,19 @@ class AlfworldEnv(TextEnv):
             reward=1.0 if result.won else 0.0,
             terminated=result.won,
             won=result.won,
-            extras={
-                "task_type": self._game.task_type,
-                "gamefile": str(self._game.game_file),
-                "oracle_progress": self._label,
-            },
+            extras=self._extras(self._game),
         )
+
+    def _extras(self, game: AlfworldGame) -> dict[str, Any]:
+        """The env-specific info keys of a step (the oracle's distance only when it is on)."""
+        extras: dict[str, Any] = {
+            "task_type": game.task_type,
+            "gamefile": str(game.game_file),
+            "oracle_progress": self._label,
+        }
+        if self._oracle is not None:  # d(s) after the step: what mvpo_train.rollout differences
+            extras["oracle_plan_length"] = self._oracle.d
+        return extras
 
     def close(self) -> None:
         self._engine.close()

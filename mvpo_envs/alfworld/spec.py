@@ -50,7 +50,18 @@ class AlfworldState(TypedDict):
     won: bool
 
 
-class AlfworldInfo(Info):
+class AlfworldOracleInfo(TypedDict, total=False):
+    """The key ``progress_oracle=True`` adds to ``info`` (absent otherwise, so the default
+    infos are as they were)."""
+
+    #: the length of the shortest plan from the current state to the goal, as the control task
+    #: reports it (0 once won; an inadmissible command leaves it unchanged; -1 where no plan
+    #: exists); ``mvpo_train.rollout`` stores its decrease across a step as
+    #: ``extras["oracle_plan_decrease"]``, the input of MVPO's oracle repair (docs/alignment.md)
+    oracle_plan_length: int
+
+
+class AlfworldInfo(Info, AlfworldOracleInfo):
     """``info`` of ``mvpo/ALFWorld-v0``."""
 
     task_type: str

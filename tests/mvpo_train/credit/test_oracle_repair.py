@@ -131,6 +131,27 @@ def test_positive_control_credits_every_row_by_the_oracle(batch):
     assert repair_alignment(batch, adv, pos.last_gigpo).auc > 0.9
 
 
+def test_align_auc_measures_the_credit_the_arm_adds(batch):
+    """``align/auc`` scores ``last_repair`` on the rows the arm repairs. The positive control's
+    credit is the oracle's, so it reads >= 0.99; ``advantages - last_gigpo`` would mix GiGPO's
+    anchor credit of the informative step groups into it and read less. Where the credit is
+    added on zero-credit groups only (every other source), it is that difference's reading."""
+    pos = get_estimator("mvpo", repair_source="positive")
+    adv, _ = pos(batch)
+    m = pos.alignment_metrics(batch, adv)
+    assert m["align/auc"] >= 0.99 and m["align/repaired_rows"] == len(batch)
+    assert m["align/positives"] > 50 and m["align/negatives"] > 50
+    assert repair_alignment(batch, adv, pos.last_gigpo).auc < m["align/auc"]
+    for kw in ({}, {"repair_source": "oracle", "oracle_rho": 0.5}, {"repair_source": "shuffled"}):
+        est = get_estimator("mvpo", **kw)
+        adv, _ = est(batch)
+        m = est.alignment_metrics(batch, adv)
+        old = repair_alignment(batch, adv, est.last_gigpo).as_metrics()
+        assert m["align/repaired_rows"] == old["align/repaired_rows"] > 100
+        # equal up to the rounding of (A^E + omega x) - A^E against omega x
+        assert m["align/auc"] == pytest.approx(old["align/auc"], abs=1e-4)
+
+
 @pytest.mark.parametrize("source", ["oracle", "positive"])
 def test_asking_for_the_oracle_without_labels_is_refused_in_one_line(batch, source):
     first = batch.take(np.flatnonzero(batch.traj < 2))  # two whole trajectories
