@@ -67,8 +67,6 @@ ENV_COUNTS = (1, 8, 128)
 WORKER_COUNTS = (1, 8)
 #: async workers measured at the largest size only (``--big-workers``)
 BIG_WORKER_COUNTS = (1, 8, 128)
-#: IVF lists probed in the recall sweep on real embeddings
-NPROBES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: nprobe of the IVF index measured at full size
 IVF_NPROBES = (16, 64, 128)
 #: PQ bytes per passage of the IVF-PQ row of the recall sweep (384 dims / 48 = 8 per code)
@@ -229,58 +227,11 @@ def dense_recall_child(data: str, cache: str, limit: int) -> dict[str, Any]:
         raise SystemExit(f"only {rows} real embeddings in {folder}: run the embeddings build")
     queries = probe.encode(_questions(data))
     sizes = sorted({rows // 4, rows // 2, rows})
-    runs = [_recall(folder, n, queries) for n in sizes]
-    runs.append(_recall(folder, rows, queries, pq_m=PQ_M))  # IVF-PQ at the largest size
+    from mvpo_envs.searchqa.retrievers.ivf_recall import ivf_recall
+
+    runs = [ivf_recall(folder, n, queries) for n in sizes]
+    runs.append(ivf_recall(folder, rows, queries, pq_m=PQ_M))  # IVF-PQ at the largest size
     return {"rows": rows, "queries": len(queries), "sizes": runs}
-
-
-def _recall(folder: Path, rows: int, queries: Any, pq_m: int = 0) -> dict[str, Any]:
-    """Exact and IVF (the retriever's defaults at ``rows``, seed 0; ``pq_m``: PQ codes) over
-    the first ``rows`` embeddings: recall@1/3/10 and one query's faiss time, per nprobe."""
-    import faiss
-    import numpy as np
-
-    from mvpo_envs.searchqa.retrievers.dense import (
-        build_flat,
-        build_ivf,
-        default_nlist,
-        default_nprobe,
-        default_train_size,
-    )
-
-    exact = build_flat(folder, rows)
-    _, truth = exact.search(queries, 10)
-    nlist = default_nlist(rows)
-    train_size = default_train_size(rows, nlist)
-    t = time.perf_counter()
-    ivf = build_ivf(folder, rows, nlist, train_size, seed=0, pq_m=pq_m)
-    out: dict[str, Any] = {
-        "pq_m": pq_m,
-        "rows": rows,
-        "nlist": nlist,
-        "train_size": train_size,
-        "build_s": time.perf_counter() - t,
-        "sweep": [],
-    }
-    default = default_nprobe(nlist)
-    out["default_nprobe"] = default
-    for nprobe in sorted({*NPROBES, default}):
-        if nprobe > nlist:
-            break
-        faiss.extract_index_ivf(ivf).nprobe = nprobe
-        _, found = ivf.search(queries, 10)
-        pairs = list(zip(truth.tolist(), found.tolist(), strict=True))
-        recall = {
-            str(k): float(np.mean([len(set(a[:k]) & set(b[:k])) / k for a, b in pairs]))
-            for k in (1, 3, 10)
-        }
-        times = measure.time_calls(lambda i: ivf.search(queries[i : i + 1], 3), range(200))
-        out["sweep"].append(
-            {"nprobe": nprobe, "recall": recall, "faiss_ms": measure.p50_p99(times)}
-        )
-    times = measure.time_calls(lambda i: exact.search(queries[i : i + 1], 3), range(200))
-    out["exact_faiss_ms"] = measure.p50_p99(times)
-    return out
 
 
 def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, Any]:
