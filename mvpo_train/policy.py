@@ -16,6 +16,10 @@ Action modes (``TrainConfig.action_mode``):
     right-padded prompts with the KV cache kept, then one forward over all candidates of the
     chunk reusing each prompt's cache (``score_impl="kv"``, default), or prompt+candidate
     sequences batched without a cache (``"concat"``; measured slower, see docs/training.md).
+    The ``kv`` candidate pass packs all candidates of a prompt into one row that attends to
+    that prompt's cache through a block mask, so the cache is never copied per candidate
+    (with ``sdpa`` or ``eager`` attention; other attention kernels take no custom mask and
+    fall back to one cache copy per candidate).
 ``generate``
     Free generation of ``<think>...</think><action>...</action>`` text (HF ``generate`` or vLLM,
     :mod:`mvpo_train.backends`), parsed by :mod:`mvpo_train.projection`.
@@ -92,6 +96,11 @@ class Policy:
     changes nothing but speed and the last floating-point bits.
     """
 
+    #: ``False`` makes policies built from now on copy the prompt cache once per candidate in
+    #: the ``kv`` scorer (the path before the shared cache, kept for comparisons: the tests,
+    #: a benchmark's "before"); an instance's choice is ``_copy_prompt_cache``
+    _share_prompt_cache: bool = True
+
     def __init__(
         self,
         model: Any,
@@ -124,6 +133,11 @@ class Policy:
         params = inspect.signature(self._base.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
         self._cand_cache: dict[tuple[str, str], list[int]] = {}
+        # the shared-cache candidate pass feeds a custom 4-D additive mask, which the sdpa and
+        # eager attention of transformers take as is; other kernels (flash attention, flex)
+        # get the per-candidate cache copies (the old path)
+        impl = getattr(getattr(self._base, "config", None), "_attn_implementation", None)
+        self._copy_prompt_cache = not self._share_prompt_cache or impl not in ("sdpa", "eager")
 
     def settings(self) -> dict[str, Any]:
         """This policy's keyword settings (everything but the model and the tokenizer)."""
@@ -350,9 +364,13 @@ class Policy:
     #   1. prompt pass: the group's prompts, right-padded, with the KV cache kept; the hidden
     #      state at each prompt's last real token gives the log-prob of every candidate's FIRST
     #      token (one LM-head row per env);
-    #   2. candidate pass: one row per (env, candidate), attending to its env's cached prompt
-    #      keys/values (the cache rows repeated per candidate) plus its own earlier tokens; it
-    #      gives the log-probs of tokens 2..n of each candidate.
+    #   2. candidate pass: tokens 1..n-1 of every candidate of env b, packed one after the other
+    #      in ONE row per env, fed on top of the prompt cache as it is (no copy per candidate);
+    #      a block mask lets each token see its prompt's real tokens and the earlier tokens of
+    #      its own candidate only, and positions restart after the prompt for each candidate,
+    #      so every token gets exactly the inputs it has in prompt + candidate alone. It gives
+    #      the log-probs of tokens 2..n of each candidate. (Fallback, ``_copy_prompt_cache``:
+    #      one row per (env, candidate) on a copy of its env's cache rows.)
     #
     # Rows are 0-padded: the padded matrix sums to each candidate's total log-prob.
 
@@ -422,7 +440,8 @@ class Policy:
         cand_ids: torch.Tensor,
         cand_mask: torch.Tensor,
     ) -> torch.Tensor:
-        """Step 2: log-probs ``[R, C-1]`` of candidate tokens 2..C given the cached prompt.
+        """Step 2, fallback: log-probs ``[R, C-1]`` of candidate tokens 2..C given the cached
+        prompt, one row per candidate.
 
         Each row gets a copy of its env's cache rows; its attention mask is the prompt's
         (padding included) followed by its own tokens, and its positions continue after the
@@ -438,6 +457,67 @@ class Policy:
         )
         rest, _ = self._logp_and_entropy(self._head(hidden), cand_ids[:, 1:], False)
         return rest
+
+    def _candidate_pass_shared(
+        self,
+        group: list[int],
+        candidates,
+        cache: Any,
+        prompt_mask: torch.Tensor,
+        prompt_len: torch.Tensor,
+        cand_ids: torch.Tensor,
+    ) -> torch.Tensor:
+        """Step 2: log-probs ``[R, C-1]`` of candidate tokens 2..C given the cached prompt,
+        with the prompt cache shared by all candidates of an env (no copy per candidate).
+
+        Row ``k`` feeds tokens ``1..n-1`` of every candidate of env ``group[k]`` one after
+        the other (``S`` tokens, right-padded) on the prompt pass's cache, not copied (this
+        pass appends to it; nothing reads it after). The additive mask ``[g, 1, S, P + S]``
+        opens a query to its prompt's real tokens and to its own candidate's tokens up to
+        itself; a padding query sees the prompt only (no fully masked row). Positions continue after the prompt's real length within each candidate.
+        The LM head runs on the real (fed) positions only; other entries of the result are 0.
+        """
+        dev = self.device
+        g, P = prompt_mask.shape
+        rows: list[list[int]] = []  # per env: the fed tokens
+        seg: list[list[int]] = []  # per env: the candidate (flat row) of each fed token
+        off: list[list[int]] = []  # per env: each fed token's index inside its candidate
+        row = 0
+        for b in group:
+            ids_b: list[int] = []
+            seg_b: list[int] = []
+            off_b: list[int] = []
+            for c in candidates[b]:
+                fed = list(c)[:-1]
+                ids_b += fed
+                seg_b += [row] * len(fed)
+                off_b += list(range(len(fed)))
+                row += 1
+            rows.append(ids_b)
+            seg.append(seg_b)
+            off.append(off_b)
+        S = max(len(x) for x in rows)
+        ids = torch.tensor([x + [self.pad_id] * (S - len(x)) for x in rows], device=dev)
+        seg_t = torch.tensor([x + [-1] * (S - len(x)) for x in seg], device=dev)
+        off_t = torch.tensor([x + [0] * (S - len(x)) for x in off], device=dev)
+        positions = prompt_len.unsqueeze(1) + off_t
+        # allowed keys: the prompt's real tokens; the own candidate's tokens up to the query
+        keys_prompt = prompt_mask.bool().unsqueeze(1).expand(g, S, P)
+        causal = torch.ones(S, S, dtype=torch.bool, device=dev).tril()
+        same = (seg_t.unsqueeze(2) == seg_t.unsqueeze(1)) & (seg_t.unsqueeze(2) >= 0)
+        allowed = torch.cat([keys_prompt, same & causal], dim=2).unsqueeze(1)
+        dtype = _cache_tensors(cache)[0][0].dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=dev)
+        mask = mask.masked_fill(~allowed, torch.finfo(dtype).min)
+        hidden, _ = self._hidden(ids, mask, positions, cache=cache)
+        # the real fed positions -> (flat row, token index) of the result
+        env_i, pos_i = (seg_t >= 0).nonzero(as_tuple=True)
+        flat_row = seg_t[env_i, pos_i]
+        col = off_t[env_i, pos_i]
+        targets = cand_ids[flat_row, col + 1]
+        logp, _ = self._logp_and_entropy(self._head(hidden[env_i, pos_i]), targets, False)
+        rest = torch.zeros(cand_ids.shape[0], cand_ids.shape[1] - 1, dtype=logp.dtype, device=dev)
+        return rest.index_put((flat_row, col), logp)
 
     def _candidate_matrices_kv(
         self, prompts, candidates, lens
@@ -455,9 +535,14 @@ class Policy:
             row_env, cand_ids, cand_mask, counts = self._candidate_rows(group, candidates)
             logp = first_logp[row_env].gather(-1, cand_ids[:, :1])  # first tokens, [R, 1]
             if cand_ids.shape[1] > 1:
-                rest = self._candidate_pass(
-                    cache, prompt_mask, prompt_len, row_env, cand_ids, cand_mask
-                )
+                if self._copy_prompt_cache:
+                    rest = self._candidate_pass(
+                        cache, prompt_mask, prompt_len, row_env, cand_ids, cand_mask
+                    )
+                else:
+                    rest = self._candidate_pass_shared(
+                        group, candidates, cache, prompt_mask, prompt_len, cand_ids
+                    )
                 logp = torch.cat([logp, rest], dim=1)
             logp = logp * cand_mask.to(logp.dtype)  # zero the padding
             for b, m in zip(group, torch.split(logp, counts), strict=True):
