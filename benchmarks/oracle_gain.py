@@ -52,7 +52,11 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.metrics import read_metrics
-from mvpo_train.stats import bootstrap_ci, censored, curve_band, first_reach, t_interval
+from mvpo_train.stats import censored, curve_band, first_reach
+from mvpo_train.study.paired import check_settings as record_settings
+from mvpo_train.study.paired import fmt_interval as _fmt
+from mvpo_train.study.paired import interval as _ci
+from mvpo_train.study.paired import json_clean as _clean
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -152,18 +156,7 @@ def fingerprint(s: dict[str, Any]) -> str:
 
 def check_settings(base: Path, s: dict[str, Any]) -> None:
     """Record the settings of ``base`` on first use; refuse a changed setting after that."""
-    path = base / "settings.json"
-    if path.is_file():
-        saved = json.loads(path.read_text())
-        if saved.get("fingerprint") != fingerprint(s):
-            changed = sorted(k for k in s if saved.get("settings", {}).get(k) != s[k])
-            sys.exit(
-                f"oracle_gain: {base} holds runs made with other settings (changed: {changed}); "
-                "pass the same flags, or another --base"
-            )
-        return
-    base.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"fingerprint": fingerprint(s), "settings": s}, indent=1) + "\n")
+    record_settings(base, s, fingerprint(s), "oracle_gain")
 
 
 def run_dir(base: Path, arm: Arm, seed: int) -> Path:
@@ -292,20 +285,6 @@ def per_run(res: dict[str, Any], iterations: int) -> dict[str, float]:
     return out
 
 
-def _ci(values: list[float]) -> dict[str, Any]:
-    v = [x for x in values if math.isfinite(x)]
-    if not v:
-        return {"mean": None, "t95": None, "boot95": None, "n": 0}
-    m, lo, hi = t_interval(v)
-    _, blo, bhi = bootstrap_ci(v)
-    return {
-        "mean": m,
-        "t95": None if math.isnan(lo) else [lo, hi],
-        "boot95": [blo, bhi],
-        "n": len(v),
-    }
-
-
 METRICS = ("area", "final", "it5", "it10", "heldout")
 
 
@@ -412,26 +391,6 @@ def rho_star(arms_out: dict, pairs: dict) -> dict[str, Any]:
         if p and p["area"]["t95"] and p["area"]["t95"][0] > 0:
             return {"rho": r, "arm": name, "auc": arms_out[name]["auc"]}
     return {"rho": None, "note": "no main oracle arm's area gain interval excludes 0 (yet)"}
-
-
-def _clean(x: Any) -> Any:
-    if isinstance(x, float):
-        return None if not math.isfinite(x) else round(x, 6)
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_clean(v) for v in x]
-    return x
-
-
-def _fmt(c: dict[str, Any], digits: int = 3) -> str:
-    if c["mean"] is None:
-        return "-"
-    t = c["t95"]
-    s = f"{c['mean']:.{digits}f}"
-    if t:
-        s += f" [{t[0]:.{digits}f}, {t[1]:.{digits}f}]"
-    return s
 
 
 def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:

@@ -9,6 +9,9 @@ arms and texts of each study: the trainer's package names no env):
   :func:`mvpo_train.checkpoint.latest_checkpoint`), a settings fingerprint, and the local or
   Ray runner of the pending runs;
 * :mod:`mvpo_train.stats`: every interval and rank statistic of the tables;
+* :mod:`mvpo_train.study.paired`: per-arm and paired intervals (t-based, bootstrap beside),
+  their cells and JSON, and the settings record of a study's run folder (the oracle-gain
+  studies);
 * :mod:`mvpo_train.study.tables`: the tables' number formats and cells, the ``Machine:`` line
   kept by ``--analyze-only``, and the results writer (markdown + ``.json`` + ``.png``);
 * :mod:`mvpo_train.study.tuning_grid`: the tuning grid over ``benchmarks/learning.py``.
