@@ -50,6 +50,8 @@ import mvpo_envs  # noqa: E402, F401  (registers the env ids)
 from mvpo_train.batch import ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, StepBatch  # noqa: E402
 from mvpo_train.credit import get_estimator  # noqa: E402
 from mvpo_train.credit.alignment_measure import repair_alignment  # noqa: E402
+from mvpo_train.credit.mvpo import MVPOConfig, milestones_done  # noqa: E402
+from mvpo_train.credit.pooled_potential import ENTRY_BYTES  # noqa: E402
 from mvpo_train.stats import t_interval  # noqa: E402
 
 ENV_ID = "mvpo/MilestoneChain-v0"
@@ -60,6 +62,11 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "cross-fit only": {"region_stats": "pooled", "pool_decay": 0.0},
     "pooled": {"region_stats": "pooled"},
     "pooled + split": {"region_stats": "pooled", "potential_split": "milestones"},
+    "pooled + split, never forget": {
+        "region_stats": "pooled",
+        "potential_split": "milestones",
+        "pool_decay": 1.0,
+    },
 }
 KINDS = (
     "go to into a milestone place",
@@ -95,8 +102,13 @@ def uniform_batch(
                     }
                 )  # fmt: skip
                 task_index.append(task)
-                progress.append(after[ORACLE_PROGRESS])
-                decrease.append(float(info["oracle_plan_length"] - after["oracle_plan_length"]))
+                progress.append(after.get(ORACLE_PROGRESS, -1))
+                before_len, after_len = (
+                    info.get("oracle_plan_length"),
+                    after.get("oracle_plan_length"),
+                )
+                known = before_len is not None and after_len is not None
+                decrease.append(float(before_len - after_len) if known else float("nan"))
                 info, t, done = after, t + 1, term or trunc
     extras = {
         "task_index": np.array(task_index),
@@ -132,6 +144,8 @@ def step_kinds(batch: StepBatch) -> np.ndarray:
 
 
 def measure(batches: list[StepBatch], kwargs: dict[str, Any], burn_in: int) -> dict[str, Any]:
+    """One estimator with ``kwargs`` called on ``batches`` in order: per-batch AUC, per-kind
+    repair, and (pooled options) the pool's size at the end."""
     est = get_estimator("mvpo", **kwargs)
     aucs: list[float] = []
     per_kind: dict[int, list[np.ndarray]] = {k: [] for k in range(len(KINDS))}
@@ -157,7 +171,32 @@ def measure(batches: list[StepBatch], kwargs: dict[str, Any], burn_in: int) -> d
         "auc_mean": dict(zip(("mean", "low", "high"), t_interval(finite), strict=True)),
         "auc_after_burn_in": float(np.mean(later)) if later else float("nan"),
         "kinds": kinds,
+        "pool_entries": len(est.pool),
+        "pool_bytes": est.pool.nbytes,
     }
+
+
+def keys_per_task(batch: StepBatch) -> list[int]:
+    """Distinct ``(signature, milestones done)`` keys of each task of ``batch`` (the pool's
+    entries one batch adds per task with ``potential_split="milestones"``)."""
+    sb = batch.canonical()
+    task = np.asarray(batch.extras["task_index"])[batch.order]
+    done = milestones_done(sb)
+    keys: dict[int, set] = {}
+    for k, sig, d in zip(task.tolist(), sb.signature.tolist(), done.tolist(), strict=True):
+        keys.setdefault(k, set()).add((sig, d))
+    return [len(v) for v in keys.values()]
+
+
+def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
+    """Keys per task on uniform ALFWorld batches (train split as bundled, fast engine): the
+    memory a pool over ALFWorld's 3,553 train tasks needs."""
+    env = gym.make("mvpo/ALFWorld-v0", engine="fast")
+    n = len(env.unwrapped.task_ids)
+    chosen = [int(x) for x in np.random.default_rng(seed).choice(n, min(tasks, n), replace=False)]
+    counts = keys_per_task(uniform_batch(env, chosen, rollouts, seed, 0))
+    env.close()
+    return {"tasks": len(chosen), "rollouts": rollouts, "keys_per_task": counts}
 
 
 def markdown(out: dict[str, Any], command: str) -> str:
@@ -168,45 +207,67 @@ def markdown(out: dict[str, Any], command: str) -> str:
         f"Command: `{command}` ({out['seconds']:.0f} s; {platform.machine()}, Python "
         f"{platform.python_version()}). `{ENV_ID}`, difficulty {s['difficulty']}, "
         f"{s['batches']} consecutive batches of {s['groups']} tasks x {s['rollouts']} uniform "
-        f"rollouts x 50 steps, tasks drawn per batch from the first {s['tasks']} train layouts "
-        f"(seed {s['seed']}); one estimator per option, its state carried across the batches. "
-        "docs/estimators.md §3.11-§3.12.",
-        "",
-        "## Alignment: AUC of the repair for the oracle label, per batch",
-        "",
-        f"| option | MVPO keywords | mean AUC [95% t interval] | mean after batch {s['burn_in']} "
-        "| per batch |",
-        "|---|---|---|---:|---|",
+        f"rollouts x 50 steps, the tasks of each batch drawn from the first N train layouts "
+        f"(seed {s['seed']}; N = 128, all of them, as `mvpo-train` draws, and N = "
+        f"{s['groups']}, every task in every batch); one estimator per option, its state carried "
+        "across the batches. docs/estimators.md §3.11-§3.12.",
     ]
-    for name, r in out["options"].items():
-        ci = r["auc_mean"]
-        per = " ".join(f"{a:.2f}" for a in r["auc"])
-        lines.append(
-            f"| {name} | `{json.dumps(r['kwargs'])}` | {ci['mean']:.3f} "
-            f"[{ci['low']:.3f}, {ci['high']:.3f}] | {r['auc_after_burn_in']:.3f} | {per} |"
-        )
-    lines += [
-        "",
-        "## Repair per step kind (routed rows of every batch)",
-        "",
-        "Mean repair `kappa * A^Phi` / share below 0 / rows.",
-        "",
-        "| option | " + " | ".join(KINDS) + " |",
-        "|---|" + "---|" * len(KINDS),
-    ]
-    for name, r in out["options"].items():
-        cells = [
-            f"{c['mean']:+.3f} / {c['negative']:.0%} / {c['rows']}"
-            for c in (r["kinds"][k] for k in KINDS)
+    for n_tasks, res in out["pools"].items():
+        lines += [
+            "",
+            f"## Tasks drawn from N = {n_tasks} layouts",
+            "",
+            "AUC of the repair for the oracle label, per batch (`repair_alignment`); per-kind "
+            "repair `kappa * A^Phi` over the routed rows of every batch: mean / share below 0 / "
+            "rows.",
+            "",
+            f"| option | MVPO keywords | mean AUC [95% t] | mean after batch {s['burn_in']} "
+            "| per batch | " + " | ".join(KINDS[:3]) + " |",
+            "|---|---|---|---:|---|---|---|---|",
         ]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        for name, r in res.items():
+            ci = r["auc_mean"]
+            per = " ".join(f"{a:.2f}" for a in r["auc"])
+            cells = [
+                f"{c['mean']:+.3f} / {c['negative']:.0%} / {c['rows']}"
+                for c in (r["kinds"][k] for k in KINDS[:3])
+            ]
+            lines.append(
+                f"| {name} | `{json.dumps(r['kwargs'])}` | {ci['mean']:.3f} "
+                f"[{ci['low']:.3f}, {ci['high']:.3f}] | {r['auc_after_burn_in']:.3f} | {per} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    mem = out["memory"]
     lines += [
+        "",
+        "## Memory of the pool",
+        "",
+        "Pool entries (24 bytes each) at the end of the run above, per pooled option and N: "
+        + "; ".join(
+            f"{name}, N = {n}: {r['pool_entries']} ({r['pool_bytes'] / 1e6:.2f} MB)"
+            for n, res in out["pools"].items()
+            for name, r in res.items()
+            if r["kwargs"].get("region_stats") == "pooled"
+        )
+        + ".",
+        "",
+        f"ALFWorld (`mvpo/ALFWorld-v0`, fast engine, train split as bundled): one uniform batch "
+        f"of {mem['tasks']} tasks x {mem['rollouts']} rollouts x 50 steps holds "
+        f"{min(mem['keys_per_task'])}-{max(mem['keys_per_task'])} distinct (signature, "
+        "milestones done) keys per task; every one of the 3,553 train tasks seen once at the "
+        f"largest of these is {3553 * max(mem['keys_per_task']):,} entries = "
+        f"{3553 * max(mem['keys_per_task']) * ENTRY_BYTES / 1e6:.0f} MB; the default cap "
+        f"(`pool_max_entries` = {MVPOConfig().pool_max_entries:,}) bounds the pool at "
+        f"{MVPOConfig().pool_max_entries * ENTRY_BYTES / 1e6:.0f} MB whatever the run (entries "
+        "lighter than 1e-3 decayed visits are dropped: at `pool_decay` 0.8 a key not seen again "
+        "leaves after 31 iterations).",
         "",
         "Kinds: `go to` into a milestone place = a `go to` after which a milestone is made before "
         "the agent leaves the place it went to; milestone step = a row that fires a milestone; "
-        "step leaving it = the first `go to` after a milestone, from the place where it was made; "
-        "other `go to` / other = the rest. Routed rows: those MVPO repairs (zero-credit step "
-        "groups). AUC: `repair_alignment` (docs/alignment.md), NaN batches left out of the mean.",
+        "step leaving it = the first `go to` after a milestone, from the place where it was made. "
+        "Routed rows: those MVPO repairs (zero-credit step groups). NaN AUCs (one class among "
+        "the labelled repaired rows) are left out of the means.",
         "",
     ]
     return "\n".join(lines)
@@ -214,29 +275,32 @@ def markdown(out: dict[str, Any], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--batches", type=int, default=16)
     parser.add_argument("--groups", type=int, default=8)
     parser.add_argument("--rollouts", type=int, default=8)
-    parser.add_argument("--tasks", type=int, default=128, help="train layouts drawn from")
     parser.add_argument("--difficulty", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--burn_in", type=int, default=3)
+    parser.add_argument("--burn_in", type=int, default=5)
+    parser.add_argument("--alfworld-tasks", type=int, default=6)
     parser.add_argument("--out", default=str(RESULTS), help="markdown file, or - to print only")
     parser.add_argument("--json", default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     env = gym.make(ENV_ID, difficulty=args.difficulty, num_milestones=4)
-    n_tasks = min(args.tasks, len(env.unwrapped.task_ids))
-    batches = []
-    for i in range(args.batches):
-        rng = np.random.default_rng([args.seed, i])
-        tasks = [int(x) for x in rng.choice(n_tasks, size=args.groups, replace=False)]
-        batches.append(uniform_batch(env, tasks, args.rollouts, args.seed, i))
+    pools: dict[int, Any] = {}
+    for n_tasks in (len(env.unwrapped.task_ids), args.groups):
+        batches = []
+        for i in range(args.batches):
+            rng = np.random.default_rng([args.seed, i])
+            tasks = [int(x) for x in rng.choice(n_tasks, size=args.groups, replace=False)]
+            batches.append(uniform_batch(env, tasks, args.rollouts, args.seed, i))
+        pools[n_tasks] = {name: measure(batches, kw, args.burn_in) for name, kw in OPTIONS.items()}
     env.close()
     out = {
         "settings": {k: getattr(args, k) for k in
-                     ("batches", "groups", "rollouts", "tasks", "difficulty", "seed", "burn_in")},
-        "options": {name: measure(batches, kw, args.burn_in) for name, kw in OPTIONS.items()},
+                     ("batches", "groups", "rollouts", "difficulty", "seed", "burn_in")},
+        "pools": pools,
+        "memory": alfworld_keys(args.alfworld_tasks, args.rollouts, args.seed),
     }  # fmt: skip
     out["seconds"] = time.perf_counter() - t0
     command = "python benchmarks/potential_kinds.py " + shlex.join(

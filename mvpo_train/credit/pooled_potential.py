@@ -160,6 +160,36 @@ def _unb64(s: str, dtype: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).astype(dtype[1:], copy=True)
 
 
+def _exclusive_of_own(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per element: the sum of ``x`` over the *other* elements of its ``segment`` (segments
+    contiguous), as a prefix plus a suffix sum inside the segment (each starting from 0), so no
+    element's own value, nor any value outside its segment, enters its result, not even by
+    rounding (a total minus the own share would)."""
+    n = len(x)
+    new = np.r_[True, segment[1:] != segment[:-1]]
+    seg_id = np.cumsum(new) - 1
+    pos = np.arange(n) - np.flatnonzero(new)[seg_id]
+    mat = np.zeros((int(seg_id[-1]) + 1, int(pos.max()) + 2))  # one zero column either side
+    mat[seg_id, pos + 1] = x
+    before = np.cumsum(mat, axis=1)  # before[s, p] = x of positions < p
+    after = np.cumsum(mat[:, ::-1], axis=1)[:, ::-1]  # after[s, p + 2] = x of positions > p
+    return before[seg_id, pos] + np.c_[after, np.zeros(len(mat))][seg_id, pos + 2]
+
+
+def _others_in_region(
+    region: np.ndarray, traj: np.ndarray, big_u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the sum of ``U`` and the number of visits of its region by *other*
+    trajectories of the batch."""
+    width = int(traj.max()) + 1
+    pairs, inv = np.unique(region * width + traj, return_inverse=True)
+    inv = inv.reshape(-1)
+    seg = pairs // width
+    ps = np.bincount(inv, weights=big_u, minlength=len(pairs))
+    pn = np.bincount(inv, minlength=len(pairs)).astype(np.float64)
+    return _exclusive_of_own(seg, ps)[inv], _exclusive_of_own(seg, pn)[inv]
+
+
 def crossfit_potential(
     region: np.ndarray,
     traj: np.ndarray,
@@ -173,32 +203,25 @@ def crossfit_potential(
 
     ``region``: region id per row (ids below ``len(region)``); ``traj``: compact trajectory
     index; ``scope``: the rows' scope (rollout group); ``keys``: :func:`key_hashes` per row.
+    At least one row. Sums over the other trajectories are prefix + suffix sums, so a row's own
+    trajectory does not enter its potential even by rounding.
     """
-    n = len(region)
     big_u = np.asarray(big_u, np.float64)
-    n_r = int(region.max()) + 1 if n else 0
+    n_r = int(region.max()) + 1
     # the pooled past of each region: sum over the distinct keys it holds
-    pair = np.unique(np.stack([region, keys], axis=1), axis=0) if n else np.zeros((0, 2), np.int64)
+    pair = np.unique(np.stack([region, keys], axis=1), axis=0)
     p_sum_k, p_w_k = pool.lookup(pair[:, 1])
     p_sum = np.bincount(pair[:, 0], weights=p_sum_k, minlength=n_r)
     p_w = np.bincount(pair[:, 0], weights=p_w_k, minlength=n_r)
     c_sum = np.bincount(region, weights=big_u, minlength=n_r)
     c_n = np.bincount(region, minlength=n_r).astype(np.float64)
-    # trajectory j's own share of its region (rows sorted by trajectory: region x traj pairs)
-    own, own_inv = np.unique(region * (int(traj.max()) + 1) + traj, return_inverse=True)
-    own_inv = own_inv.reshape(-1)
-    o_sum = np.bincount(own_inv, weights=big_u, minlength=len(own))[own_inv]
-    o_n = np.bincount(own_inv, minlength=len(own)).astype(np.float64)[own_inv]
-    num = p_sum[region] + c_sum[region] - o_sum
-    den = p_w[region] + c_n[region] - o_n
-    # fallback: the leave-one-trajectory-out mean of U over the row's scope
-    n_s = int(scope.max()) + 1 if n else 0
-    s_sum = np.bincount(scope, weights=big_u, minlength=n_s)[scope]
-    s_n = np.bincount(scope, minlength=n_s).astype(np.float64)[scope]
-    t_sum = np.bincount(traj, weights=big_u)[traj]
-    t_n = np.bincount(traj).astype(np.float64)[traj]
+    o_sum, o_n = _others_in_region(region, traj, big_u)
+    num = p_sum[region] + o_sum
+    den = p_w[region] + o_n
+    # fallback: the mean of U over the other trajectories of the row's scope
+    s_sum, s_n = _others_in_region(scope, traj, big_u)
     with np.errstate(invalid="ignore", divide="ignore"):
-        prior = np.where(s_n - t_n > 0, (s_sum - t_sum) / (s_n - t_n), 0.0)
+        prior = np.where(s_n > 0, s_sum / np.maximum(s_n, 1.0), 0.0)
         fallback = ~(den > 0.5 * MIN_WEIGHT)  # pooled entries weigh >= MIN_WEIGHT
         phi = np.where(fallback, prior, num / np.where(fallback, 1.0, den))
         phi_region = (p_sum + c_sum) / np.maximum(p_w + c_n, MIN_WEIGHT)
