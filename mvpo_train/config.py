@@ -111,6 +111,7 @@ ScoreNorm = Literal["mean", "sum"]
 ScoreLogprob = Literal["choice", "tokens"]
 ScoreImpl = Literal["kv", "concat"]
 EncoderHead = Literal["factored", "concat"]
+EmbeddingRuntime = Literal["auto", "onnx", "torch"]
 Backend = Literal["hf", "vllm"]  # the built-in names; any registered one is accepted
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
@@ -255,6 +256,15 @@ class TrainConfig:
         "form: the concatenated input per candidate). Same weights, same files, scores equal "
         "up to float rounding; concat reproduces runs made before factored existed bit for "
         "bit (docs/policies.md, 'The head')",
+    )
+    embedding_runtime: EmbeddingRuntime = _f(
+        "torch",
+        "encoder policy: where MiniLM runs; torch (PyTorch, the first runtime) | onnx "
+        "(onnxruntime on an ONNX export made once, checked against PyTorch and cached; needs "
+        "onnxruntime and onnx) | auto (onnx when both import, else torch). Vectors agree within "
+        "1e-5 (about 3e-7 measured); each runtime has its own section of an --embedding-cache "
+        "file; onnx uses --threads intra-op threads; the cpu-showcase preset sets auto "
+        "(docs/policies.md, 'Where MiniLM runs')",
     )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f(
@@ -679,6 +689,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "run_dir": "runs/showcase",
         "policy": "encoder",
         "embedding_cache": "runs/showcase-embeddings.npz",
+        "embedding_runtime": "auto",
         "num_groups": 16,
         "group_size": 8,
         "max_steps": 50,

@@ -38,8 +38,7 @@ import argparse
 import copy
 import json
 import sys
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,7 @@ from mvpo_train.encoder_head import (
 )
 from mvpo_train.policy import CandidateIds, ScoreResult, TokenIds
 from mvpo_train.prompts import Prompt, PromptBuilder, PromptTemplate, get_template
+from mvpo_train.segment_embedder import SegmentEmbedder
 
 __all__ = [
     "DEFAULT_POOL",
@@ -82,157 +82,6 @@ LEGACY_BATCHING = "rows8"
 #: was cloned with before the factored one existed (and the one a warm_start.json that
 #: records none was made with), so cached and shipped warm starts stay valid
 WARM_HEAD_FORM = "concat"
-
-
-# ================================================================== the frozen encoder
-
-
-class SegmentEmbedder:
-    """Mean-pooled, unit-length all-MiniLM-L6-v2 embeddings of word-piece id sequences,
-    cached (LRU) by the ids; the empty sequence embeds to zeros.
-
-    Forward passes (docs/policies.md, "Embedding cache"): texts of one token length go
-    together, ``SHORT_ROWS`` to a pass (the last repeated as padding) when they have at most
-    ``SHORT_TOKENS`` word pieces, one to a pass when longer. The shape of a text's pass thus
-    depends on its own length only, so its embedding does not depend on the texts embedded
-    with it; long texts go alone because a rollout step rarely has two new texts of the same
-    long length, and padding them to 8 rows cost up to 8x their compute
-    (``benchmarks/embedding_batching.py``)."""
-
-    #: texts of at most this many word pieces share a forward pass ...
-    SHORT_TOKENS = 16
-    #: ... of this many rows; longer texts have a pass of their own
-    SHORT_ROWS = 8
-    #: the scheme's name, part of an embedding cache file's key (another scheme's last bits
-    #: differ) and of a warm start's settings
-    BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
-
-    @classmethod
-    def rows_for(cls, n_tokens: int) -> int:
-        """Rows of the forward pass that embeds a text of ``n_tokens`` word pieces."""
-        return cls.SHORT_ROWS if n_tokens <= cls.SHORT_TOKENS else 1
-
-    def __init__(self, model_path: str | None = None, cache_size: int = 200_000):
-        from transformers import AutoModel, AutoTokenizer
-
-        from mvpo_abstraction.learned import default_embedding_model_path, encoder_fingerprint
-
-        self.model_path = model_path or default_embedding_model_path()
-        self.fingerprint = encoder_fingerprint(self.model_path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-        self.encoder = AutoModel.from_pretrained(self.model_path).eval()
-        for p in self.encoder.parameters():
-            p.requires_grad_(False)
-        self.dim = int(self.encoder.config.hidden_size)
-        self.cache_size = int(cache_size)
-        self._cache: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
-        self.cls_id = int(self.tokenizer.cls_token_id)
-        self.sep_id = int(self.tokenizer.sep_token_id)
-
-    def ids(self, text: str, limit: int) -> list[int]:
-        """Word-piece ids of ``text`` (no special tokens), at most ``limit``."""
-        # split_special_tokens: a literal "[SEP]" in an observation (WebShop's separator) is
-        # text, never the segment separator of the prompt ids
-        ids = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
-        return list(ids)[:limit]
-
-    # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
-    @property
-    def cache_key(self) -> str:
-        """What a cache file must have been written with: this encoder and batching."""
-        return f"{self.fingerprint}+{self.BATCHING}"
-
-    def load_cache(self, path: str | Path) -> int:
-        """Add the embeddings of a cache file written by :meth:`save_cache` (by this same
-        encoder and batching: another's file is refused); returns how many were added."""
-        path = Path(path)
-        if not path.is_file():
-            return 0
-        import numpy as np
-
-        with np.load(path, allow_pickle=False) as z:
-            if str(z["fingerprint"]) != self.cache_key:
-                raise ValueError(
-                    f"embedding cache {path} was written by another sentence encoder or "
-                    "embedding batching; delete it or pass another --embedding-cache"
-                )
-            ids, offsets, vecs = z["ids"], z["offsets"], z["vectors"]
-        added = 0
-        for k in range(len(vecs)):
-            key = tuple(int(x) for x in ids[offsets[k] : offsets[k + 1]])
-            if key not in self._cache:
-                self._cache[key] = torch.from_numpy(vecs[k].copy())
-                added += 1
-        return added
-
-    def save_cache(self, path: str | Path) -> int:
-        """Merge this embedder's cache into ``path`` (read, union, write a temporary file,
-        rename: concurrent runs never leave a torn file); returns the entries written."""
-        import os
-
-        import numpy as np
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.load_cache(path)  # keep what other runs added since
-        keys = list(self._cache)
-        offsets = np.cumsum([0, *(len(k) for k in keys)]).astype(np.int64)
-        ids = np.fromiter((x for k in keys for x in k), dtype=np.int32, count=int(offsets[-1]))
-        vecs = (
-            torch.stack([self._cache[k] for k in keys]).numpy()
-            if keys
-            else np.zeros((0, self.dim), np.float32)
-        )
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, fingerprint=np.array(self.cache_key), ids=ids, offsets=offsets,
-                 vectors=vecs)  # fmt: skip
-        os.replace(tmp, path)
-        return len(keys)
-
-    @torch.no_grad()
-    def encode(
-        self,
-        texts: Sequence[tuple[int, ...]],
-        rows_for: Callable[[int], int] | None = None,
-    ) -> dict[tuple[int, ...], torch.Tensor]:
-        """Encoder forward passes for ``texts`` (distinct, non-empty id sequences), the cache
-        neither read nor written: texts of one token length ``n`` go ``rows_for(n)`` to a pass
-        (default :meth:`rows_for`; ``benchmarks/embedding_batching.py`` passes another
-        scheme's), the last repeated as padding."""
-        rows_for = rows_for or self.rows_for
-        by_len: dict[int, list[tuple[int, ...]]] = {}
-        for s in texts:
-            by_len.setdefault(len(s), []).append(s)
-        fresh: dict[tuple[int, ...], torch.Tensor] = {}
-        for n in sorted(by_len):
-            group, rows = by_len[n], rows_for(n)
-            for k in range(0, len(group), rows):
-                part = group[k : k + rows]
-                # every forward of length n has the same shape [rows_for(n), n + 2] (the last
-                # text repeated as padding): a matmul's last bits depend on the batch's row
-                # count, so a text's embedding must not depend on which other texts were
-                # missing with it
-                padded = part + [part[-1]] * (rows - len(part))
-                ids = torch.tensor([[self.cls_id, *s, self.sep_id] for s in padded])
-                hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
-                vec = torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
-                fresh.update(zip(part, vec[: len(part)].float(), strict=True))
-        return fresh
-
-    @torch.no_grad()
-    def embed(self, seqs: Sequence[tuple[int, ...]]) -> torch.Tensor:
-        """``[len(seqs), dim]`` float32 embeddings."""
-        fresh = self.encode([s for s in dict.fromkeys(seqs) if s and s not in self._cache])
-        zero = torch.zeros(self.dim)
-        out = [zero if not s else (fresh[s] if s in fresh else self._cache[s]) for s in seqs]
-        for s, v in fresh.items():
-            self._cache[s] = v
-        for s in seqs:
-            if s in self._cache:
-                self._cache.move_to_end(s)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return torch.stack(out) if out else torch.zeros(0, self.dim)
 
 
 # ================================================================== the policy
@@ -535,7 +384,7 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
     ``cfg.model``) is a head folder, or ``tiny-qwen2``/``fresh`` for a new head initialised
     from the global torch RNG (seeded by the trainer)."""
     _check_config(cfg)
-    embedder = SegmentEmbedder()
+    embedder = SegmentEmbedder(runtime=getattr(cfg, "embedding_runtime", "torch"))
     name = model or cfg.model
     if name in FRESH:
         head = ScorerHead(embedder.dim, 256, embedder.fingerprint,

