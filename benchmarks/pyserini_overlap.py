@@ -25,12 +25,13 @@ so sets can be run one at a time).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from mvpo_train.study.bench import ResultStore
 
 RESULTS = Path(__file__).parent / "results" / "pyserini_overlap.md"
 REPO = Path(__file__).resolve().parents[1]
@@ -141,9 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sets", nargs="*", default=["bundled", "wiki18", "large"])
     p.add_argument("--report", action="store_true")
     args = p.parse_args(argv)
-    args.work.mkdir(parents=True, exist_ok=True)
-    store = args.work / "results.json"
-    results: dict[str, Any] = json.loads(store.read_text()) if store.exists() else {}
+    store = ResultStore(args.work / "results.json")
+    results = store.data
     if not args.report:
         from mvpo_envs.searchqa.data import bundled_dir, load_corpus
 
@@ -165,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             t = time.time()
             cache = args.large_cache if name == "large" and args.large_cache else None
-            results[name] = compare(name, path, q, s, cache or args.work / f"cache-{name}")
-            store.write_text(json.dumps(results, indent=1))
-            print(f"{name} done in {time.time() - t:.0f}s", flush=True)
+            store.save(
+                name, compare(name, path, q, s, cache or args.work / f"cache-{name}"), name, t
+            )
     RESULTS.write_text(report(results))
     print(f"wrote {RESULTS}")
     return 0
