@@ -7,11 +7,11 @@ import torch
 
 from mvpo_train.encoder_policy import SegmentEmbedder
 
-from .helpers import load_benchmark
+from .helpers import study_module
 
 
 def test_both_schemes_embed_every_text_and_count_their_padding():
-    bench = load_benchmark("embedding_batching")
+    bench = study_module("embedding_batching")
     emb = SegmentEmbedder()
     short = [tuple(emb.ids(f"go to drawer {i}", 64)) for i in range(3)]
     long_ = [tuple(emb.ids(f"on the shelf {i}, you see a mug, a pen, a key and a cd.", 64))
