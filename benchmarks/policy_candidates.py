@@ -39,13 +39,12 @@ from mvpo_train.encoder_policy import (
     EncoderPolicy,
     ScorerHead,
     SegmentEmbedder,
-    collect_demonstrations,
     prompt_segments,
-    warm_start,
 )
 from mvpo_train.stats import wilson
 from mvpo_train.study.bench import replace_section
 from mvpo_train.trainer import evaluate, load_policy, train
+from mvpo_train.warm_start import collect_demonstrations, warm_start
 
 ENV = "mvpo/ALFWorld-v0"
 

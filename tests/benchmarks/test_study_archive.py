@@ -146,7 +146,7 @@ def test_a_corrupt_archived_checkpoint_is_one_line_and_nothing_is_imported(tmp_p
 def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path, capsys):
     """``--warm``: a real warm start (mvpo_train.encoder_policy) restored on a new machine
     is found up to date by its own check (settings and expert-plan digest), not rebuilt."""
-    from mvpo_train.encoder_policy import main as warm_start_main
+    from mvpo_train.warm_start import main as warm_start_main
 
     arc = load_benchmark("study_archive")
     args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "2", "--batch-size", "4",

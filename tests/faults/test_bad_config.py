@@ -450,8 +450,8 @@ def test_eval_run_dir_name_too_long_is_one_line(tmp_path, capsys):
 def test_other_clis_read_env_kwargs_with_bounded_json(text, tmp_path, capsys):
     """mvpo-fit-abstraction and the encoder warm start parse --env-kwargs like mvpo-train:
     deep nesting, a 5,000-digit integer and bad JSON are one usage error, not a traceback."""
-    from mvpo_train.encoder_policy import main as encoder_main
     from mvpo_train.fit_abstraction import main as fit_main
+    from mvpo_train.warm_start import main as encoder_main
 
     argv = ["--out", str(tmp_path / "out"), "--env-kwargs", text]
     assert fit_main(["mvpo/ALFWorld-v0", *argv]) == 2

@@ -22,14 +22,12 @@ from mvpo_train.encoder_policy import (
     load_head,
     split_compact_history,
     split_compact_prompt,
-    warm_start,
-)
-from mvpo_train.encoder_policy import (
-    main as warm_start_main,
 )
 from mvpo_train.metrics import read_metrics, strip_timing
 from mvpo_train.prompts import PromptBuilder, get_template
 from mvpo_train.trainer import evaluate, load_policy, train
+from mvpo_train.warm_start import main as warm_start_main
+from mvpo_train.warm_start import warm_start
 
 TEMPLATE = get_template("mvpo/ALFWorld-v0", "compact")
 
@@ -233,7 +231,7 @@ def test_settings_only_checks_the_folder_without_replaying(tmp_path, capsys, mon
     args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "8"]
     out = tmp_path / "w"
     assert warm_start_main(["--out", str(out), *args, "--threads", "1"]) == 0
-    import mvpo_train.encoder_policy as ep
+    import mvpo_train.warm_start as ep
 
     def no_replay(*a, **k):
         raise AssertionError("replayed the expert plans")

@@ -15,10 +15,10 @@ from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_envs.webshop.env import WebShopEnv
 from mvpo_train.cli import train_main
 from mvpo_train.config import ConfigError, TrainConfig
-from mvpo_train.encoder_policy import main as warm_start_main
 from mvpo_train.prompts import get_template
 from mvpo_train.rollout import RolloutCollector, RolloutConfig, check_score_candidates
 from mvpo_train.trainer import load_policy, make_venv, train
+from mvpo_train.warm_start import main as warm_start_main
 
 WEBSHOP = "mvpo/WebShop-v0"
 SEARCHQA = "mvpo/SearchQA-v0"
