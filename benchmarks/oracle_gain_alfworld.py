@@ -1,0 +1,374 @@
+"""The oracle-gain study on ALFWorld at one setting (docs/alignment.md, "The oracle-gain study"):
+does MVPO's repair, driven by the exact plan-length oracle, speed learning where the ALFWorld
+study learned?
+
+Three arms, paired by seed: GiGPO, and MVPO with its repair replaced by the oracle's at
+``rho = 0`` and ``rho = 1`` (``repair_source="oracle"``; docs/alignment.md, "The oracle repair").
+One setting for all three: the ALFWorld study's MVPO arm as the ``cpu-showcase`` preset holds it
+(benchmarks/results/learning_full.md): the encoder policy with the history-aware head
+(``--history-length 2``) warm-started on the train walkthroughs (the bundled
+``alfworld-encoder-warm``), the full generated train split, 16 tasks x 8 rollouts x 50 steps,
+2 PPO epochs, lr 3e-4 and KL 0.05 (the study's MVPO arm; its GiGPO arm had lr 1e-3 and KL 0),
+and ``progress_oracle=True`` in every arm's env (the same env everywhere; only the oracle arms
+read the plan lengths, and every arm logs ``align/*`` only if it is MVPO). 20 iterations, seeds
+0-2. Held-out: the final checkpoint on ``valid_unseen``, sampled, evaluation seed 0, every game x
+``--final-episodes``.
+
+Runs go to ``--base`` (``<base>/<arm>-seed<k>/``, :mod:`mvpo_train.study.runs`): a finished run
+is skipped, an interrupted one resumes from its checkpoint, ``<base>/settings.json`` refuses a
+changed setting. Results: ``benchmarks/results/oracle_gain_alfworld.{md,json}``: per arm area
+(mean batch success over the iterations), final (last 5), held-out success and the measured
+``align/auc``, each with a t-based 95% interval over seeds; per arm against GiGPO the paired
+differences with t-based intervals and percentile-bootstrap intervals beside them.
+
+    python benchmarks/oracle_gain_alfworld.py --size       # CPU cost of one run, the estimate
+    python benchmarks/oracle_gain_alfworld.py              # the runs (resumable), then the tables
+    python benchmarks/oracle_gain_alfworld.py --analyze-only
+
+``--size`` measures 2 iterations of the ``oracle-r1`` arm (process CPU seconds, one torch
+thread, split into setup and iterations by ``benchmarks/cpu_cost.py --worker``) and a held-out
+evaluation of ``--size-eval-games`` games, in a scratch folder, and writes the estimate of the
+whole study into the results (kept by later calls).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mvpo_train.study.paired import check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.runs import (
+    eval_file,
+    fingerprint,
+    load_runs,
+    n_metrics,
+    python_entry,
+    read_eval,
+    resume_flag,
+    run_dir,
+    run_local,
+)
+from mvpo_train.study.tables import command_line, machine_line
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ENV_ID = "mvpo/ALFWorld-v0"
+ENV_KWARGS = {"num_games": "full", "progress_oracle": True}
+HELDOUT = "valid_unseen"
+REFERENCE = "gigpo"
+FINAL = 5  # iterations of the "final" mean
+#: arm -> (estimator, estimator keywords)
+ARMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gigpo": ("gigpo", {}),
+    "oracle-r0": ("mvpo", {"repair_source": "oracle", "oracle_rho": 0.0}),
+    "oracle-r1": ("mvpo", {"repair_source": "oracle", "oracle_rho": 1.0}),
+}
+METRICS = ("area", "final", "heldout")
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything a run's numbers depend on besides the arm and the seed (the fingerprint)."""
+    return {
+        "env_id": ENV_ID, "preset": "cpu-showcase", "env_kwargs": ENV_KWARGS,
+        "iterations": args.iterations, "lr": args.lr, "kl_coef": args.kl_coef,
+        "ppo_epochs": args.ppo_epochs, "heldout_split": HELDOUT,
+        "final_episodes": args.final_episodes, "eval_seed": 0,
+    }  # fmt: skip
+
+
+def train_argv(path: Path, arm: str, seed: int, args: argparse.Namespace, iterations: int) -> list:
+    """The ``mvpo-train`` flags of one run (the preset holds the policy, the warm start, the
+    history, 16 x 8 x 50 and the held-out split)."""
+    estimator, kwargs = ARMS[arm]
+    argv = [
+        "--preset", "cpu-showcase", "--env-kwargs", json.dumps(ENV_KWARGS),
+        "--estimator", estimator, "--lr", str(args.lr), "--kl-coef", str(args.kl_coef),
+        "--ppo-epochs", str(args.ppo_epochs), "--iterations", str(iterations),
+        "--seed", str(seed), "--run-dir", str(path), "--threads", "1", "--no-progress",
+        "--no-tensorboard", "--save-every", "5", "--eval-every", "0",
+        "--embedding-cache", str(Path(args.base) / "embeddings.npz"),
+    ]  # fmt: skip
+    if kwargs:
+        argv += ["--estimator-kwargs", json.dumps(kwargs, sort_keys=True)]
+    return argv
+
+
+def eval_argv(path: Path, episodes: int, max_tasks: int = 0) -> list[str]:
+    """The ``mvpo-eval`` flags of a run's held-out evaluation (every game unless ``max_tasks``)."""
+    argv = ["--run-dir", str(path), "--split", HELDOUT, "--episodes", str(episodes), "--sampled",
+            "--seed", "0", "--threads", "1", "--no-progress", "--out", str(eval_file(path, HELDOUT))]  # fmt: skip
+    return argv + (["--max-tasks", str(max_tasks)] if max_tasks else [])
+
+
+def run_all(args: argparse.Namespace) -> None:
+    """Train and evaluate every (arm, seed) not finished yet, seed by seed."""
+    base = Path(args.base)
+    check_settings(base, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
+    pending = []
+    for seed in args.seeds:
+        for arm in args.arms:
+            path = run_dir(base, arm, seed)
+            cmds = []
+            if n_metrics(path) < args.iterations:
+                argv = train_argv(path, arm, seed, args, args.iterations) + resume_flag(path)
+                cmds.append([*python_entry("train_main"), *argv])
+            if not eval_file(path, HELDOUT).is_file():
+                cmds.append([*python_entry("eval_main"), *eval_argv(path, args.final_episodes)])
+            if cmds:
+                pending.append((f"{arm}-seed{seed}", path, " && ".join(map(shlex.join, cmds))))
+    failed = run_local(pending, args.jobs, ROOT)
+    if failed:
+        print(f"oracle_gain_alfworld: failed: {failed} (see their train.log)", flush=True)
+
+
+# ------------------------------------------------------------------ sizing
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def size(args: argparse.Namespace) -> dict[str, Any]:
+    """CPU seconds of 2 iterations of ``oracle-r1`` and of a small held-out evaluation (module
+    docstring), and the estimate of the whole study."""
+    scratch = Path(args.size_base)
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    path = run_dir(scratch, "oracle-r1", 0)
+    sized = argparse.Namespace(**{**vars(args), "base": str(scratch)})
+    worker = scratch / "train-cpu.json"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "cpu_cost.py"), "--worker", str(worker),
+           "--", *train_argv(path, "oracle-r1", 0, sized, 2)]  # fmt: skip
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    w = json.loads(worker.read_text())
+    if w["rc"] != 0:
+        sys.exit(f"oracle_gain_alfworld: the sized run failed (rc {w['rc']}); see its output above")
+    per_it = [sum(it.values()) for it in w["iterations"]]
+    before = _children_cpu()
+    cmd = [*python_entry("eval_main"), *eval_argv(path, 1, args.size_eval_games)]
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    eval_cpu = _children_cpu() - before
+    ev = json.loads(eval_file(path, HELDOUT).read_text())
+    games = _heldout_games()
+    runs = len(ARMS) * len(args.seeds)
+    per_episode = eval_cpu / max(int(ev["episodes"]), 1)
+    run_cpu = w["setup"] + args.iterations * float(np.mean(per_it))
+    eval_run = per_episode * games * args.final_episodes
+    return {
+        "command": command_line("benchmarks/oracle_gain_alfworld.py", ["--size"]),
+        "setup_cpu_s": w["setup"], "iteration_cpu_s": per_it, "eval_cpu_s": eval_cpu,
+        "eval_episodes": int(ev["episodes"]), "heldout_games": games,
+        "runs": runs, "iterations": args.iterations, "final_episodes": args.final_episodes,
+        "run_cpu_s": run_cpu, "eval_run_cpu_s": eval_run,
+        "study_cpu_h": runs * (run_cpu + eval_run) / 3600.0,
+    }  # fmt: skip
+
+
+def _heldout_games() -> int:
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the env ids)
+
+    env = gym.make(ENV_ID, split=HELDOUT, num_games="full")
+    try:
+        return len(env.unwrapped.games)
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------ analysis
+
+
+def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str, Any]:
+    base = Path(args.base)
+    data = load_runs(base, args.arms, args.seeds, args.iterations)
+    per: dict[str, dict[int, dict[str, float]]] = {}
+    arms_out: dict[str, Any] = {}
+    for arm, runs in data.items():
+        per[arm] = {s: _per_run(rows, run_dir(base, arm, s)) for s, rows in runs.items()}
+        if not per[arm]:
+            continue
+        seeds = sorted(per[arm])
+        estimator, kwargs = ARMS[arm]
+        arms_out[arm] = {
+            "estimator": estimator, "kwargs": kwargs, "rho": kwargs.get("oracle_rho"),
+            "seeds": seeds, **{k: interval([per[arm][s][k] for s in seeds]) for k in METRICS},
+            "per_seed": {k: [per[arm][s][k] for s in seeds] for k in METRICS},
+            "auc": _mean([per[arm][s]["auc"] for s in seeds]),
+            "curve": np.mean([[r["success"] for r in runs[s]] for s in seeds], axis=0).tolist(),
+        }  # fmt: skip
+    pairs = {}
+    for arm in arms_out:
+        common = sorted(set(per[arm]) & set(per.get(REFERENCE, {})))
+        if arm == REFERENCE or not common:
+            continue
+        diff = {k: [per[arm][s][k] - per[REFERENCE][s][k] for s in common] for k in METRICS}
+        pairs[f"{arm} - {REFERENCE}"] = {"seeds": common, **{k: interval(diff[k]) for k in METRICS}}
+    done = sum(len(v) for v in per.values())
+    return {
+        "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
+        "progress": {"runs_done": done, "runs_planned": len(args.arms) * len(args.seeds)},
+        "arms": arms_out, "pairs": pairs, "sizing": sizing,
+        "command": command_line("benchmarks/oracle_gain_alfworld.py", args.flags),
+    }  # fmt: skip
+
+
+def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
+    succ = np.asarray([float(r["success"]) for r in rows])
+    heldout = read_eval(path, HELDOUT)
+    return {
+        "area": float(succ.mean()),
+        "final": float(succ[-FINAL:].mean()),
+        "heldout": float("nan") if heldout is None else heldout,
+        "auc": _mean([r.get("align/auc") for r in rows]),
+    }
+
+
+def _mean(values: list[Any]) -> float:
+    v = [float(x) for x in values if x is not None and np.isfinite(float(x))]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def markdown(out: dict[str, Any], machine: str) -> str:
+    st, prog = out["settings"], out["progress"]
+    lines = [
+        "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO",
+        "",
+        f"Command: `{out['command']}` (tables only: add `--analyze-only`).",
+        machine,
+        "",
+        "Settings (every arm): `--preset cpu-showcase` (the ALFWorld study's MVPO arm: encoder "
+        "policy, history-aware head `--history-length 2`, warm start `alfworld-encoder-warm`, "
+        f"16 tasks x 8 rollouts x 50 steps), `--env-kwargs '{json.dumps(st['env_kwargs'])}'` (the "
+        f"full train split, plan lengths in the infos), lr {st['lr']}, KL {st['kl_coef']}, "
+        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st['seeds']}, "
+        f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
+        f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
+        '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
+        "",
+    ]
+    lines += _sizing_lines(out["sizing"])
+    lines += [f"## Results ({prog['runs_done']} of {prog['runs_planned']} runs)", ""]
+    if not out["arms"]:
+        return "\n".join([*lines, "No run has finished yet.", ""])
+    lines += [
+        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
+        f"iterations; final = the last {FINAL}; `align/auc`: the trainer's AUC of the credit "
+        "the arm adds for `oracle_progress` (mean over iterations and seeds).",
+        "",
+        "| arm | seeds | area | final | held-out | align/auc |",
+        "|---|---:|---|---|---|---:|",
+    ]
+    for name, a in out["arms"].items():
+        auc = "-" if a["auc"] is None or not np.isfinite(a["auc"]) else f"{a['auc']:.3f}"
+        lines.append(
+            f"| {name} | {len(a['seeds'])} | {fmt_interval(a['area'])} | "
+            f"{fmt_interval(a['final'])} | {fmt_interval(a['heldout'])} | {auc} |"
+        )
+    lines += [
+        "",
+        "Paired against GiGPO (same seed: same warm start, task draws and held-out games): mean "
+        "difference, t-based 95% interval, percentile-bootstrap interval (10,000 resamples).",
+        "",
+        "| pair | seeds | area | area (bootstrap) | final | held-out | held-out (bootstrap) |",
+        "|---|---:|---|---|---|---|---|",
+    ]
+    for name, p in out["pairs"].items():
+        lines.append(
+            f"| {name} | {len(p['seeds'])} | {fmt_interval(p['area'])} | "
+            f"{_boot(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
+            f"{_boot(p['heldout'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _boot(c: dict[str, Any]) -> str:
+    b = c["boot95"]
+    return "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
+
+
+def _sizing_lines(sz: dict[str, Any] | None) -> list[str]:
+    if not sz:
+        return ["## Size", "", "Not measured yet (`--size`).", ""]
+    it = sz["iteration_cpu_s"]
+    run_h = (sz["run_cpu_s"] + sz["eval_run_cpu_s"]) / 3600.0
+    return [
+        "## Size",
+        "",
+        f"Measured with `{sz['command']}`: process CPU seconds, one torch thread, a fresh "
+        "process and an empty embedding cache (so MiniLM embeds every text; later iterations "
+        "of a run and later runs hit the shared cache more). Setup (warm start, encoder, the "
+        f"full train split) {sz['setup_cpu_s']:.0f} s; iterations 1 and 2 "
+        f"{', '.join(f'{x:.0f}' for x in it)} s; a held-out evaluation of "
+        f"{sz['eval_episodes']} games x 1 episode {sz['eval_cpu_s']:.0f} s (with its setup, "
+        "so the per-episode cost below is an upper bound).",
+        "",
+        f"Estimate: one run = setup + {sz['iterations']} x {np.mean(it):.0f} s + "
+        f"{sz['heldout_games']} games x {sz['final_episodes']} episode(s) x "
+        f"{sz['eval_cpu_s'] / max(sz['eval_episodes'], 1):.1f} s = "
+        f"{sz['run_cpu_s']:.0f} + {sz['eval_run_cpu_s']:.0f} CPU s ({run_h:.2f} CPU h); "
+        f"the study, {sz['runs']} runs: {sz['study_cpu_h']:.1f} CPU h, that is "
+        f"{sz['study_cpu_h'] / 2:.1f} h of wall time at 2 runs at a time on a free 2-core "
+        f"machine and about {sz['study_cpu_h']:.1f} h on one core beside the running "
+        "oracle-gain sweep (which keeps the other busy).",
+        "",
+    ]
+
+
+def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> None:
+    """The markdown and the JSON beside it."""
+    detail = f" (shared), {jobs} run(s) at a time, 1 torch thread each"
+    md = markdown(out, machine_line(path, analyze_only, detail))
+    path.write_text(md)
+    path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
+    print(md)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--iterations", type=int, default=20)
+    p.add_argument("--lr", type=float, default=3e-4, help="every arm's (the study's MVPO arm's)")
+    p.add_argument("--kl-coef", type=float, default=0.05, help="every arm's KL coefficient")
+    p.add_argument("--ppo-epochs", type=int, default=2)
+    p.add_argument("--final-episodes", type=int, default=4,
+                   help="held-out episodes per valid_unseen game (the ALFWorld study's 4)")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
+    p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain-alfworld"))
+    p.add_argument("--out", default=str(RESULTS / "oracle_gain_alfworld.md"))
+    p.add_argument("--analyze-only", action="store_true", help="only rewrite the tables")
+    p.add_argument("--size", action="store_true", help="measure the cost, write the estimate")
+    p.add_argument("--size-base", default=str(ROOT / "runs" / "oracle-gain-alfworld-size"))
+    p.add_argument("--size-eval-games", type=int, default=16)
+    args = p.parse_args(argv)
+    args.flags = [a for a in argv if a not in ("--analyze-only", "--size")]
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    out_path = Path(args.out)
+    old = out_path.with_suffix(".json")
+    sizing = json.loads(old.read_text()).get("sizing") if old.is_file() else None
+    if args.size:
+        sizing = size(args)
+    elif not args.analyze_only:
+        run_all(args)
+    write(analyze(args, sizing), out_path, args.analyze_only or args.size, args.jobs)
+
+
+if __name__ == "__main__":
+    main()

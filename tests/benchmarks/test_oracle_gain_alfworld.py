@@ -1,0 +1,98 @@
+"""``benchmarks/oracle_gain_alfworld.py`` (docs/alignment.md, "The oracle-gain study"): every arm
+runs the ALFWorld study's setting with one learning rate and KL, and the analysis pairs the
+arms with GiGPO by seed."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from mvpo_train.cli import train_main
+from mvpo_train.stats import t_interval
+from mvpo_train.study.runs import eval_file, run_dir
+
+from .helpers import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def og():
+    return load_benchmark("oracle_gain_alfworld")
+
+
+def test_every_arm_runs_the_study_setting_and_differs_only_in_its_estimator(og, tmp_path, capsys):
+    args = og.parse_args(["--base", str(tmp_path)])
+    configs = {}
+    for arm in og.ARMS:
+        argv = og.train_argv(run_dir(tmp_path, arm, 0), arm, 0, args, args.iterations)
+        assert train_main([*argv, "--print-config"]) == 0
+        configs[arm] = yaml.safe_load(capsys.readouterr().out)
+    for arm, cfg in configs.items():
+        assert (cfg["policy"], cfg["model"], cfg["history_length"]) == (
+            "encoder", "alfworld-encoder-warm", 2)  # fmt: skip
+        assert cfg["env_kwargs"] == {"num_games": "full", "progress_oracle": True}
+        assert (cfg["num_groups"], cfg["group_size"], cfg["max_steps"]) == (16, 8, 50)
+        assert (cfg["lr"], cfg["kl_coef"], cfg["ppo_epochs"], cfg["iterations"]) == (
+            3e-4, 0.05, 2, 20)  # fmt: skip
+        assert cfg["eval_split"] == "valid_unseen" and cfg["tasks"] == []
+        assert (cfg["estimator"], cfg["estimator_kwargs"]) == (og.ARMS[arm][0], og.ARMS[arm][1])
+    drop = ("estimator", "estimator_kwargs", "run_dir")
+    same = [{k: v for k, v in c.items() if k not in drop} for c in configs.values()]
+    assert all(c == same[0] for c in same)
+
+
+def _fake_run(path, success: list[float], heldout: float, auc: float | None) -> None:
+    """A finished run folder as the trainer and ``mvpo-eval`` leave it (metrics and result)."""
+    path.mkdir(parents=True)
+    rows = [{"iteration": i + 1, "success": s} for i, s in enumerate(success)]
+    if auc is not None:
+        for r in rows:
+            r["align/auc"] = auc
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    eval_file(path, "valid_unseen").write_text(json.dumps({"success": heldout}))
+
+
+def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp_path):
+    base, out = tmp_path / "runs", tmp_path / "res" / "oracle_gain_alfworld.md"
+    out.parent.mkdir()
+    flags = ["--base", str(base), "--out", str(out), "--iterations", "4", "--seeds", "0", "1", "2"]
+    rng = np.random.default_rng(0)
+    truth: dict[str, dict[int, float]] = {}
+    for arm, lift in (("gigpo", 0.0), ("oracle-r0", 0.01), ("oracle-r1", 0.2)):
+        for seed in (0, 1, 2):
+            succ = list(rng.uniform(0.1, 0.2, size=4) + lift)
+            truth.setdefault(arm, {})[seed] = float(np.mean(succ))
+            auc = None if arm == "gigpo" else 0.5 + lift * 2.5
+            _fake_run(run_dir(base, arm, seed), succ, 0.1 + lift + 0.01 * seed, auc)
+    og.main([*flags, "--analyze-only"])
+    res = json.loads(out.with_suffix(".json").read_text())
+    assert res["progress"] == {"runs_done": 9, "runs_planned": 9}
+    r1 = res["arms"]["oracle-r1"]
+    assert r1["area"]["mean"] == pytest.approx(np.mean(list(truth["oracle-r1"].values())), abs=1e-6)
+    assert r1["auc"] == pytest.approx(1.0) and res["arms"]["gigpo"]["auc"] is None
+    diff = [truth["oracle-r1"][s] - truth["gigpo"][s] for s in (0, 1, 2)]
+    pair = res["pairs"]["oracle-r1 - gigpo"]
+    assert pair["area"]["t95"] == pytest.approx(list(t_interval(diff)[1:]), abs=1e-6)
+    assert pair["heldout"]["mean"] == pytest.approx(0.2) and pair["seeds"] == [0, 1, 2]
+    md = out.read_text()
+    assert "| oracle-r1 - gigpo | 3 |" in md and "Not measured yet" in md
+    # a sweep over the finished runs starts nothing and records the settings; another lr: refused
+    og.main(flags)
+    with pytest.raises(SystemExit, match=r"oracle_gain_alfworld: .*changed: \['lr'\]"):
+        og.main([*flags, "--lr", "0.001"])
+    # the estimate --size writes is kept by a later analysis, and the page states it
+    res["sizing"] = {
+        "command": "python benchmarks/oracle_gain_alfworld.py --size", "setup_cpu_s": 60.0,
+        "iteration_cpu_s": [90.0, 80.0], "eval_cpu_s": 100.0, "eval_episodes": 16,
+        "heldout_games": 134, "runs": 9, "iterations": 20, "final_episodes": 4,
+        "run_cpu_s": 60.0 + 20 * 85.0, "eval_run_cpu_s": 100.0 / 16 * 134 * 4,
+        "study_cpu_h": 9 * (1760.0 + 3350.0) / 3600.0,
+    }  # fmt: skip
+    out.with_suffix(".json").write_text(json.dumps(res))
+    og.main([*flags, "--analyze-only"])
+    assert json.loads(out.with_suffix(".json").read_text())["sizing"] == res["sizing"]
+    md = out.read_text()
+    assert "one run = setup + 20 x 85 s + 134 games x 4 episode(s) x 6.2 s" in md
+    assert "the study, 9 runs: 12.8 CPU h" in md
