@@ -153,17 +153,15 @@ def report(results: dict[str, Any]) -> str:
         "| products | workers | start s | RSS sum | USS sum | PSS sum | USS per worker |",
         "|---|---|---|---|---|---|---|",
     ]
-    for key in sorted(results, key=int):
-        a = results[key].get("async")
-        if a:
-            lines.append(
-                f"| {results[key]['cached']['products']:,} | {a['workers']} | {a['start_s']:.1f} | "
-                f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | {a['total']['pss']:,.0f} | "
-                f"{a['per_worker']['uss']:,.0f} |"
-            )
-    for a in big:  # 1 / 8 / 128 workers at the largest catalog (--big-workers)
+    rows = [
+        (r["cached"]["products"], r["async"])
+        for _, r in sorted(results.items(), key=lambda kv: int(kv[0]))
+        if r.get("async")
+    ]
+    rows += [(a["products"], a) for a in big]  # 1 / 8 / 128 workers at the largest catalog
+    for products, a in rows:
         lines.append(
-            f"| {a['products']:,} | {a['workers']} | {a['start_s']:.1f} | "
+            f"| {products:,} | {a['workers']} | {a['start_s']:.1f} | "
             f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | {a['total']['pss']:,.0f} | "
             f"{a['per_worker']['uss']:,.0f} |"
         )
