@@ -1,4 +1,4 @@
-"""The compact archive of a long sweep (``benchmarks/study_archive.py``): export keeps only
+"""The compact archive of a long sweep (:mod:`mvpo_train.study.archive`, ``benchmarks/study_archive.py``): export keeps only
 the per-run results the analysis reads; import restores them so learning.py skips finished
 runs, and never overwrites a run folder that has metrics."""
 
@@ -13,8 +13,11 @@ import pytest
 
 from mvpo_train.cli import train_main
 from mvpo_train.records import find_records
+from mvpo_train.study import archive as arc
+from mvpo_train.study.archive import ArchiveError
+from mvpo_train.study.runs import eval_file, n_metrics
 
-from .helpers import load_benchmark
+from .helpers import load_benchmark, study_module
 
 
 def _run(base: Path, name: str, iterations: int) -> Path:
@@ -32,7 +35,6 @@ def _run(base: Path, name: str, iterations: int) -> Path:
 
 
 def test_export_then_import_restores_what_the_study_reads(tmp_path):
-    arc, lm = load_benchmark("study_archive"), load_benchmark("learning")
     base = tmp_path / "runs"
     _run(base, "grpo-seed0", 60)
     _run(base, "mvpo-seed0", 12)  # unfinished
@@ -49,18 +51,20 @@ def test_export_then_import_restores_what_the_study_reads(tmp_path):
     ]  # fmt: skip
     new = tmp_path / "new-machine"
     assert arc.import_(archive, new) == (3, [])
-    assert lm.n_metrics(new / "grpo-seed0") == 60 and lm.n_metrics(new / "mvpo-seed0") == 12
-    assert lm.eval_file(new / "grpo-seed0", "valid_unseen").is_file()
+    assert n_metrics(new / "grpo-seed0") == 60 and n_metrics(new / "mvpo-seed0") == 12
+    assert eval_file(new / "grpo-seed0", "valid_unseen").is_file()
 
 
 def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
-    arc = load_benchmark("study_archive")
     archive, base = tmp_path / "archive", tmp_path / "runs"
     _run(archive, "grpo-seed0", 60)
     local = base / "grpo-seed0"
     local.mkdir(parents=True)
     (local / "metrics.jsonl").write_text('{"iteration": 0}\n')
-    assert arc.main(["import", "--from", str(archive), "--base", str(base)]) == 0
+    assert (
+        study_module("study_archive").main(["import", "--from", str(archive), "--base", str(base)])
+        == 0
+    )
     assert (local / "metrics.jsonl").read_text() == '{"iteration": 0}\n'
     assert (
         "kept 1 run folders that already have metrics (or other files): grpo-seed0"
@@ -69,10 +73,9 @@ def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
 
 
 def test_a_missing_folder_is_one_line(tmp_path):
-    arc = load_benchmark("study_archive")
-    with pytest.raises(SystemExit, match="no run folder"):
+    with pytest.raises(ArchiveError, match="no run folder"):
         arc.export(tmp_path / "nope", tmp_path / "a")
-    with pytest.raises(SystemExit, match="no archive"):
+    with pytest.raises(ArchiveError, match="no archive"):
         arc.import_(tmp_path / "nope", tmp_path / "b")
 
 
@@ -98,7 +101,6 @@ def _checkpointed_run(base: Path, name: str, iterations: tuple[int, ...]) -> Pat
 
 
 def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_path, capsys):
-    arc, lm = load_benchmark("study_archive"), load_benchmark("learning")
     from mvpo_train.checkpoint import find_intact_checkpoint, load_checkpoint
 
     base, archive = tmp_path / "runs", tmp_path / "archive"
@@ -108,7 +110,7 @@ def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_p
         (done / f"eval-{split}.json").write_text("{}\n")
     argv = ["export", "--base", str(base), "--to", str(archive), "--checkpoints",
             "valid_unseen", "valid_seen"]  # fmt: skip
-    assert arc.main(argv) == 0
+    assert study_module("study_archive").main(argv) == 0
     assert "checkpoints of the unfinished: mvpo-seed0" in capsys.readouterr().out
     held = archive / "mvpo-seed0" / "checkpoints"
     assert sorted(p.name for p in held.iterdir()) == ["LATEST", "iter-000010"]  # newest only
@@ -121,6 +123,7 @@ def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_p
     original = load_checkpoint(run / "checkpoints" / "iter-000010")
     restored = load_checkpoint(found)
     assert restored["state"] == original["state"]
+    lm = study_module("learning")
     ns = lm.argparse.Namespace(study=False, extra=[], arm_flags=None, arms=["mvpo"],
                                iterations=60)  # fmt: skip
     assert "--resume" in lm.train_cmd(new / "mvpo-seed0", "mvpo", 0, ns)
@@ -132,13 +135,12 @@ def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_p
 
 
 def test_a_corrupt_archived_checkpoint_is_one_line_and_nothing_is_imported(tmp_path):
-    arc = load_benchmark("study_archive")
     base, archive = tmp_path / "runs", tmp_path / "archive"
     _checkpointed_run(base, "mvpo-seed0", (5,))
     arc.export(base, archive, ["valid_unseen"])
     weights = archive / "mvpo-seed0" / "checkpoints" / "iter-000005" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
-    with pytest.raises(SystemExit, match="model.safetensors.*nothing of mvpo-seed0 imported"):
+    with pytest.raises(ArchiveError, match="model.safetensors.*nothing of mvpo-seed0 imported"):
         arc.import_(archive, tmp_path / "new")
     assert not (tmp_path / "new" / "mvpo-seed0").exists()
 
@@ -148,18 +150,17 @@ def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path,
     is found up to date by its own check (settings and expert-plan digest), not rebuilt."""
     from mvpo_train.warm_start import main as warm_start_main
 
-    arc = load_benchmark("study_archive")
     args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "2", "--batch-size", "4",
             "--threads", "1"]  # fmt: skip
     warm, base, archive = tmp_path / "warm", tmp_path / "runs", tmp_path / "archive"
     assert warm_start_main(["--out", str(warm), *args]) == 0
     _run(base, "grpo-seed0", 3)
     argv = ["export", "--base", str(base), "--to", str(archive), "--warm", str(warm)]
-    assert arc.main(argv) == 0
+    assert study_module("study_archive").main(argv) == 0
     new_warm = tmp_path / "new" / "warm"
     argv = ["import", "--from", str(archive), "--base", str(tmp_path / "new"), "--warm",
             str(new_warm)]  # fmt: skip
-    assert arc.main(argv) == 0
+    assert study_module("study_archive").main(argv) == 0
     assert "restored the warm start" in capsys.readouterr().out
     for f in ("model.safetensors", "config.json", "warm_start.json"):
         assert (new_warm / f).read_bytes() == (warm / f).read_bytes()
@@ -167,7 +168,7 @@ def test_the_warm_start_travels_and_is_checked_by_the_study_as_its_own(tmp_path,
     assert "cached" in capsys.readouterr().out
     # a folder that already holds a warm start is left alone
     assert not arc.import_warm(archive, new_warm)
-    with pytest.raises(SystemExit, match="holds no complete warm start"):
+    with pytest.raises(ArchiveError, match="holds no complete warm start"):
         arc.export_warm(tmp_path / "nowhere", archive)
 
 
@@ -176,7 +177,7 @@ def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive
     (not the one after it, which a resumed run rewrites) land in the machine-local DIR, never
     in the archive, where ``benchmarks/alignment.py --relabel`` scores them as it scores the
     run folder itself; a kept record is never replaced, and a differing one is one line."""
-    arc, bench = load_benchmark("study_archive"), load_benchmark("alignment")
+    bench = load_benchmark("alignment")
     base, archive, local = tmp_path / "runs", tmp_path / "archive", tmp_path / "records"
     run = base / "gigpo-seed0"
     argv = ["--preset", "cpu-tiny", "--estimator", "gigpo", "--iterations", "3", "--seed", "0",
@@ -190,7 +191,7 @@ def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive
     shutil.rmtree(run / "checkpoints" / "iter-000003")
     (run / "checkpoints" / "LATEST").write_text("iter-000002\n")
     argv = ["export", "--base", str(base), "--to", str(archive), "--records", str(local)]
-    assert arc.main(argv) == 0
+    assert study_module("study_archive").main(argv) == 0
     assert not list(archive.rglob("*.npz"))  # no binary batch record in the archive
     held = local / "gigpo-seed0"
     assert sorted(find_records(held)) == [1, 2]
@@ -213,10 +214,10 @@ def test_records_up_to_the_checkpoint_travel_and_are_relabelled_from_the_archive
     # re-export: nothing replaced; a record that differs is one line
     arc.export(base, archive, records=local)
     find_records(run)[2].write_bytes(b"another run")
-    with pytest.raises(SystemExit, match="iter-000002.npz differs.*nothing replaced"):
+    with pytest.raises(ArchiveError, match="iter-000002.npz differs.*nothing replaced"):
         arc.export(base, archive, records=local)
     assert find_records(held)[2].read_bytes() != b"another run"
     # never into the archive or below benchmarks/results
     for bad in (archive / "recs", tmp_path / "benchmarks" / "results" / "x"):
-        with pytest.raises(SystemExit, match="stay out of the archive and benchmarks/results"):
+        with pytest.raises(ArchiveError, match="stay out of the archive and benchmarks/results"):
             arc.export(base, archive, records=bad)
