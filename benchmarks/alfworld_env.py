@@ -41,6 +41,7 @@ from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
 from mvpo_envs.alfworld.fast import engine as fast_engine
 from mvpo_envs.alfworld.fast.engine import FastEngine
+from mvpo_envs.measure import play_random, rss_hwm
 from mvpo_envs.vector import GroupedVectorEnv
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_env.md"
@@ -54,11 +55,6 @@ def script_for(game_file: Path, extra_random: int, seed: int):
     walkthrough = json.loads(game_file.read_text())["walkthrough"]
     rng = np.random.default_rng(seed)
     return walkthrough, rng.random(extra_random)
-
-
-def rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _clear_fast_caches() -> None:
@@ -135,7 +131,7 @@ def memory_per_env(engine: str, games, count: int, env_kwargs: dict) -> tuple[fl
     """(RSS MiB per env, Python-heap MiB per env) for ``count`` envs, each reset on a game."""
     gc.collect()
     tracemalloc.start()
-    before_rss, (before_py, _) = rss_mib(), tracemalloc.get_traced_memory()
+    before_rss, (before_py, _) = rss_hwm()[0], tracemalloc.get_traced_memory()
     envs = []
     for k in range(count):
         env = gym.make("mvpo/ALFWorld-v0", engine=engine, **env_kwargs)
@@ -143,7 +139,7 @@ def memory_per_env(engine: str, games, count: int, env_kwargs: dict) -> tuple[fl
         env.reset(options={"task_index": index[games[k % len(games)].task_id]})
         envs.append(env)
     gc.collect()
-    after_rss, (after_py, _) = rss_mib(), tracemalloc.get_traced_memory()
+    after_rss, (after_py, _) = rss_hwm()[0], tracemalloc.get_traced_memory()
     tracemalloc.stop()
     for env in envs:
         env.close()
@@ -174,23 +170,16 @@ def engine_speed(make, games, steps: int, seed: int) -> float:
 
 
 def vector_speed(mode: str, groups: int, group_size: int, steps: int, env_kwargs: dict):
+    """(resets/s, env steps/s) of a grouped vector env after a warm-up reset (first loads)."""
     venv = GroupedVectorEnv(
         "mvpo/ALFWorld-v0", groups, group_size, vectorization_mode=mode, **env_kwargs
     )
-    rng = np.random.default_rng(0)
     tasks = [k % venv.num_tasks for k in range(groups)]
     venv.reset_groups(tasks)  # warm-up: first load of each game in each worker
-    t0 = time.perf_counter()
-    _, info = venv.reset_groups(tasks)
-    t_reset = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        cmds = [a[rng.integers(len(a))] if len(a) else "look" for a in info["admissible_actions"]]
-        _, _, _, _, info = venv.step(cmds)
-    t_step = time.perf_counter() - t0
+    run = play_random(venv, tasks, steps, seed=0)
     venv.close()
     n = groups * group_size
-    return n / t_reset, n * steps / t_step
+    return n / run["reset_s"], n * steps / run["step_s"]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -27,27 +27,16 @@ from typing import Any
 import numpy as np
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.vector import BACKENDS, GroupedVectorEnv, unbatch_infos
+from mvpo_envs.measure import play_random
+from mvpo_envs.vector import BACKENDS, GroupedVectorEnv
 
 RESULTS = Path(__file__).parent / "results" / "scaling.md"
 
 
 def play(venv: GroupedVectorEnv, steps: int, seed: int) -> tuple[float, list]:
     """Seconds for ``steps`` vector steps (after a reset) and the trace of what came back."""
-    rng = np.random.default_rng(seed)
-    obs, infos = venv.reset_groups(list(range(venv.num_groups)))
-    info = unbatch_infos(infos, venv.num_envs)
-    trace: list = [list(obs)]
-    start = time.perf_counter()
-    for _ in range(steps):
-        actions = []
-        for i in info:
-            adm = list(i.get("admissible_actions") or ["look"])
-            actions.append(adm[int(rng.integers(len(adm)))])
-        obs, rew, _, _, infos = venv.step(actions)
-        info = unbatch_infos(infos, venv.num_envs)
-        trace.append((list(obs), rew.tolist()))
-    return time.perf_counter() - start, trace
+    run = play_random(venv, list(range(venv.num_groups)), steps, seed, trace=True)
+    return run["step_s"], run["trace"]
 
 
 def bench_envs(args: argparse.Namespace) -> list[str]:

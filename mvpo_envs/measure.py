@@ -11,6 +11,7 @@ written once. Linux only: memory is read from ``/proc``.
 * :func:`grow_envs`, :func:`load_envs`: the first env's load time, memory of N envs of one
   process; :func:`async_workers`, :func:`workers_memory`: start, steps and memory of N async
   worker processes;
+* :func:`play_random`: a grouped vector env played with seeded random admissible actions;
 * :func:`generate_once`: a data generator run into a folder once (resumable benchmarks).
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "memory",
     "p50_p99",
     "percentile",
+    "play_random",
     "rss_hwm",
     "run_child",
     "search_passes",
@@ -161,6 +163,39 @@ def workers_memory(pids: Sequence[int]) -> dict[str, Any]:
     mems = [memory(pid) for pid in pids]
     total = {k: sum(m[k] for m in mems) for k in ("rss", "uss", "pss")}
     return {"total": total, "per_worker": mems[0]}
+
+
+def play_random(
+    venv: Any, tasks: Sequence[int], steps: int, seed: int, trace: bool = False
+) -> dict[str, Any]:
+    """Reset the groups of a :class:`~mvpo_envs.vector.GroupedVectorEnv` on ``tasks``, then
+    play ``steps`` vector steps, each sub-env a random admissible action (``look`` where it
+    lists none; a generator seeded ``seed``): ``reset_s``, ``step_s`` (wall seconds) and,
+    with ``trace``, ``trace``: the observations after the reset, then (observations, rewards)
+    after each step (what two runs on the same seeds must agree on)."""
+    import numpy as np
+
+    from mvpo_envs.vector import unbatch_infos
+
+    rng = np.random.default_rng(seed)
+    t = time.perf_counter()
+    obs, infos = venv.reset_groups(list(tasks))
+    out: dict[str, Any] = {"reset_s": time.perf_counter() - t, "trace": [list(obs)]}
+    info = unbatch_infos(infos, venv.num_envs)
+    t = time.perf_counter()
+    for _ in range(steps):
+        actions = []
+        for i in info:
+            admissible = list(i.get("admissible_actions") or ["look"])
+            actions.append(admissible[int(rng.integers(len(admissible)))])
+        obs, rewards, _, _, infos = venv.step(actions)
+        info = unbatch_infos(infos, venv.num_envs)
+        if trace:
+            out["trace"].append((list(obs), rewards.tolist()))
+    out["step_s"] = time.perf_counter() - t
+    if not trace:
+        del out["trace"]
+    return out
 
 
 def generate_once(module: str, args: Sequence[str], out: Path) -> float:

@@ -88,3 +88,19 @@ def test_a_generator_runs_once_into_its_folder(tmp_path: Path) -> None:
     (out / "corpus.jsonl").unlink()  # not run again: .done holds the seconds
     assert measure.generate_once("mvpo_envs.searchqa.generate", [], out) == pytest.approx(took)
     assert not (out / "corpus.jsonl").exists()
+
+
+def test_random_play_is_seeded_and_times_the_reset_and_the_steps() -> None:
+    from mvpo_envs.vector import GroupedVectorEnv
+
+    venv = GroupedVectorEnv("mvpo/MilestoneChain-v0", 2, 2, vectorization_mode="sync")
+    try:
+        one = measure.play_random(venv, [0, 1], 5, seed=3, trace=True)
+        two = measure.play_random(venv, [0, 1], 5, seed=3, trace=True)
+        other = measure.play_random(venv, [0, 1], 5, seed=4, trace=True)
+        bare = measure.play_random(venv, [0, 1], 2, seed=3)
+    finally:
+        venv.close()
+    assert one["trace"] == two["trace"] and one["trace"] != other["trace"]
+    assert len(one["trace"]) == 6 and len(one["trace"][0]) == 4  # reset + 5 steps, 4 envs
+    assert one["reset_s"] > 0 and one["step_s"] > 0 and "trace" not in bare
