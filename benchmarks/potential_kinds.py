@@ -1,6 +1,6 @@
 """MVPO's potential options on control-task batches: repair per step kind, and its alignment.
 
-docs/estimators.md §3.11-§3.12. Batches of ``mvpo/MilestoneChain-v0`` (difficulty 1, K = 4,
+docs/estimators.md §3.11-§3.13. Batches of ``mvpo/MilestoneChain-v0`` (difficulty 1, K = 4,
 50-step horizon, train layouts) played by a seeded uniform policy, as the trainer draws them:
 batch ``i`` plays ``--groups`` tasks drawn from the first ``--tasks`` train layouts with
 ``numpy.random.default_rng([seed, i])``, ``--rollouts`` rollouts each, every action uniform
@@ -51,7 +51,7 @@ from mvpo_train.batch import ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, StepBatch  #
 from mvpo_train.credit import get_estimator  # noqa: E402
 from mvpo_train.credit.alignment_measure import repair_alignment  # noqa: E402
 from mvpo_train.credit.mvpo import MVPOConfig, milestones_done  # noqa: E402
-from mvpo_train.credit.pooled_potential import ENTRY_BYTES  # noqa: E402
+from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
 from mvpo_train.stats import t_interval  # noqa: E402
 
 ENV_ID = "mvpo/MilestoneChain-v0"
@@ -62,10 +62,11 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "cross-fit only": {"region_stats": "pooled", "pool_decay": 0.0},
     "pooled": {"region_stats": "pooled"},
     "pooled + split": {"region_stats": "pooled", "potential_split": "milestones"},
-    "pooled + split, never forget": {
+    "pooled TD": {"region_stats": "pooled", "potential_estimate": "td"},
+    "pooled TD + split (all)": {
         "region_stats": "pooled",
+        "potential_estimate": "td",
         "potential_split": "milestones",
-        "pool_decay": 1.0,
     },
 }
 KINDS = (
@@ -210,7 +211,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
         f"rollouts x 50 steps, the tasks of each batch drawn from the first N train layouts "
         f"(seed {s['seed']}; N = 128, all of them, as `mvpo-train` draws, and N = "
         f"{s['groups']}, every task in every batch); one estimator per option, its state carried "
-        "across the batches. docs/estimators.md §3.11-§3.12.",
+        "across the batches. docs/estimators.md §3.11-§3.13.",
     ]
     for n_tasks, res in out["pools"].items():
         lines += [
@@ -239,11 +240,12 @@ def markdown(out: dict[str, Any], command: str) -> str:
                 + " |"
             )
     mem = out["memory"]
+    cap = MVPOConfig().pool_max_entries
     lines += [
         "",
         "## Memory of the pool",
         "",
-        "Pool entries (24 bytes each) at the end of the run above, per pooled option and N: "
+        "Pool entries and bytes at the end of the run above, per pooled option and N: "
         + "; ".join(
             f"{name}, N = {n}: {r['pool_entries']} ({r['pool_bytes'] / 1e6:.2f} MB)"
             for n, res in out["pools"].items()
@@ -257,11 +259,12 @@ def markdown(out: dict[str, Any], command: str) -> str:
         f"{min(mem['keys_per_task'])}-{max(mem['keys_per_task'])} distinct (signature, "
         "milestones done) keys per task; every one of the 3,553 train tasks seen once at the "
         f"largest of these is {3553 * max(mem['keys_per_task']):,} entries = "
-        f"{3553 * max(mem['keys_per_task']) * ENTRY_BYTES / 1e6:.0f} MB; the default cap "
-        f"(`pool_max_entries` = {MVPOConfig().pool_max_entries:,}) bounds the pool at "
-        f"{MVPOConfig().pool_max_entries * ENTRY_BYTES / 1e6:.0f} MB whatever the run (entries "
-        "lighter than 1e-3 decayed visits are dropped: at `pool_decay` 0.8 a key not seen again "
-        "leaves after 31 iterations).",
+        f"{3553 * max(mem['keys_per_task']) * ENTRY_BYTES / 1e6:.0f} MB. The cap "
+        f"(`pool_max_entries`, default {cap:,}) bounds the pool at {cap * ENTRY_BYTES / 1e6:.0f} "
+        f"MB, and at {cap * (ENTRY_BYTES + EDGE_BYTES) / 1e6:.0f} MB with "
+        '`potential_estimate="td"` (its transitions, 32 bytes each, have a cap of their own), '
+        "whatever the run; entries lighter than 1e-3 decayed visits are dropped (at `pool_decay` "
+        "0.8 a key not seen again leaves after 31 iterations).",
         "",
         "Kinds: `go to` into a milestone place = a `go to` after which a milestone is made before "
         "the agent leaves the place it went to; milestone step = a row that fires a milestone; "

@@ -55,6 +55,7 @@ from mvpo_train.credit.potential import (
 )
 from mvpo_train.credit.regions import regions_of_sorted, split_at_milestones
 from mvpo_train.credit.registry import register_estimator
+from mvpo_train.credit.td_potential import TransitionPool, td_potential
 from mvpo_train.segments import exclusive_scan, future_any, reverse_scan
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "KAPPA_SCHEDULES",
     "MVPO",
     "MVPOConfig",
+    "ESTIMATES",
     "REGION_STATS",
     "SPLITS",
     "PotentialTerms",
@@ -131,6 +133,8 @@ FORM_BEFORE_DEFAULT_CHANGE = "v1"
 REGION_STATS = ("batch", "pooled")
 #: ``potential_split`` (§3.12): regions as they are, or split at milestone events
 SPLITS = ("none", "milestones")
+#: ``potential_estimate`` (§3.13): mean return-to-go of the visits, or the pooled chain's value
+ESTIMATES = ("mc", "td")
 _CHOICES = {
     "value": ("progress", "shaping"),
     "loop_stat": LOOP_STATS,
@@ -187,12 +191,18 @@ class MVPOConfig(StepConfig):
     default 0.8, read only by ``"pooled"``): per-iteration factor on the past (a batch ``a``
     iterations old weighs ``pool_decay ** a``; 0.8 is a half-life of 3.1 iterations; 0 keeps no
     past: cross-fitting alone; 1 never forgets). ``pool_max_entries`` (int >= 1, default
-    2,000,000, read only by ``"pooled"``): cap on the pool's entries, 24 bytes each (48 MB at
-    the cap); the lightest go first. ``potential_split`` (str, default ``"none"``;
+    1,000,000, read only by ``"pooled"``): cap on the pool's entries, 24 bytes each (24 MB at
+    the cap; with ``"td"`` also on its transitions, 32 bytes each: 56 MB in all); the lightest
+    go first. ``potential_split`` (str, default ``"none"``;
     ``"milestones"``: every region is split at milestone events, the potential keyed by
     (region, milestones the trajectory made before the row), so the step into the place where
     the next milestone is made is not charged for the dwell that follows; works with either
-    form and with ``"pooled"``, whose keys then carry the split).
+    form and with ``"pooled"``, whose keys then carry the split). ``potential_estimate`` (str,
+    default ``"mc"``: a region's potential is the mean return-to-go ``U`` of its visits;
+    ``"td"``, §3.13, needs ``region_stats="pooled"``: the value of the pooled empirical chain
+    over the keys, fitted on the pool plus the other fold of the batch's trajectories
+    (:mod:`mvpo_train.credit.td_potential`); the pool then also holds the transitions, each
+    table capped at ``pool_max_entries``).
     """
 
     scope: str = "group"
@@ -221,8 +231,9 @@ class MVPOConfig(StepConfig):
     oracle_seed: int = 0
     region_stats: str = "batch"
     pool_decay: float = 0.8
-    pool_max_entries: int = 2_000_000
+    pool_max_entries: int = 1_000_000
     potential_split: str = "none"
+    potential_estimate: str = "mc"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", FORM_ALIASES.get(self.form, self.form))
@@ -281,7 +292,11 @@ class MVPOConfig(StepConfig):
 
     def _check_potential_options(self) -> None:
         """Bounds of the §3.11-§3.12 options, one line each."""
-        for name, allowed in (("region_stats", REGION_STATS), ("potential_split", SPLITS)):
+        for name, allowed in (
+            ("region_stats", REGION_STATS),
+            ("potential_split", SPLITS),
+            ("potential_estimate", ESTIMATES),
+        ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
                     f"MVPOConfig.{name} must be one of {list(allowed)}, got {getattr(self, name)!r}"
@@ -291,6 +306,11 @@ class MVPOConfig(StepConfig):
         n = self.pool_max_entries
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"MVPOConfig.pool_max_entries must be an int >= 1, got {n!r}")
+        if self.potential_estimate == "td" and self.region_stats != "pooled":
+            raise ValueError(
+                "MVPOConfig.potential_estimate='td' fits the chain of the pooled keys: it needs "
+                f"region_stats='pooled', got {self.region_stats!r}"
+            )
         if self.region_stats == "pooled" and self.value != "shaping":
             raise ValueError(
                 "MVPOConfig.region_stats='pooled' pools the shaping return-to-go: it needs "
@@ -323,13 +343,14 @@ def potential_terms(
     cfg: MVPOConfig,
     amp: AMPWeights,
     hit_name: np.ndarray | None = None,
-    pooled: tuple[RegionPool, np.ndarray] | None = None,
+    pooled: tuple[RegionPool | TransitionPool, np.ndarray] | None = None,
 ) -> PotentialTerms:
     """``m``, ``v``, regions, ``phi`` and ``D`` for a canonically ordered batch (§3.1-§3.4, §3.8).
 
     ``hit_name``: :func:`hit_names` of the batch, when already computed. ``pooled``: with
     ``region_stats="pooled"``, the pool and the rows' :func:`key_hashes` (§3.11); the
-    potential is then :func:`crossfit_potential` (the pool is not updated here).
+    potential is then :func:`crossfit_potential`, or :func:`td_potential` with a
+    :class:`TransitionPool` (§3.13); the pool is not updated here.
     """
     n = len(batch)
     rows, _ = batch.milestone_hits
@@ -391,7 +412,7 @@ def _shaping_terms(
     loop: np.ndarray,
     term_row: np.ndarray,
     scope: np.ndarray,
-    pooled: tuple[RegionPool, np.ndarray] | None = None,
+    pooled: tuple[RegionPool | TransitionPool, np.ndarray] | None = None,
 ) -> PotentialTerms:
     """``value="shaping"`` (docs/estimators.md §3.8): per-step reward ``u``, its return-to-go
     ``U``, ``phi(rho) = mean_{visits} U`` and ``D = u + gamma_phi * phi(next) - phi``; with
@@ -405,7 +426,15 @@ def _shaping_terms(
     u = m + cfg.c_succ * batch.returns * last + cfg.lambda_F * progress - cfg.lambda_L * enters_loop
     big_u = reverse_scan(u, batch.layout, gamma_m)
     fallback = None
-    if pooled is not None:
+    if pooled is not None and isinstance(pooled[0], TransitionPool):
+        fold = _traj_in_group(batch) % 2
+        phi, fallback = td_potential(
+            pooled[1], ~last, u, big_u, fold, scope, batch.layout.traj_index, pooled[0]
+        )
+        n_r = int(region.max()) + 1
+        visits = np.maximum(np.bincount(region, minlength=n_r), 1)
+        phi_r = np.bincount(region, weights=phi, minlength=n_r) / visits
+    elif pooled is not None:
         phi, phi_r, fallback = crossfit_potential(
             region, batch.layout.traj_index, scope, pooled[1], big_u, pooled[0]
         )
@@ -553,7 +582,7 @@ class MVPO(BaseEstimator):
         self.last_gigpo = np.zeros(0, dtype=np.float64)  # GiGPO's advantage of the last batch
         self._decrease_sorted: np.ndarray | None = None
         self._task_sorted: np.ndarray | None = None
-        self.pool = RegionPool(self.config.pool_max_entries)  # region_stats="pooled" (§3.11)
+        self.pool = self._new_pool()  # region_stats="pooled" (§3.11, §3.13)
         names = list(self.config.milestone_names or ())
         self.amp = AMPWeights(
             eta=self.config.eta,
@@ -633,7 +662,10 @@ class MVPO(BaseEstimator):
         if cfg.region_stats == "pooled":
             pooled = (self.pool, self._pool_keys(batch))
         pot = potential_terms(batch, cfg, self.amp, hit_name, pooled)
-        if pooled is not None:  # the batch joins the pool after it has been scored
+        if isinstance(self.pool, TransitionPool) and pooled is not None:  # joins after scoring
+            keys = pooled[1]
+            self.pool.update(keys, np.roll(keys, -1), ~batch.is_last, pot.u, cfg.pool_decay)
+        elif pooled is not None:
             self.pool.update(pooled[1], pot.v, cfg.pool_decay)
 
         routed = parts.zero_credit | ((parts.size < 2) if cfg.repair_singletons else False)
@@ -680,6 +712,11 @@ class MVPO(BaseEstimator):
         if cfg.repair_source == "shuffled":
             return shuffled_repair(a_phi, routed, rng)
         return oracle_repair(a_phi, self._oracle_decrease(n), routed, cfg.oracle_rho, rng)
+
+    def _new_pool(self) -> RegionPool | TransitionPool:
+        if self.config.potential_estimate == "td":
+            return TransitionPool(self.config.pool_max_entries)
+        return RegionPool(self.config.pool_max_entries)
 
     def _pool_keys(self, batch: StepBatch) -> np.ndarray:
         """:func:`key_hashes` of the canonical batch's rows (§3.11)."""
@@ -772,7 +809,7 @@ class MVPO(BaseEstimator):
                 "mvpo: the state holds pooled region statistics, this estimator has "
                 f"region_stats={self.config.region_stats!r} (pass region_stats='pooled')"
             )
-        self.pool = RegionPool(self.config.pool_max_entries)
+        self.pool = self._new_pool()
         if "pool" in d:
             self.pool.load_state_dict(d["pool"])
 

@@ -19,7 +19,7 @@ After scoring, the batch's per-key sums join the pool, and the pool is multiplie
 ``pool_decay`` once per iteration: a batch ``a`` iterations old weighs ``pool_decay ** a``
 (0: the current batch only, pure leave-one-trajectory-out). Entries whose weight falls below
 :data:`MIN_WEIGHT` are dropped; beyond ``pool_max_entries`` the lightest go first, so memory is
-bounded by 24 bytes per entry (key, sum, weight). A row without any out-of-trajectory visit of
+bounded by 24 bytes per entry (key, sum, weight; 32 for a transition's pair of keys). A row without any out-of-trajectory visit of
 its region (a region only its own trajectory saw, never seen before) falls back to the
 leave-one-trajectory-out mean of ``U`` over its scope (its rollout group), 0 when that is empty
 too. Keys are 64-bit BLAKE2b digests of the key's text (stable across processes and runs).
@@ -36,10 +36,12 @@ import numpy as np
 
 __all__ = [
     "MIN_WEIGHT",
+    "EDGE_BYTES",
     "ENTRY_BYTES",
     "RegionPool",
     "crossfit_potential",
     "key_hashes",
+    "others_in_region",
     "task_labels",
 ]
 
@@ -47,6 +49,8 @@ __all__ = [
 MIN_WEIGHT = 1e-3
 #: bytes per pool entry: an int64 key, a float64 sum and a float64 weight
 ENTRY_BYTES = 24
+#: bytes per entry of a pool of transitions (``width=2``: two int64 keys)
+EDGE_BYTES = 32
 
 
 def task_labels(extras: Mapping[str, Any], n: int) -> np.ndarray | None:
@@ -83,13 +87,15 @@ def key_hashes(task: Sequence[str], signature: Sequence[str], split: np.ndarray)
 class RegionPool:
     """Decayed per-key sums of the potential's statistic across iterations (module docstring).
 
-    ``keys`` (sorted int64), ``sums`` (decayed sum of ``U``) and ``weights`` (decayed visits),
-    one entry per key; ``max_entries`` caps their number.
+    ``keys`` (sorted int64; with ``width=2`` pairs of int64, sorted rows: the transitions of
+    :mod:`mvpo_train.credit.td_potential`), ``sums`` (decayed sum of the value added) and
+    ``weights`` (decayed visits), one entry per key; ``max_entries`` caps their number.
     """
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, width: int = 1) -> None:
         self.max_entries = int(max_entries)
-        self.keys = np.zeros(0, dtype=np.int64)
+        self.width = int(width)
+        self.keys = np.zeros(0 if width == 1 else (0, width), dtype=np.int64)
         self.sums = np.zeros(0, dtype=np.float64)
         self.weights = np.zeros(0, dtype=np.float64)
 
@@ -111,17 +117,20 @@ class RegionPool:
 
     def update(self, keys: np.ndarray, values: np.ndarray, decay: float) -> None:
         """Add one batch (a key and a value of ``U`` per row), then decay, prune and cap."""
-        batch_keys, inv = np.unique(keys, return_inverse=True)
+        axis = None if self.width == 1 else 0
+        batch_keys, inv = np.unique(keys, return_inverse=True, axis=axis)
         inv = inv.reshape(-1)
         b_sum = np.bincount(inv, weights=np.asarray(values, np.float64), minlength=len(batch_keys))
         b_w = np.bincount(inv, minlength=len(batch_keys)).astype(np.float64)
-        all_keys, where = np.unique(np.concatenate([self.keys, batch_keys]), return_inverse=True)
+        all_keys, where = np.unique(
+            np.concatenate([self.keys, batch_keys]), return_inverse=True, axis=axis
+        )
         where = where.reshape(-1)
         sums = np.bincount(where, np.concatenate([self.sums, b_sum]), len(all_keys)) * decay
         weights = np.bincount(where, np.concatenate([self.weights, b_w]), len(all_keys)) * decay
         keep = weights >= MIN_WEIGHT
-        if int(keep.sum()) > self.max_entries:  # the lightest go first; ties: the larger key
-            order = np.lexsort((-all_keys, -weights))
+        if int(keep.sum()) > self.max_entries:  # the lightest go first; ties: the later key
+            order = np.lexsort((-np.arange(len(weights)), -weights))
             keep = np.zeros(len(all_keys), dtype=bool)
             keep[order[: self.max_entries]] = True
         self.keys, self.sums, self.weights = all_keys[keep], sums[keep], weights[keep]
@@ -129,6 +138,7 @@ class RegionPool:
     def state_dict(self) -> dict[str, Any]:
         """JSON-serialisable and bit-exact: the arrays as base64 of their little-endian bytes."""
         return {
+            "width": self.width,
             "keys": _b64(self.keys, "<i8"),
             "sums": _b64(self.sums, "<f8"),
             "weights": _b64(self.weights, "<f8"),
@@ -138,11 +148,15 @@ class RegionPool:
         """Restore :meth:`state_dict` exactly; a damaged state is refused in one line."""
         try:
             keys = _unb64(d["keys"], "<i8")
+            if int(d.get("width", 1)) != self.width or len(keys) % self.width:
+                raise ValueError(f"width {d.get('width', 1)}, expected {self.width}")
+            keys = keys if self.width == 1 else keys.reshape(-1, self.width)
             sums = _unb64(d["sums"], "<f8")
             weights = _unb64(d["weights"], "<f8")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"mvpo: the pooled region statistics are damaged ({err})") from None
-        if not (len(keys) == len(sums) == len(weights)) or np.any(np.diff(keys) <= 0):
+        order_ok = np.array_equal(np.unique(keys, axis=None if self.width == 1 else 0), keys)
+        if not (len(keys) == len(sums) == len(weights)) or not order_ok:
             raise ValueError(
                 "mvpo: the pooled region statistics are damaged (lengths differ or keys unsorted)"
             )
@@ -176,7 +190,7 @@ def _exclusive_of_own(segment: np.ndarray, x: np.ndarray) -> np.ndarray:
     return before[seg_id, pos] + np.c_[after, np.zeros(len(mat))][seg_id, pos + 2]
 
 
-def _others_in_region(
+def others_in_region(
     region: np.ndarray, traj: np.ndarray, big_u: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the sum of ``U`` and the number of visits of its region by *other*
@@ -215,11 +229,11 @@ def crossfit_potential(
     p_w = np.bincount(pair[:, 0], weights=p_w_k, minlength=n_r)
     c_sum = np.bincount(region, weights=big_u, minlength=n_r)
     c_n = np.bincount(region, minlength=n_r).astype(np.float64)
-    o_sum, o_n = _others_in_region(region, traj, big_u)
+    o_sum, o_n = others_in_region(region, traj, big_u)
     num = p_sum[region] + o_sum
     den = p_w[region] + o_n
     # fallback: the mean of U over the other trajectories of the row's scope
-    s_sum, s_n = _others_in_region(scope, traj, big_u)
+    s_sum, s_n = others_in_region(scope, traj, big_u)
     with np.errstate(invalid="ignore", divide="ignore"):
         prior = np.where(s_n > 0, s_sum / np.maximum(s_n, 1.0), 0.0)
         fallback = ~(den > 0.5 * MIN_WEIGHT)  # pooled entries weigh >= MIN_WEIGHT

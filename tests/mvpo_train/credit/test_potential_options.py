@@ -19,6 +19,7 @@ from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
 from mvpo_train.credit.mvpo import MVPOConfig, milestones_done, potential_terms
 from mvpo_train.credit.pooled_potential import (
+    EDGE_BYTES,
     ENTRY_BYTES,
     MIN_WEIGHT,
     RegionPool,
@@ -26,10 +27,13 @@ from mvpo_train.credit.pooled_potential import (
     task_labels,
 )
 from mvpo_train.credit.regions import split_at_milestones
+from mvpo_train.credit.td_potential import chain_values
 
 ROOT = Path(__file__).resolve().parents[3]
 POOLED = {"region_stats": "pooled"}
 BOTH = {"region_stats": "pooled", "potential_split": "milestones"}
+TD = {"region_stats": "pooled", "potential_estimate": "td"}
+ALL = {**BOTH, "potential_estimate": "td"}
 
 
 def _kinds_module():
@@ -84,12 +88,12 @@ def test_the_paper_form_and_v1_are_unchanged_bit_for_bit(batches):
     assert "pool" not in get_estimator("mvpo").state_dict()
 
 
-@pytest.mark.parametrize("kwargs", [{"potential_split": "milestones"}, POOLED, BOTH])
+@pytest.mark.parametrize("kwargs", [{"potential_split": "milestones"}, POOLED, BOTH, TD, ALL])
 def test_each_option_changes_the_advantages(batches, kwargs):
     assert digest(batches, **kwargs) != BEFORE["paper"]
 
 
-@pytest.mark.parametrize("kwargs", [POOLED, BOTH])
+@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL])
 def test_pooled_statistics_resume_bit_exactly(batches, kwargs):
     straight = get_estimator("mvpo", **kwargs)
     for b in batches[:2]:
@@ -136,7 +140,7 @@ def with_success(batch: StepBatch, traj: int) -> StepBatch:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("kwargs", [POOLED, BOTH])
+@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL])
 def test_a_trajectory_never_scores_itself(batches, kwargs):
     """Change one trajectory's own return: the potentials that score its rows do not move, not
     even by rounding, while the paper's in-sample ones do; the other trajectories of its group
@@ -173,6 +177,21 @@ def test_the_pool_holds_past_batches_only_with_their_decay(batches):
     assert len(none.pool) == 0  # cross-fitting alone keeps no past
 
 
+def test_the_chain_value_by_hand():
+    """Keys 1 -> 2 -> end with rewards 1 and 2, and key 3 that stays at itself half of the
+    time then goes to 2: phi(2) = 2, phi(1) = 1 + 2, phi(3) = (0 + 0.5 phi(3) + 0.5 phi(2))
+    per visit, i.e. phi(3) = phi(2) = 2; an edge to an unknown key counts as an end."""
+    keys, phi = chain_values(
+        np.array([1, 2, 3, 3], dtype=np.int64),
+        np.array([1.0, 2.0, 0.0, 0.0]),
+        np.ones(4),
+        np.array([[1, 2], [3, 3], [3, 2], [2, 99]], dtype=np.int64),
+        np.ones(4),
+    )
+    np.testing.assert_array_equal(keys, [1, 2, 3])
+    np.testing.assert_allclose(phi, [3.0, 2.0, 2.0], rtol=0, atol=1e-12)
+
+
 def test_the_pool_by_hand():
     pool = RegionPool(max_entries=10)
     keys = np.array([5, 3, 5, 9], dtype=np.int64)
@@ -197,8 +216,12 @@ def test_memory_is_bounded_by_the_cap_lightest_entries_first():
     assert pool.weights.min() >= MIN_WEIGHT
     # the newest batch weighs 0.9 per visit, every older one less: the cap kept the newest
     assert np.all(pool.weights == 0.9)
-    # at the default cap the pool stays well under 100 MB (48 MB; benchmarks/results/potential_kinds.md)
-    assert MVPOConfig().pool_max_entries * ENTRY_BYTES < 50e6
+    # at the default cap a pool stays well under 100 MB, the transitions of "td" included
+    assert MVPOConfig().pool_max_entries * (ENTRY_BYTES + EDGE_BYTES) < 60e6
+    edges = RegionPool(max_entries=10, width=2)
+    edges.update(rng.integers(0, 5, size=(40, 2)), np.zeros(40), decay=1.0)
+    assert len(edges) <= 10
+    assert edges.nbytes == EDGE_BYTES * len(edges)
 
 
 def test_split_at_milestones_by_hand():
@@ -238,6 +261,8 @@ def test_bad_options_and_inputs_are_refused_in_one_line(batches):
         MVPOConfig(pool_decay=1.5)
     with pytest.raises(ValueError, match="pool_max_entries must be an int"):
         MVPOConfig(pool_max_entries=0)
+    with pytest.raises(ValueError, match="needs region_stats='pooled'"):
+        MVPOConfig(potential_estimate="td")
     bare = StepBatch(**{f: getattr(batches[0], f) for f in (
         "group", "traj", "t", "reward", "terminated", "truncated", "anchor", "signature",
         "milestones", "action", "success")})  # fmt: skip
