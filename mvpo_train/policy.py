@@ -263,7 +263,9 @@ class Policy:
         return chunks
 
     def _logp_and_entropy(self, logits: torch.Tensor, targets: torch.Tensor, entropy: bool):
-        logits = logits.float() / self.temperature
+        logits = logits.float()
+        if self.temperature != 1.0:  # x / 1 is x: no pass over [rows, vocab] for nothing
+            logits = logits / self.temperature
         logz = torch.logsumexp(logits, dim=-1)
         logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
         ent = None
@@ -533,7 +535,7 @@ class Policy:
                     out[b] = (torch.zeros(0, 0, device=dev), [])
                 continue
             row_env, cand_ids, cand_mask, counts = self._candidate_rows(group, candidates)
-            logp = first_logp[row_env].gather(-1, cand_ids[:, :1])  # first tokens, [R, 1]
+            logp = first_logp[row_env, cand_ids[:, 0]].unsqueeze(1)  # first tokens, [R, 1]
             if cand_ids.shape[1] > 1:
                 if self._copy_prompt_cache:
                     rest = self._candidate_pass(
