@@ -17,15 +17,25 @@ phase nested in another is not counted twice):
 ``setup`` is the process time from the trainer's start to its first iteration (model, encoder
 and env construction). Tasks: ``study`` (the ``cpu-showcase`` setting: ALFWorld full split,
 encoder policy with history, 16 x 8 x 50, MVPO), ``control`` (the control study's
-MilestoneChain setting, fresh head) and ``tiny`` (``cpu-tiny``: the tiny LM in score mode).
-Variants: ``before`` selects the kept first code paths (``--encoder-head concat``, ...),
-``after`` the defaults. A cold run starts with an empty embedding cache file; the warm run
-repeats it with the file the cold run wrote (the same texts: every embedding a cache hit).
+MilestoneChain setting, fresh head), ``tiny`` (``cpu-tiny``: the tiny LM in score mode) and
+``showcase`` (``mvpo-showcase``, what ``make run`` runs, cut to ``--showcase-iterations``
+iterations: its two held-out evaluations are the ``eval`` phase, which holds everything called
+inside them). A cold run starts with an empty embedding cache file; the warm run repeats it
+with the file the cold run wrote (the same texts: every embedding a cache hit).
 
-Run from the repository root (about 15 CPU minutes; results in
+**Before and after in one run.** Each variant runs the code of one commit, checked out once
+as a git worktree under ``BASE/src/`` (imported first through ``PYTHONPATH``; the installed
+packages are the same): ``before`` is :data:`BASELINE` (8e1d056, the code before the CPU-cost
+work) with its defaults, ``after`` is ``--after-ref`` (default ``HEAD``: committed code, never
+a half-edited working tree) with the fast paths on (``--embedding-runtime auto``; the factored
+head is its default). The two variants of one measurement run at the same time
+(``--jobs 2``, the default) so that they meet the same load on a shared machine. The ONNX
+export is built before any measurement (its one-off cost is reported apart).
+
+Run from the repository root (about 40 CPU minutes; results in
 ``benchmarks/results/cpu_cost.{md,json}``)::
 
-    nice -n 19 python benchmarks/cpu_cost.py
+    nice -n 10 python benchmarks/cpu_cost.py
     python benchmarks/cpu_cost.py --tasks control --iterations 2   # a quick look
 """
 
@@ -39,11 +49,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+#: the code before the CPU-cost work: the ``before`` variant
+BASELINE = "8e1d056"
 
 #: task -> mvpo-train flags (``--threads 1`` and the run folder are added)
 TASKS: dict[str, list[str]] = {
@@ -55,39 +68,46 @@ TASKS: dict[str, list[str]] = {
         "--group-size", "8", "--ppo-epochs", "2", "--lr", "2e-3", "--estimator", "mvpo",
     ],
     "tiny": ["--preset", "cpu-tiny", "--estimator", "mvpo"],
+    "showcase": [],  # mvpo-showcase's own defaults (the cpu-showcase preset)
 }  # fmt: skip
-#: variant -> extra flags: ``before`` = the code paths kept from before the fast ones
+#: variant -> extra flags (the code is the variant's commit: module docstring)
 VARIANTS: dict[str, list[str]] = {
-    "before": ["--encoder-head", "concat"],
-    "after": [],
+    "before": [],
+    "after": ["--embedding-runtime", "auto"],
 }
 #: tasks whose policy embeds texts (a warm run exists)
 CACHED = {"study", "control"}
 #: display order of the phases
 PHASES = [
     "setup", "minilm", "head forward", "lm score", "backward", "optimizer", "env",
-    "rollout", "logp_ref", "advantage", "update",
+    "rollout", "logp_ref", "advantage", "update", "eval",
 ]  # fmt: skip
 TRAINER_PHASES = ("rollout", "logp_ref", "advantage", "update")
+#: phases that hold everything called inside them (no nested phase is split out)
+OPAQUE = {"eval"}
 
 
 # ------------------------------------------------------------------ the measuring process
 
 
 class Phases:
-    """Exclusive process-CPU seconds per phase: entering a nested phase pauses its parent."""
+    """Exclusive process-CPU seconds per phase: entering a nested phase pauses its parent
+    (inside an :data:`OPAQUE` phase nothing is split out)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
-        self.stack: list[str] = []
+        self.stack: list[str | None] = []
         self.mark = time.process_time()
         self.marks: list[dict[str, float]] = []  # a snapshot at each iteration's start
         self.first = 0.0  # process time at the first iteration's start
 
     def enter(self, name: str) -> None:
+        if any(s in OPAQUE for s in self.stack):
+            self.stack.append(None)
+            return
         now = time.process_time()
         if self.stack:
-            self.seconds[self.stack[-1]] += now - self.mark
+            self.seconds[self.stack[-1]] += now - self.mark  # type: ignore[index]
         elif name == "rollout":  # an iteration starts
             self.first = self.first or now
             self.marks.append(dict(self.seconds))
@@ -95,8 +115,11 @@ class Phases:
         self.mark = now
 
     def exit(self) -> None:
+        name = self.stack.pop()
+        if name is None:
+            return
         now = time.process_time()
-        self.seconds[self.stack.pop()] += now - self.mark
+        self.seconds[name] += now - self.mark
         self.mark = now
 
     def wrap(self, owner: Any, attr: str, name: str) -> None:
@@ -120,19 +143,25 @@ class Phases:
 
 
 def install(phases: Phases) -> None:
-    """Wrap the functions whose CPU time is a phase (module docstring)."""
+    """Wrap the functions whose CPU time is a phase (module docstring); the head's is
+    ``ScorerHead.score_groups`` where it exists, ``EncoderPolicy._head_scores`` before."""
     from contextlib import contextmanager
 
     import torch
 
     import mvpo_train.encoder_policy as ep
+    import mvpo_train.evaluation as evaluation
     import mvpo_train.metrics as metrics
     import mvpo_train.policy as lm
     from mvpo_envs.vector import GroupedVectorEnv
-    from mvpo_train.encoder_head import ScorerHead
 
     phases.wrap(ep.SegmentEmbedder, "encode", "minilm")
-    phases.wrap(ScorerHead, "score_groups", "head forward")
+    if hasattr(ep.EncoderPolicy, "_head_scores"):  # the baseline: the head lived here
+        phases.wrap(ep.EncoderPolicy, "_head_scores", "head forward")
+    else:
+        from mvpo_train.encoder_head import ScorerHead
+
+        phases.wrap(ScorerHead, "score_groups", "head forward")
     phases.wrap(lm.Policy, "score_candidates", "lm score")
     phases.wrap(lm.Policy, "token_logprobs", "lm score")
     phases.wrap(torch.autograd, "backward", "backward")
@@ -140,6 +169,7 @@ def install(phases: Phases) -> None:
         phases.wrap(opt, "step", "optimizer")
     phases.wrap(GroupedVectorEnv, "step", "env")
     phases.wrap(GroupedVectorEnv, "reset_groups", "env")
+    phases.wrap(evaluation, "evaluate", "eval")
 
     @contextmanager
     def phase(self: Any, name: str):  # noqa: ANN202
@@ -153,34 +183,89 @@ def install(phases: Phases) -> None:
 
 
 def worker(argv: list[str], out: Path) -> None:
-    """One measured ``mvpo-train`` run (``argv``) in this process -> ``out`` (JSON)."""
+    """One measured ``mvpo-train`` run (``argv``; ``mvpo-showcase`` when it starts with
+    ``showcase``) in this process -> ``out`` (JSON)."""
     phases = Phases()
     install(phases)
-    from mvpo_train.cli import train_main
+    if argv and argv[0] == "showcase":
+        from mvpo_train.showcase import main as entry
+
+        argv = argv[1:]
+    else:
+        from mvpo_train.cli import train_main as entry
 
     start = time.process_time()
-    rc = train_main(argv)
+    rc = entry(argv)
     total = time.process_time() - start
     iters = phases.iterations()
-    setup = phases.first - start if phases.first else total
-    out.write_text(json.dumps({"rc": rc, "setup": setup, "iterations": iters, "total": total}))
+    before_first = sum(phases.marks[0].values()) if phases.marks else 0.0
+    setup = (phases.first - start - before_first) if phases.first else total
+    import mvpo_train
+
+    code = Path(mvpo_train.__file__).parents[1]
+    # a module the commit lacks would come from the installed (editable) checkout instead
+    foreign = sorted(name for name, m in list(sys.modules.items())
+                     if name.split(".")[0] in ("mvpo_train", "mvpo_envs", "mvpo_abstraction")
+                     and getattr(m, "__file__", None)
+                     and not Path(m.__file__).resolve().is_relative_to(code.resolve()))  # fmt: skip
+    out.write_text(json.dumps({"rc": rc, "setup": setup, "iterations": iters, "total": total,
+                               "eval": phases.seconds.get("eval", 0.0), "code": str(code),
+                               "foreign_modules": foreign}))  # fmt: skip
 
 
 # ------------------------------------------------------------------ the driver
 
 
-def measure(task: str, variant: str, cache: Path, iterations: int, base: Path) -> dict:
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+def checkout(ref: str, base: Path) -> Path:
+    """A worktree of commit ``ref`` under ``base/src`` (made once; reused)."""
+    sha = git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    path = base / "src" / sha[:12]
+    if not (path / "mvpo_train").is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+        git("worktree", "prune")
+        git("worktree", "add", "--detach", str(path), sha)
+    return path
+
+
+def build_export(src: Path) -> float:
+    """Build (or open) the ONNX export with the code of ``src``; its process CPU seconds."""
+    code = ("import time, torch; torch.set_num_threads(1); t = time.process_time(); "
+            "from mvpo_train.segment_embedder import SegmentEmbedder as S; "
+            "e = S(runtime='onnx'); e.onnx_encoder; print(time.process_time() - t)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True)  # fmt: skip
+    return float(res.stdout.split()[-1])
+
+
+def measure(task: str, variant: str, src: Path, cache: Path, args: argparse.Namespace) -> dict:
+    base = Path(args.base)
     run = base / f"{task}-{variant}"
     shutil.rmtree(run, ignore_errors=True)
     out = base / f"{task}-{variant}-{cache.stem}.json"
+    iterations = args.showcase_iterations if task == "showcase" else args.iterations
     argv = [*TASKS[task], *VARIANTS[variant], "--threads", "1", "--iterations", str(iterations),
             "--run-dir", str(run), "--no-progress", "--no-tensorboard", "--save-every", "0",
-            "--record-every", "0", "--eval-every", "0"]  # fmt: skip
-    if task in CACHED:
-        argv += ["--embedding-cache", str(cache)]
+            "--record-every", "0"]  # fmt: skip
+    if task == "showcase":
+        argv = ["showcase", *argv, "--embedding-cache", str(cache)]
+    else:
+        argv += ["--eval-every", "0"]
+        if task in CACHED:
+            argv += ["--embedding-cache", str(cache)]
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(out), "--", *argv]
-    subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return json.loads(out.read_text())
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(src)}
+    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    result = json.loads(out.read_text())
+    if Path(result["code"]).resolve() != src.resolve() or result["foreign_modules"]:
+        raise SystemExit(f"cpu_cost: {variant} ran code outside {src}: {result['code']}, "
+                         f"{result['foreign_modules']}")  # fmt: skip
+    return result
 
 
 def row_of(result: dict, which: int = 0) -> dict[str, float]:
@@ -189,23 +274,55 @@ def row_of(result: dict, which: int = 0) -> dict[str, float]:
     return it
 
 
+def iteration_cpu(row: dict[str, float]) -> float:
+    return sum(v for k, v in row.items() if k not in ("setup", "eval"))
+
+
 def table(title: str, rows: dict[str, dict[str, float]]) -> list[str]:
-    """Markdown: one line per phase, a column per measurement, ratios after/before."""
+    """Markdown: one line per phase, a column per measurement; the iteration's total leaves
+    out setup and eval."""
     cols = list(rows)
     lines = [f"### {title}", "", "| phase | " + " | ".join(cols) + " |",
              "|---|" + "---:|" * len(cols)]  # fmt: skip
     names = [p for p in PHASES if any(rows[c].get(p, 0.0) > 0.005 for c in cols)]
     for p in names:
         lines.append(f"| {p} | " + " | ".join(f"{rows[c].get(p, 0.0):.2f}" for c in cols) + " |")
-    tot = {c: sum(v for k, v in rows[c].items() if k != "setup") for c in cols}
+    tot = {c: iteration_cpu(rows[c]) for c in cols}
     lines.append("| **iteration** | " + " | ".join(f"**{tot[c]:.2f}**" for c in cols) + " |")
+    return lines
+
+
+def showcase_lines(res: dict[str, dict], n: int) -> list[str]:
+    """The showcase's totals, before and after, and the 10-iteration estimate."""
+    lines = ["| | before | after | after / before |", "|---|---:|---:|---:|"]
+    vals: dict[str, dict[str, float]] = {}
+    for v in ("before", "after"):
+        r = res[v]
+        its = [iteration_cpu(it) for it in r["iterations"]]
+        later = its[-1] if len(its) > 1 else its[0]
+        vals[v] = {"setup": r["setup"], "eval": r["eval"], **{f"iteration {k + 1}": x
+                   for k, x in enumerate(its)}, "total": r["total"],
+                   "make run estimate": r["total"] + (10 - len(its)) * later}  # fmt: skip
+    for key in vals["before"]:
+        b, a = vals["before"][key], vals["after"][key]
+        lines.append(f"| {key} | {b:.1f} | {a:.1f} | x{a / b:.2f} |")
+    lines += ["", f"`make run` estimate: the measured total of `mvpo-showcase --iterations {n}` "
+              f"plus {10 - n} more iterations at the cost of its last measured one (later "
+              "iterations hit the embedding cache more often, so this overstates them, the "
+              "`before` more: it spends more on MiniLM)."]  # fmt: skip
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tasks", nargs="+", default=["study", "control", "tiny"], choices=TASKS)
+    p.add_argument("--tasks", nargs="+", default=["study", "control", "tiny", "showcase"],
+                   choices=TASKS)  # fmt: skip
     p.add_argument("--iterations", type=int, default=1, help="iterations per measured run")
+    p.add_argument("--showcase-iterations", type=int, default=2,
+                   help="iterations of the measured mvpo-showcase (make run has 10)")  # fmt: skip
+    p.add_argument("--after-ref", default="HEAD", help="the commit the `after` variant runs")
+    p.add_argument("--jobs", type=int, default=2, choices=(1, 2),
+                   help="2: the two variants of a measurement run at the same time")  # fmt: skip
     p.add_argument("--base", default=str(ROOT / "runs" / "cpu-cost"))
     p.add_argument("--out", default=str(RESULTS / "cpu_cost.md"))
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -216,32 +333,54 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     base = Path(args.base)
     base.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {}
+    refs = {"before": BASELINE, "after": args.after_ref}
+    src = {v: checkout(ref, base) for v, ref in refs.items()}
+    shas = {v: git("rev-parse", "--short=7", f"{refs[v]}^{{commit}}") for v in refs}
+    export_cpu = build_export(src["after"])
+    results: dict[str, Any] = {"commits": shas, "onnx_export_cpu_s": export_cpu}
+    cmd = "python benchmarks/cpu_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])
     md = ["# CPU cost per iteration, before and after the fast paths", "",
-          f"Command: `python benchmarks/cpu_cost.py --tasks {' '.join(args.tasks)} "
-          f"--iterations {args.iterations}`; process CPU seconds, one torch thread, the first "
-          "iteration of a fresh process (benchmarks/cpu_cost.py, module docstring).", ""]  # fmt: skip
+          f"Command: `nice -n 10 {cmd.strip()}` (benchmarks/cpu_cost.py, module docstring); "
+          f"`before` = commit {shas['before']} (the code before the CPU-cost work, its "
+          f"defaults), `after` = commit {shas['after']} with `--embedding-runtime auto`; "
+          "process CPU seconds, one torch thread, the first iteration of a fresh process; the "
+          f"two variants of a measurement ran at the same time (`--jobs {args.jobs}`). "
+          f"Building the ONNX export once (not in the tables): {export_cpu:.1f} CPU s.",
+          ""]  # fmt: skip
+    pool = ThreadPoolExecutor(max_workers=args.jobs)
+
+    def pair(task: str, kind: str) -> dict[str, dict]:
+        caches = {v: base / f"{task}-{v}-emb.npz" for v in VARIANTS}
+        if kind == "cold":
+            for c in caches.values():
+                c.unlink(missing_ok=True)
+        futs = {v: pool.submit(measure, task, v, src[v], caches[v], args) for v in VARIANTS}
+        return {v: f.result() for v, f in futs.items()}
+
     for task in args.tasks:
+        if task == "showcase":
+            res = pair(task, "cold")
+            results["showcase"] = res
+            md += [f"### showcase (`mvpo-showcase --iterations {args.showcase_iterations}`, "
+                   "cold embedding cache)", "", *showcase_lines(res, args.showcase_iterations),
+                   ""]  # fmt: skip
+            continue
         rows: dict[str, dict[str, float]] = {}
-        for variant in VARIANTS:
-            cache = base / f"{task}-{variant}-emb.npz"
-            cache.unlink(missing_ok=True)
-            cold = measure(task, variant, cache, args.iterations, base)
-            results[f"{task}/{variant}/cold"] = cold
-            rows[f"{variant} cold"] = row_of(cold)
-            if task in CACHED:
-                warm = measure(task, variant, cache, args.iterations, base)
-                results[f"{task}/{variant}/warm"] = warm
-                rows[f"{variant} warm"] = row_of(warm)
-        md += table(task, rows) + [""]
-        for kind in ("cold", "warm"):
-            b, a = rows.get(f"before {kind}"), rows.get(f"after {kind}")
-            if b and a:
-                tb = sum(v for k, v in b.items() if k != "setup")
-                ta = sum(v for k, v in a.items() if k != "setup")
-                md.append(f"- {task}, {kind}: iteration {tb:.1f} -> {ta:.1f} CPU s "
-                          f"(x{ta / tb:.2f}); setup {b['setup']:.1f} -> {a['setup']:.1f} s")  # fmt: skip
+        kinds = ("cold", "warm") if task in CACHED else ("cold",)
+        for kind in kinds:
+            for v, r in pair(task, kind).items():
+                results[f"{task}/{v}/{kind}"] = r
+                rows[f"{v} {kind}"] = row_of(r)
+        md += table(task, {f"{v} {k}": rows[f"{v} {k}"] for k in kinds for v in VARIANTS})
         md.append("")
+        for kind in kinds:
+            b, a = rows[f"before {kind}"], rows[f"after {kind}"]
+            tb, ta = iteration_cpu(b), iteration_cpu(a)
+            md.append(f"- {task}, {kind}: iteration {tb:.1f} -> {ta:.1f} CPU s "
+                      f"(x{ta / tb:.2f}); setup {b['setup']:.1f} -> {a['setup']:.1f} s")  # fmt: skip
+        md.append("")
+        Path(args.out).write_text("\n".join(md) + "\n")  # what is done so far
+    pool.shutdown()
     Path(args.out).write_text("\n".join(md) + "\n")
     Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     print("\n".join(md))
