@@ -68,6 +68,12 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "potential_estimate": "td",
         "potential_split": "milestones",
     },
+    "all, scope=batch": {
+        "region_stats": "pooled",
+        "potential_estimate": "td",
+        "potential_split": "milestones",
+        "scope": "batch",
+    },
 }
 KINDS = (
     "go to into a milestone place",
