@@ -35,6 +35,7 @@ import numpy as np
 
 from mvpo_train.stats import SMOOTH, bootstrap_ci, moving_average
 from mvpo_train.study.runs import eval_file, load_runs, n_metrics, run_dir, run_local
+from mvpo_train.study.summary import paired
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,13 +184,6 @@ def runs_on_disk(base: Path) -> tuple[list[str], list[int]]:
     return arms, sorted(set().union(*found.values())) if found else []
 
 
-def _paired(a: dict, b: dict, key: str):
-    """Bootstrap CI of the per-seed differences ``a - b`` over seeds both have."""
-    d = [a[s][key] - b[s][key] for s in a if s in b and a[s][key] is not None
-         and b[s][key] is not None]  # fmt: skip
-    return (bootstrap_ci(d), len(d)) if d else (None, 0)
-
-
 def analyse(args: argparse.Namespace) -> dict:
     """Every arm and seed finished under ``--base`` (all the sweep's commands together)."""
     base = Path(args.base)
@@ -212,8 +206,11 @@ def analyse(args: argparse.Namespace) -> dict:
         for key in ("repair_share", "alignment_repair", "phi_split_spearman_failed", "loop_share"):
             row[key] = float(np.nanmean([a[key] for a in aligned]))
         mine = {int(s): v for s, v in row["per_seed"].items()}
-        for key in ("auc", "final", "valid_unseen"):
-            row[f"vs_study_gigpo_{key}"], _ = _paired(mine, ref.get("gigpo", {}), key)
+        theirs = ref.get("gigpo", {})
+        both = [s for s in mine if s in theirs]
+        vs = paired([mine[s] for s in both], [theirs[s] for s in both],
+                    ("auc", "final", "valid_unseen"), args.iterations, reach=())  # fmt: skip
+        row.update({f"vs_study_gigpo_{k}": ci for k, ci in vs.items()})
         row["held_out_tested"] = any(v["valid_unseen"] is not None for v in mine.values())
     table["reference"] = {}
     for arm, per_seed in ref.items():

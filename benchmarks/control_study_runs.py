@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from mvpo_envs.data_files import DataFileError, load_json
-from mvpo_train.stats import SMOOTH, bootstrap_ci, curve_band, first_reach, moving_average
+from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
 from mvpo_train.study.runs import (
     metric_rows,
     n_metrics,
@@ -25,19 +25,12 @@ from mvpo_train.study.runs import (
     resume_flag,
     run_dir,
 )
+from mvpo_train.study.summary import intervals, paired
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
 RESULTS = ROOT / "benchmarks" / "results"
-
-
 ENV_ID = "mvpo/MilestoneChain-v0"
-
-
 RESULT = "result.json"
-
-
 #: metrics.jsonl key -> the compact result's curve name (None where an iteration lacks it)
 CURVES = {
     "success": "success",
@@ -45,11 +38,7 @@ CURVES = {
     "adv/zero_adv_ratio": "zero_adv_ratio",
     "adv/repaired_ratio": "repaired_ratio",
 }
-
-
 BASELINES = ("grpo", "gigpo")
-
-
 #: the trainer's alignment metrics shown in the table and plot (docs/alignment.md); every
 #: ``align/*`` key is kept in the compact results
 ALIGN_SHOWN = ("align/auc", "align/labelled_fraction", "align/positives", "align/negatives")
@@ -327,26 +316,18 @@ def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations:
         }  # fmt: skip
         keys = sorted({k for r in rs for k in r["curves"]} - {"success"})
         row["curves"] = {k: _nanmean_rows(_curve(rs, k)) for k in keys}
-        for key in ("auc", "first", "final", "zero_credit_early", "eval", "minutes"):
-            xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
-            row[key] = bootstrap_ci(xs) if xs else None
-        reach = [vals[s]["reach"] or iterations + 1 for s in seeds]  # censored at N + 1
-        row["reach"] = bootstrap_ci(reach)
+        keys = ("auc", "first", "final", "zero_credit_early", "eval", "minutes")
+        row.update(intervals((vals[s] for s in seeds), keys))
+        row["reach"] = bootstrap_ci([censored(vals[s]["reach"], iterations) for s in seeds])
         table["arms"][arm] = row
     for a, b in pairs:
         if a not in table["arms"] or b not in table["arms"]:
             continue
         common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
-        pa, pb = table["arms"][a]["per_seed"], table["arms"][b]["per_seed"]
+        pa = [table["arms"][a]["per_seed"][str(s)] for s in common]
+        pb = [table["arms"][b]["per_seed"][str(s)] for s in common]
         entry: dict[str, Any] = {"seeds": common}
-        for key in ("auc", "final", "eval", "reach"):
-            d = []
-            for s in common:
-                x, y = pa[str(s)][key], pb[str(s)][key]
-                if key == "reach":
-                    x, y = x or iterations + 1, y or iterations + 1
-                d.append(x - y)
-            entry[key] = bootstrap_ci(d) if d else None
+        entry.update(paired(pa, pb, ("auc", "final", "eval", "reach"), iterations))
         diff = moving_average(
             _curve([results[a][s] for s in common], "success")
             - _curve([results[b][s] for s in common], "success")

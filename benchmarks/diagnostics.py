@@ -76,67 +76,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from diagnostics_data import (  # noqa: F401  (the diagnostics' names, one place)
+from diagnostics_data import (
     ALFWORLD_ARMS,
     ALFWORLD_BASE,
     ALFWORLD_FULL_ARMS,
     ALFWORLD_FULL_BASE,
     ALFWORLD_FULL_COPIES,
-    ALIGNMENT_CMD,
-    DIAG_WEBSHOP_ID,
     HEADLINE_SETS,
     HISTORY_SETS,
-    NAMES,
-    PAPER_KAPPA,
-    PAPER_ZERO_ADV_SETS,
-    PAPER_ZERO_ADV_WEBSHOP,
-    PHASES,
-    PHI_SPLIT,
-    PHI_SPLIT_ROWS,
     RESULTS,
     ROOT,
-    SETTINGS,
-    STEP_GROUPING,
     STUDY_ITERATIONS,
     WEBSHOP_ARMS,
     WEBSHOP_BASE,
     WEBSHOP_STUDY_ARMS,
     WEBSHOP_STUDY_BASE,
-    Run,
-    RunSet,
     _rel,
+)
+from diagnostics_report import plot, write_markdown
+
+from mvpo_train.study.run_sets import (
+    ALIGNMENT_CMD,
     alignment_summary,
     belongs,
-    curve,
-    derive,
-    early_per_seed,
-    has_key,
     load_runset,
-    milestones,
-    phase_table,
-    phi_sign_check,
-    phi_split_summary,
     read_alignment,
-    read_config,
-    run_key,
-    series,
-    settings,
     summarize,
-    value,
-)
-from diagnostics_report import (  # noqa: F401  (the diagnostics' names, one place)
-    FORM_V1_NOTE,
-    SET_NOTES,
-    _f,
-    _g,
-    _r,
-    _seed,
-    _spread,
-    alignment_lines,
-    markdown_section,
-    phi_split_lines,
-    plot,
-    write_markdown,
 )
 
 
@@ -227,7 +192,9 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     previous = read_previous(args.previous_json)
-    alignments = [alignment_summary(read_alignment(Path(f)), Path(f)) for f in args.alignment_json]
+    alignments = [
+        alignment_summary(read_alignment(Path(f)), Path(f), ROOT) for f in args.alignment_json
+    ]
     specs = {sp.name: sp for sp in set_specs(args)}
     loaded = {n: load_runset(n, sp.base, sp.arms, sp.seeds, sp.plan) for n, sp in specs.items()}
     alf = loaded["alfworld"]
@@ -261,7 +228,7 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
         s = summarize(rs, args.early)
         s["command"], s["note"], s["base_rel"] = sp.command, sp.note, _rel(rs.base)
         bases = [rs.base] + ([sp.default_base] if sp.default_base else [])
-        mine = [al for al in alignments if belongs(al, bases, rs.arms)]
+        mine = [al for al in alignments if belongs(al, bases, rs.arms, ROOT)]
         matched |= {al["file"] for al in mine}
         if mine or name in HEADLINE_SETS:
             s["oracle"] = sp.oracle

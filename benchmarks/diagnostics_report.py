@@ -10,23 +10,25 @@ from pathlib import Path
 from typing import Any
 
 from diagnostics_data import (
-    ALIGNMENT_CMD,
     DIAG_WEBSHOP_ID,
     HEADLINE_SETS,
     NAMES,
     PAPER_KAPPA,
     PAPER_ZERO_ADV_SETS,
     PAPER_ZERO_ADV_WEBSHOP,
+    _rel,
+)
+
+from mvpo_train.study.run_sets import (
+    ALIGNMENT_CMD,
     PHASES,
     PHI_SPLIT,
     STEP_GROUPING,
     RunSet,
-    _rel,
     curve,
     has_key,
     milestones,
 )
-
 from mvpo_train.study.tables import n_seeds
 
 
@@ -139,8 +141,6 @@ FORM_V1_NOTE = (
     '**MVPO form.** The `mvpo` runs of this set used `form="v1"`, MVPO\'s default until '
     "2026-12-01 (docs/estimators.md §3.10); the same commands now run the paper form."
 )
-
-
 #: one line under each run set's heading
 SET_NOTES = {
     "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "

@@ -10,14 +10,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
 RESULTS = ROOT / "benchmarks" / "results"
-
-
 WARM = "runs/encoder-warm"
-
-
 #: arm name -> the mvpo-train flags that make it (everything else is shared)
 ARMS: dict[str, list[str]] = {
     "grpo": ["--estimator", "grpo"],
@@ -39,27 +33,19 @@ ARMS: dict[str, list[str]] = {
     "beacon": ["--estimator", "beacon"],
     "rloo": ["--estimator", "rloo"],
 }
-
-
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
-
-
 #: the paired differences reported (when both arms ran)
 DEFAULT_PAIRS = (
     ("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"),
     ("mvpo-paper", "mvpo-v1"), ("mvpo-paper", "gigpo"), ("mvpo-paper", "grpo"),
     ("mvpo-v1", "gigpo"),
 )  # fmt: skip
-
-
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
 STUDY_FLAGS = [
     "--policy", "encoder", "--tasks", "[]",
     "--max-steps", "50", "--ppo-epochs", "2",
     "--eval-split", "valid_unseen", "--no-eval-greedy",
 ]  # fmt: skip
-
-
 #: final evaluation of each run: (split, episodes per task), sampled actions, seed 0
 FINAL_EVALS = (("valid_unseen", 8), ("valid_seen", 4))
 
@@ -109,15 +95,9 @@ ALFWORLD = StudyEnv(
     flags=tuple(STUDY_FLAGS), final_evals=FINAL_EVALS, arms=DEFAULT_ARMS, pairs=DEFAULT_PAIRS,
     warm=WARM, base=str(ROOT / "runs" / "learning-study"), out=str(RESULTS / "learning.md"),
 )  # fmt: skip
-
-
 #: ``benchmarks/learning_webshop.py``: the success-reward WebShop id
 WEBSHOP_CHILD = ROOT / "benchmarks" / "learning_webshop.py"
-
-
 WEBSHOP_SUCCESS_ID = "mvpo-study/WebShop-SuccessReward-v0"
-
-
 #: the MVPO paper's WebShop ablation (their Table 2; docs/learning_study.md, "WebShop study")
 WEBSHOP_ARMS: dict[str, list[str]] = {
     "mvpo-no-anchor": [  # "w/o GiGPO anchor": no A^S on informative step groups (§3.6)
@@ -127,12 +107,8 @@ WEBSHOP_ARMS: dict[str, list[str]] = {
         "--estimator", "mvpo", "--estimator-kwargs", '{"kappa_schedule": "none"}',
     ],
 }  # fmt: skip
-
-
 #: the MVPO paper's WebShop warm start: BC steps chosen on train success (docs/learning_study.md)
 WEBSHOP_WARM_STEPS = 50
-
-
 WEBSHOP = StudyEnv(
     name="webshop", env_id="mvpo/WebShop-v0",
     title="Learning study: GiGPO vs MVPO and its ablations on WebShop",
@@ -160,8 +136,6 @@ WEBSHOP = StudyEnv(
     extra_settings={"train_env_id": WEBSHOP_SUCCESS_ID, "reward": "success",
                     "heldout_split": "test", "eval_env_id": "mvpo/WebShop-v0"},
 )  # fmt: skip
-
-
 ENVS = {e.name: e for e in (ALFWORLD, WEBSHOP)}
 
 

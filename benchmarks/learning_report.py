@@ -25,6 +25,7 @@ from mvpo_train.study.runs import (
     read_eval_types,
     run_dir,
 )
+from mvpo_train.study.summary import intervals, paired
 from mvpo_train.study.tables import command_line as _command_line
 from mvpo_train.study.tables import fmt_ci as _fmt
 from mvpo_train.study.tables import machine_line, n_seeds, reach_cell
@@ -121,9 +122,8 @@ def summarize(
             },
             "reached": sum(vals[s]["reach"] is not None for s in seeds),
         }  # fmt: skip
-        for key in ("auc", "first", "final", "zero_adv_early", *heldout_keys(env), "minutes"):
-            xs = [vals[s][key] for s in seeds if vals[s][key] is not None]
-            row[key] = bootstrap_ci(xs) if xs else None
+        keys = ("auc", "first", "final", "zero_adv_early", *heldout_keys(env), "minutes")
+        row.update(intervals((vals[s] for s in seeds), keys))
         # censored at the run length + 1 when not reached (reported as such)
         reach = [censored(vals[s]["reach"], iterations) for s in seeds]
         row["reach"] = bootstrap_ci(reach)
@@ -145,34 +145,17 @@ def summarize(
         if a not in table["arms"] or b not in table["arms"]:
             continue
         common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
-        pa, pb = table["arms"][a]["per_seed"], table["arms"][b]["per_seed"]
-        entry = {"seeds": common}
-        for key in ("auc", "final", first, "reach", *([f"{first}_score"] if env.scores else [])):
-            d = []
-            for s in common:
-                x, y = pa[str(s)][key], pb[str(s)][key]
-                if key == "reach":
-                    x, y = censored(x, iterations), censored(y, iterations)
-                if x is not None and y is not None:
-                    d.append(x - y)
-            entry[key] = bootstrap_ci(d) if d else None
-        entry["inline_eval"] = {}  # held-out during training, paired per evaluated iteration
-        for it in sorted({int(k) for s in common for k in pa[str(s)]["inline_eval"]}):
-            d = [
-                pa[str(s)]["inline_eval"][str(it)] - pb[str(s)]["inline_eval"][str(it)]
-                for s in common
-                if str(it) in pa[str(s)]["inline_eval"] and str(it) in pb[str(s)]["inline_eval"]
-            ]
-            if d:
-                entry["inline_eval"][str(it)] = bootstrap_ci(d)
-        entry["reach_at"] = {
-            t: bootstrap_ci([
-                censored(pa[str(s)]["reach_at"][t], iterations)
-                - censored(pb[str(s)]["reach_at"][t], iterations)
-                for s in common
-            ]) if common else None
-            for t in map(threshold_key, more_thresholds)
-        }  # fmt: skip
+        pa = [table["arms"][a]["per_seed"][str(s)] for s in common]
+        pb = [table["arms"][b]["per_seed"][str(s)] for s in common]
+        keys = ("auc", "final", first, "reach", *([f"{first}_score"] if env.scores else []))
+        entry = {"seeds": common, **paired(pa, pb, keys, iterations)}
+        # held-out during training, paired per evaluated iteration
+        its = [str(i) for i in sorted({int(k) for r in pa for k in r["inline_eval"]})]
+        inline = paired([r["inline_eval"] for r in pa], [r["inline_eval"] for r in pb], its, 0, ())
+        entry["inline_eval"] = {k: ci for k, ci in inline.items() if ci is not None}
+        more = [threshold_key(t) for t in more_thresholds]
+        at_a, at_b = [r["reach_at"] for r in pa], [r["reach_at"] for r in pb]
+        entry["reach_at"] = paired(at_a, at_b, more, iterations, reach=more)
         table["pairs"][f"{a} - {b}"] = entry
     return table
 

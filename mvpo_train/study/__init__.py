@@ -8,7 +8,12 @@ arms and texts of each study: the trainer's package names no env):
   :func:`mvpo_train.metrics.read_metrics`), the resume-or-overwrite rule (from
   :func:`mvpo_train.checkpoint.latest_checkpoint`), a settings fingerprint, and the local or
   Ray runner of the pending runs;
+* :mod:`mvpo_train.study.archive`: the compact archive of a sweep (export, import, a
+  checkpoint per unfinished run) that lets a study continue on another machine;
 * :mod:`mvpo_train.stats`: every interval and rank statistic of the tables;
+  :mod:`mvpo_train.study.summary`: per-arm intervals and paired differences over seeds;
+* :mod:`mvpo_train.study.run_sets`: run sets on disk and the training diagnostics drawn from
+  them (zero-advantage ratios, kappa, the potential's checks, time per phase);
 * :mod:`mvpo_train.study.paired`: per-arm and paired intervals (t-based, bootstrap beside),
   their cells and JSON, and the settings record of a study's run folder (the oracle-gain
   studies);

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mvpo_train.study import run_sets
+
 from .helpers import study_module
 
 
@@ -73,8 +75,8 @@ def runs(tmp_path: Path) -> Path:
 
 
 def test_tables_are_computed_from_the_runs(diag, runs: Path) -> None:
-    rs = diag.load_runset("alfworld", runs, ("grpo", "gigpo", "mvpo"), (0, 1))
-    s = diag.summarize(rs, early=2)
+    rs = run_sets.load_runset("alfworld", runs, ("grpo", "gigpo", "mvpo"), (0, 1))
+    s = run_sets.summarize(rs, early=2)
     za = s["arms"]["grpo"]["adv/zero_adv_ratio"]
     assert za["per_seed"] == {0: pytest.approx(0.9), 1: pytest.approx(0.5)}
     assert za["mean"] == pytest.approx(0.7)
@@ -101,8 +103,8 @@ def test_tables_are_computed_from_the_runs(diag, runs: Path) -> None:
     assert s["arms"]["mvpo"]["adv/kappa"] == {"first": 1.0, "last": pytest.approx(0.6)}
     assert s["arms"]["mvpo"]["amp_weights"]["seen"]["last"] == pytest.approx(0.4)
     # step-group grouping ratio = 1 - singleton ratio
-    assert s["arms"]["mvpo"][diag.STEP_GROUPING] == {"first": 0.75, "last": 0.5}
-    assert diag.STEP_GROUPING not in s["arms"]["grpo"]
+    assert s["arms"]["mvpo"][run_sets.STEP_GROUPING] == {"first": 0.75, "last": 0.5}
+    assert run_sets.STEP_GROUPING not in s["arms"]["grpo"]
     assert "grpo" in s["arms"] and "gigpo" not in s["arms"]
     # partial: grpo seed 1 has 3 of 5 iterations; gigpo has no run; mvpo seed 1 missing
     notes = "\n".join(s["partial"])
@@ -116,16 +118,16 @@ def test_a_run_in_progress_counts_where_it_has_iterations(diag, tmp_path: Path) 
     base = tmp_path / "study"
     _write_run(base / "mvpo-seed0", [_row(i, z) for i, z in ((1, 0.2), (2, 0.4), (3, 0.6))], 3)
     _write_run(base / "mvpo-seed1", [_row(1, 0.8)], planned=3)  # still running
-    rs = diag.load_runset("alfworld", base, ("mvpo",), (0, 1))
-    s = diag.summarize(rs, early=2)
+    rs = run_sets.load_runset("alfworld", base, ("mvpo",), (0, 1))
+    s = run_sets.summarize(rs, early=2)
     a = s["arms"]["mvpo"]
     assert s["early"] == 2 and a["early_seeds"] == [0] and a["seeds"] == [0, 1]
     assert a["adv/zero_adv_ratio"]["per_seed"] == {0: pytest.approx(0.3)}
     assert a["zero_adv_first_iteration"] == pytest.approx(0.5)  # both runs have iteration 1
-    c = diag.curve(rs.rows("mvpo"), "adv/zero_adv_ratio")
+    c = run_sets.curve(rs.rows("mvpo"), "adv/zero_adv_ratio")
     assert c["mean"].tolist() == pytest.approx([0.5, 0.4, 0.6])
     assert (c["lo"][0], c["hi"][0]) == (pytest.approx(0.2), pytest.approx(0.8))
-    assert diag.summarize(rs, early=9)["early"] == 3  # at most the longest run
+    assert run_sets.summarize(rs, early=9)["early"] == 3  # at most the longest run
 
 
 def test_analyze_only_writes_md_json_and_figure(diag, runs: Path, tmp_path: Path) -> None:
@@ -246,8 +248,8 @@ def test_the_studies_are_the_headline_and_marked_partial(diag, studies, tmp_path
 
 def test_phi_split_is_tabled_over_training(diag, studies, tmp_path: Path) -> None:
     full, web = studies
-    rs = diag.load_runset("alfworld-full", full, diag.ALFWORLD_FULL_ARMS, range(5), 60)
-    p = diag.summarize(rs, early=2)["arms"]["mvpo"]["phi_split"]
+    rs = run_sets.load_runset("alfworld-full", full, diag.ALFWORLD_FULL_ARMS, range(5), 60)
+    p = run_sets.summarize(rs, early=2)["arms"]["mvpo"]["phi_split"]
     # iteration 1: seeds 0.4, 0.2; iteration 3: seed 0 alone (-0.2); seed 0's 2nd is NaN
     assert (p["first"], p["last"]) == (pytest.approx(0.3), pytest.approx(-0.2))
     assert (p["values"], p["iterations"]) == (4, 5)
@@ -255,7 +257,7 @@ def test_phi_split_is_tabled_over_training(diag, studies, tmp_path: Path) -> Non
     assert (p["min"], p["max"], p["positive_share"]) == (-0.2, 0.4, 0.75)
     assert p["per_seed_mean"] == {0: pytest.approx(0.1), 1: pytest.approx(0.25)}
     assert p["rows_mean"] == pytest.approx((100 + 2 + 120 + 80 + 90) / 5)
-    assert "phi_split" not in diag.summarize(rs, early=2)["arms"]["grpo"]
+    assert "phi_split" not in run_sets.summarize(rs, early=2)["arms"]["grpo"]
     assert diag.main(_study_args(tmp_path, full, web)) == 0
     md = (tmp_path / "res" / "d.md").read_text()
     assert "### Non-circular check of the potential: `adv/phi_split_spearman_failed`" in md
@@ -351,7 +353,7 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
     """``benchmarks/results/learning_full_runs``: found, checked against its own files, and
     partial exactly where a run has fewer than 60 iterations or a seed is missing."""
     copies = diag.ALFWORLD_FULL_COPIES
-    rs = diag.load_runset("alfworld-full", copies, diag.ALFWORLD_FULL_ARMS, range(5), 60)
+    rs = run_sets.load_runset("alfworld-full", copies, diag.ALFWORLD_FULL_ARMS, range(5), 60)
     assert rs.found()
     on_disk = {d.name: sum(1 for x in (d / "metrics.jsonl").open() if x.strip())
                for d in copies.iterdir() if (d / "metrics.jsonl").is_file()}  # fmt: skip
@@ -359,7 +361,7 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
     assert loaded == on_disk and all(
         r.planned == 60 for by in rs.runs.values() for r in by.values()
     )
-    s = diag.summarize(rs, early=5)
+    s = run_sets.summarize(rs, early=5)
     complete = len(on_disk) == 15 and all(n >= 60 for n in on_disk.values())
     assert bool(s["partial"]) == (not complete)
     for name, n in on_disk.items():

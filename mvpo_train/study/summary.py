@@ -1,0 +1,60 @@
+"""Per-arm intervals and paired differences over seeds: the cells of a study's tables.
+
+A study's per-seed values are one mapping per seed (``{"auc": ..., "reach": ...}``, None where
+a seed has no such value). :func:`intervals` gives each key's percentile-bootstrap interval
+over the seeds (:func:`mvpo_train.stats.bootstrap_ci`, seed 0); :func:`paired` the interval of
+the per-seed differences between two arms on the seeds both have. Iterations to a threshold
+(``reach``, None for a run that never got there) count as ``iterations + 1``
+(:func:`mvpo_train.stats.censored`) in a difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from mvpo_train.stats import bootstrap_ci, censored
+
+__all__ = ["intervals", "paired"]
+
+Interval = tuple[float, float, float]
+
+
+def intervals(
+    per_seed: Iterable[Mapping[str, Any]], keys: Iterable[str]
+) -> dict[str, Interval | None]:
+    """Key -> bootstrap interval ``(mean, lo, hi)`` of the seeds' values in their order (None or
+    missing values left out); None for a key no seed has a value of."""
+    rows = list(per_seed)
+    out: dict[str, Interval | None] = {}
+    for key in keys:
+        xs = [r[key] for r in rows if r.get(key) is not None]
+        out[key] = bootstrap_ci(xs) if xs else None
+    return out
+
+
+def paired(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    keys: Iterable[str],
+    iterations: int,
+    reach: Iterable[str] = ("reach",),
+) -> dict[str, Interval | None]:
+    """Key -> bootstrap interval of the per-seed differences ``a - b`` (``a[i]`` and ``b[i]``:
+    one seed's values in each arm); a seed where either value is None or missing is left out;
+    the keys in
+    ``reach`` are iterations to a threshold, censored at ``iterations + 1``. None for a key
+    with no difference."""
+    if len(a) != len(b):
+        raise ValueError(f"paired: {len(a)} seeds against {len(b)}")
+    censor = set(reach)
+    out: dict[str, Interval | None] = {}
+    for key in keys:
+        d = []
+        for x, y in zip((r.get(key) for r in a), (r.get(key) for r in b), strict=True):
+            if key in censor:
+                x, y = censored(x, iterations), censored(y, iterations)
+            if x is not None and y is not None:
+                d.append(x - y)
+        out[key] = bootstrap_ci(d) if d else None
+    return out
