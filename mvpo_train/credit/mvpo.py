@@ -14,6 +14,12 @@ the default before; it reproduces the runs made with it).
 ``repair_source`` (docs/alignment.md, "The oracle repair") swaps the potential difference of the
 routed rows for an oracle-driven one at a chosen alignment, or for a control
 (:mod:`mvpo_train.credit.oracle_repair`); the default keeps MVPO as it is.
+
+The potential options (docs/estimators.md §3.11-§3.13; off by default): ``region_stats="pooled"``
+(region statistics pooled across iterations, a row's own trajectory left out:
+:mod:`mvpo_train.credit.pooled_potential`), ``potential_split="milestones"`` (regions split at
+milestone events) and ``potential_estimate="td"`` (the value of the pooled chain of keys:
+:mod:`mvpo_train.credit.td_potential`).
 """
 
 from __future__ import annotations
