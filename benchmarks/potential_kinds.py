@@ -75,6 +75,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "scope": "batch",
     },
 }
+DECAYS = (0.5, 0.9, 1.0)
 KINDS = (
     "go to into a milestone place",
     "milestone step",
@@ -255,6 +256,15 @@ def markdown(out: dict[str, Any], command: str) -> str:
     cap = MVPOConfig().pool_max_entries
     lines += [
         "",
+        "## The decay of the pool",
+        "",
+        f"The three options together (`{json.dumps(OPTIONS['pooled TD + split (all)'])}`) at "
+        f"other `pool_decay` values, N = {s['groups']} (every task in every batch), mean AUC "
+        f"after batch {s['burn_in']}: "
+        + ", ".join(f"{d}: {a:.3f}" for d, a in out["decays"].items())
+        + f" (default {MVPOConfig().pool_decay}: the table above). A fixed uniform policy "
+        "gains from never forgetting; a learning one changes what its old rollouts say.",
+        "",
         "## Memory of the pool",
         "",
         "Pool entries and bytes at the end of the run above, per pooled option and N: "
@@ -310,11 +320,19 @@ def main(argv: list[str] | None = None) -> int:
             tasks = [int(x) for x in rng.choice(n_tasks, size=args.groups, replace=False)]
             batches.append(uniform_batch(env, tasks, args.rollouts, args.seed, i))
         pools[n_tasks] = {name: measure(batches, kw, args.burn_in) for name, kw in OPTIONS.items()}
+    combination = OPTIONS["pooled TD + split (all)"]
+    decays = {  # the last batches: every task in every batch
+        str(d): measure(batches, {**combination, "pool_decay": d}, args.burn_in)[
+            "auc_after_burn_in"
+        ]
+        for d in DECAYS
+    }
     env.close()
     out = {
         "settings": {k: getattr(args, k) for k in
                      ("batches", "groups", "rollouts", "difficulty", "seed", "burn_in")},
         "pools": pools,
+        "decays": decays,
         "memory": alfworld_keys(args.alfworld_tasks, args.rollouts, args.seed),
     }  # fmt: skip
     out["seconds"] = time.perf_counter() - t0
