@@ -98,7 +98,8 @@ def chain_values(
     phi = s / leave
     for _ in range(MAX_SWEEPS):
         new = (s + np.bincount(src, weights=ew * phi[dst], minlength=len(keys))) / leave
-        done = np.max(np.abs(new - phi), initial=0.0) <= 1e-12 * max(1.0, np.max(np.abs(new)))
+        scale = max(1.0, float(np.max(np.abs(new), initial=0.0)))
+        done = float(np.max(np.abs(new - phi), initial=0.0)) <= 1e-12 * scale
         phi = new
         if done:
             break

@@ -177,6 +177,18 @@ def test_the_pool_holds_past_batches_only_with_their_decay(batches):
     assert len(none.pool) == 0  # cross-fitting alone keeps no past
 
 
+@pytest.mark.parametrize("kwargs", [POOLED, ALL])
+def test_groups_of_one_rollout_fall_back_to_nothing_of_their_own(kwargs):
+    """One rollout per task: no other trajectory, no past; every row falls back to 0 (the
+    mean of no other trajectory) and the advantages stay finite."""
+    env = gym.make("mvpo/MilestoneChain-v0", difficulty=1, num_milestones=4)
+    batch = KINDS.uniform_batch(env, [0, 1], 1, 0, 0)
+    est = get_estimator("mvpo", **kwargs)
+    adv, diag = est(batch)
+    assert np.all(np.isfinite(adv))
+    assert diag["pool_fallback_ratio"] == 1.0
+
+
 def test_the_chain_value_by_hand():
     """Keys 1 -> 2 -> end with rewards 1 and 2, and key 3 that stays at itself half of the
     time then goes to 2: phi(2) = 2, phi(1) = 1 + 2, phi(3) = (0 + 0.5 phi(3) + 0.5 phi(2))
