@@ -1,7 +1,7 @@
-"""MVPO's potential options (docs/estimators.md §3.11-§3.12) on batches of the real control task
-played by a seeded uniform policy (benchmarks/potential_kinds.py makes them), and the pool and
-the split by hand: pooled statistics resume bit for bit, a trajectory never scores itself, the
-paper's form is unchanged bit for bit, memory stays under its cap."""
+"""MVPO's potential options (docs/estimators.md §3.11-§3.13) on batches of the real control task
+played by a seeded uniform policy (benchmarks/potential_kinds.py makes them), and the pool, the
+split and the chain's value by hand: pooled statistics resume bit for bit, a trajectory never
+scores itself, the paper's form is unchanged bit for bit, memory stays under its cap."""
 
 from __future__ import annotations
 
