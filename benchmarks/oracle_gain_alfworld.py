@@ -176,6 +176,38 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def prior_estimate(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The cost of the study from committed measurements of the same preset, before ``--size``:
+    benchmarks/results/cpu_cost.json (``study/after/cold``: setup and one iteration with an
+    empty embedding cache, ``--preset cpu-showcase --estimator mvpo``, without the oracle) and
+    benchmarks/results/learning_full.json (the study's MVPO arm: minutes per 60-iteration run,
+    two runs at a time on 2 cores, its held-out evaluations included). None without them."""
+    try:
+        cold = json.loads((RESULTS / "cpu_cost.json").read_text())["study/after/cold"]
+        study = json.loads((RESULTS / "learning_full.json").read_text())
+        minutes, full = study["arms"]["mvpo"]["minutes"], study["settings"]
+    except (OSError, KeyError, ValueError):
+        return None
+    phases = cold["iterations"][0]
+    it_cold = float(sum(phases.values()))
+    play = sum(phases.get(k, 0.0) for k in ("env", "rollout", "minilm", "head forward"))
+    episodes = full["num_groups"] * full["group_size"]
+    games = int(full["heldout_games"][HELDOUT])
+    runs = len(ARMS) * len(args.seeds)
+    run_lo = cold["setup"] + args.iterations * (it_cold - phases.get("minilm", 0.0))
+    run_hi = cold["setup"] + args.iterations * it_cold
+    eval_run = play / episodes * games * args.final_episodes
+    return {
+        "setup_cpu_s": cold["setup"], "iteration_cold_cpu_s": it_cold,
+        "iteration_warm_cpu_s": it_cold - phases.get("minilm", 0.0),
+        "play_cpu_s_per_episode": play / episodes, "heldout_games": games,
+        "study_minutes_per_iteration": float(np.mean(minutes)) / full["iterations"],
+        "runs": runs, "iterations": args.iterations, "final_episodes": args.final_episodes,
+        "eval_run_cpu_s": eval_run,
+        "study_cpu_h": [runs * (run_lo + eval_run) / 3600.0, runs * (run_hi + eval_run) / 3600.0],
+    }  # fmt: skip
+
+
 def _heldout_games() -> int:
     import gymnasium as gym
 
@@ -220,8 +252,8 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
     return {
         "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
         "progress": {"runs_done": done, "runs_planned": len(args.arms) * len(args.seeds)},
-        "arms": arms_out, "pairs": pairs, "sizing": sizing,
-        "command": command_line("benchmarks/oracle_gain_alfworld.py", args.flags),
+        "arms": arms_out, "pairs": pairs, "sizing": sizing, "prior_estimate": prior_estimate(args),
+        "command": command_line("benchmarks/oracle_gain_alfworld.py", args.flags).rstrip(),
     }  # fmt: skip
 
 
@@ -259,7 +291,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
         '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
         "",
     ]
-    lines += _sizing_lines(out["sizing"])
+    lines += _sizing_lines(out["sizing"], out["prior_estimate"])
     lines += [f"## Results ({prog['runs_done']} of {prog['runs_planned']} runs)", ""]
     if not out["arms"]:
         return "\n".join([*lines, "No run has finished yet.", ""])
@@ -299,9 +331,10 @@ def _boot(c: dict[str, Any]) -> str:
     return "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
 
 
-def _sizing_lines(sz: dict[str, Any] | None) -> list[str]:
+def _sizing_lines(sz: dict[str, Any] | None, prior: dict[str, Any] | None) -> list[str]:
     if not sz:
-        return ["## Size", "", "Not measured yet (`--size`).", ""]
+        return ["## Size", "", "Not measured for this study yet (`--size`).", "",
+                *_prior_lines(prior)]  # fmt: skip
     it = sz["iteration_cpu_s"]
     run_h = (sz["run_cpu_s"] + sz["eval_run_cpu_s"]) / 3600.0
     return [
@@ -323,6 +356,36 @@ def _sizing_lines(sz: dict[str, Any] | None) -> list[str]:
         f"{sz['study_cpu_h'] / 2:.1f} h of wall time at 2 runs at a time on a free 2-core "
         f"machine and about {sz['study_cpu_h']:.1f} h on one core beside the running "
         "oracle-gain sweep (which keeps the other busy).",
+        "",
+    ]
+
+
+def _prior_lines(pr: dict[str, Any] | None) -> list[str]:
+    if not pr:
+        return []
+    lo, hi = pr["study_cpu_h"]
+    return [
+        "Estimate from committed measurements of the same preset without the oracle "
+        "(`prior_estimate` in the JSON): benchmarks/results/cpu_cost.md (`--preset "
+        "cpu-showcase --estimator mvpo`, one thread, process CPU) gives setup "
+        f"{pr['setup_cpu_s']:.0f} s and an iteration of {pr['iteration_cold_cpu_s']:.0f} s with "
+        f"an empty embedding cache ({pr['iteration_warm_cpu_s']:.0f} s with every embedding "
+        f"cached, estimated there), of which playing costs {pr['play_cpu_s_per_episode']:.2f} s "
+        "per episode; benchmarks/results/learning_full.md's MVPO arm took "
+        f"{pr['study_minutes_per_iteration']:.2f} minutes of wall time per iteration, two "
+        "runs at a time on this 2-core machine, its held-out evaluations included "
+        f"({pr['iterations'] * pr['study_minutes_per_iteration']:.0f} minutes for "
+        f"{pr['iterations']} iterations at that pace). So one run "
+        f"of {pr['iterations']} iterations is setup + {pr['iterations']} x "
+        f"{pr['iteration_warm_cpu_s']:.0f}-{pr['iteration_cold_cpu_s']:.0f} s, and its held-out "
+        f"evaluation {pr['heldout_games']} games x {pr['final_episodes']} episodes x "
+        f"{pr['play_cpu_s_per_episode']:.2f} s = {pr['eval_run_cpu_s']:.0f} s; the study, "
+        f"{pr['runs']} runs: {lo:.1f}-{hi:.1f} CPU h, that is {lo / 2:.1f}-{hi / 2:.1f} h at "
+        "2 runs at a time on a free 2-core machine, and about "
+        f"{lo:.1f}-{hi:.1f} h on the one core the running control-task sweep leaves. The "
+        'oracle adds to every env step (docs/alignment.md, "The progress oracle": 1.55 ms '
+        "against 0.23 ms per step, about 8 s per iteration of 6,400 steps), which this does "
+        "not include.",
         "",
     ]
 

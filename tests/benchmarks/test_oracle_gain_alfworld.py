@@ -77,7 +77,8 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
     assert pair["area"]["t95"] == pytest.approx(list(t_interval(diff)[1:]), abs=1e-6)
     assert pair["heldout"]["mean"] == pytest.approx(0.2) and pair["seeds"] == [0, 1, 2]
     md = out.read_text()
-    assert "| oracle-r1 - gigpo | 3 |" in md and "Not measured yet" in md
+    assert "| oracle-r1 - gigpo | 3 |" in md and "Not measured for this study yet" in md
+    assert "the study, 9 runs: " in md  # the estimate from the committed measurements
     # a sweep over the finished runs starts nothing and records the settings; another lr: refused
     og.main(flags)
     with pytest.raises(SystemExit, match=r"oracle_gain_alfworld: .*changed: \['lr'\]"):
