@@ -18,6 +18,16 @@ process per sub-env, its own worker protocol so async == sync on the same seeds,
 ``(env_fns, vector_kwargs) -> gymnasium.vector.VectorEnv``: adding one (e.g. Ray actors) is
 adding an entry; it must honour seeds per sub-env and ``NEXT_STEP`` autoreset.
 
+Construction: the sub-envs are built inside :func:`mvpo_envs.build_batch.build_batch`, so
+their shared data (ALFWorld's game listing) is verified once for the whole batch, not once per
+env (docs/environments.md, "Vector envs").
+
+Info keys: Gymnasium merges every key of every sub-env's ``info`` into arrays each step (nested
+dicts recursively), which costs as much as stepping ALFWorld's engine. ``info_keys=`` (opt-in)
+keeps only the named top-level keys, dropped inside each sub-env before merging (and before an
+async worker sends them); the trainer passes the keys its rollout reads
+(:data:`mvpo_train.rollout.ROLLOUT_INFO_KEYS`). Default ``None``: every key, as Gymnasium does.
+
 Autoreset: Gymnasium's default ``NEXT_STEP`` mode. An env that finished is reset on the next
 ``step`` call (its action is ignored, its result is a fresh episode). The trainer's rollout
 stops feeding a finished env to the model and discards those autoreset results; for a new
@@ -26,15 +36,16 @@ batch of groups it calls :meth:`GroupedVectorEnv.reset_groups` again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from mvpo_envs.async_worker import TextAsyncVectorEnv, WorkerCrashedError
+from mvpo_envs.build_batch import build_batch
 
-__all__ = ["BACKENDS", "GroupedVectorEnv", "WorkerCrashedError", "unbatch_infos"]
+__all__ = ["BACKENDS", "GroupedVectorEnv", "KeepInfoKeys", "WorkerCrashedError", "unbatch_infos"]
 
 EnvFn = Callable[[], gym.Env]
 
@@ -72,6 +83,11 @@ class GroupedVectorEnv:
     returns within seconds). ``vector_kwargs`` go to the backend (for ``"async"``:
     ``call_timeout``, ``stopped_grace``, ``close_timeout`` and Gymnasium's ``AsyncVectorEnv``
     keywords); ``env_kwargs`` to ``gym.make``.
+
+    ``info_keys``: ``None`` (default) merges every info key of every sub-env, as Gymnasium
+    does; a collection of key names keeps only those top-level keys of each sub-env's info
+    (in ``reset`` and ``step``; a named key an env does not give is simply absent), which
+    makes stepping cheaper where infos carry large nested dicts (ALFWorld's ``state``).
     """
 
     def __init__(
@@ -81,6 +97,7 @@ class GroupedVectorEnv:
         group_size: int,
         vectorization_mode: str = "sync",
         vector_kwargs: dict[str, Any] | None = None,
+        info_keys: Collection[str] | None = None,
         **env_kwargs: Any,
     ):
         if num_groups <= 0 or group_size <= 0:
@@ -96,8 +113,12 @@ class GroupedVectorEnv:
             )
         self.env_id = env_id
         self.vectorization_mode = vectorization_mode
-        env_fns = [_EnvFactory(env_id, env_kwargs) for _ in range(self.num_envs)]
-        self.env = BACKENDS[vectorization_mode](env_fns, dict(vector_kwargs or {}))
+        if isinstance(info_keys, str):  # a str is a collection of its letters
+            raise ValueError(f"info_keys must be a collection of key names, got {info_keys!r}")
+        self.info_keys = None if info_keys is None else frozenset(info_keys)
+        env_fns = [_EnvFactory(env_id, env_kwargs, self.info_keys) for _ in range(self.num_envs)]
+        with build_batch():  # shared data verified once for the batch, not once per env
+            self.env = BACKENDS[vectorization_mode](env_fns, dict(vector_kwargs or {}))
         self.num_tasks = len(self.env.get_attr("task_ids")[0])
         self.group_of_env = np.repeat(np.arange(num_groups), group_size)
 
@@ -153,16 +174,38 @@ class GroupedVectorEnv:
 
 
 class _EnvFactory:
-    """``gym.make(env_id, **env_kwargs)`` as a picklable callable (for any worker start method)."""
+    """``gym.make(env_id, **env_kwargs)`` as a picklable callable (for any worker start method),
+    wrapped in :class:`KeepInfoKeys` when ``info_keys`` is given."""
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any]):
+    def __init__(
+        self, env_id: str, env_kwargs: dict[str, Any], info_keys: frozenset[str] | None = None
+    ):
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs)
+        self.info_keys = info_keys
 
     def __call__(self) -> gym.Env:
         import mvpo_envs  # noqa: F401  (registers the ids in a spawned worker)
 
-        return gym.make(self.env_id, **self.env_kwargs)
+        env = gym.make(self.env_id, **self.env_kwargs)
+        return env if self.info_keys is None else KeepInfoKeys(env, self.info_keys)
+
+
+class KeepInfoKeys(gym.Wrapper):
+    """Keep only the top-level ``info`` keys in ``keys`` (in ``reset`` and ``step``); every
+    other call, attribute and method goes to the wrapped env unchanged."""
+
+    def __init__(self, env: gym.Env, keys: Collection[str]):
+        super().__init__(env)
+        self.keys = frozenset(keys)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        return obs, {k: v for k, v in info.items() if k in self.keys}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {k: v for k, v in info.items() if k in self.keys}
 
 
 def unbatch_infos(infos: dict[str, Any], num_envs: int) -> list[dict[str, Any]]:

@@ -15,12 +15,13 @@ import numpy as np
 import torch
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.build_batch import build_batch
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.backends import get_backend_kind
 from mvpo_train.config import ConfigError, TrainConfig
 from mvpo_train.policies import Policy, get_policy_kind, make_policy
-from mvpo_train.rollout import RolloutConfig, check_score_candidates
+from mvpo_train.rollout import ROLLOUT_INFO_KEYS, RolloutConfig, check_score_candidates
 
 __all__ = [
     "check_runtime",
@@ -104,7 +105,11 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
     """The grouped vector env of ``cfg``; an env that refuses its split or keywords is a
     :class:`ConfigError` carrying the env's message, and so is, in score mode, a first page
     that lists an admissible template such as ``search[<query>]`` or SearchQA's
-    ``<search> query </search>`` (:func:`~mvpo_train.rollout.check_score_candidates`)."""
+    ``<search> query </search>`` (:func:`~mvpo_train.rollout.check_score_candidates`).
+
+    It merges only the info keys the rollout reads
+    (:data:`~mvpo_train.rollout.ROLLOUT_INFO_KEYS`), and the probe env and the sub-envs are
+    built as one :func:`~mvpo_envs.build_batch.build_batch` (data verified once)."""
     kwargs = dict(cfg.env_kwargs)
     if cfg.abstraction and cfg.abstraction != "learned":
         kwargs.setdefault("abstraction", cfg.abstraction)
@@ -113,6 +118,13 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
         kwargs["split"] = split
     if cfg.max_steps:
         kwargs["max_episode_steps"] = cfg.max_steps
+    with build_batch():
+        return _make_venv(cfg, kwargs, num_groups, group_size)
+
+
+def _make_venv(
+    cfg: TrainConfig, kwargs: dict[str, Any], num_groups: int, group_size: int
+) -> GroupedVectorEnv:
     try:
         # another env's abstraction fails only at reset, and score mode needs the first page's
         # admissible actions: probe once (its own env: the venv's episodes are untouched)
@@ -131,7 +143,12 @@ def make_venv(cfg: TrainConfig, split: str, num_groups: int, group_size: int) ->
                     generate_hint=get_policy_kind(cfg.policy).generates,
                 )
         return GroupedVectorEnv(
-            cfg.env_id, num_groups, group_size, vectorization_mode=cfg.vectorization, **kwargs
+            cfg.env_id,
+            num_groups,
+            group_size,
+            vectorization_mode=cfg.vectorization,
+            info_keys=ROLLOUT_INFO_KEYS,
+            **kwargs,
         )
     except ConfigError:
         raise

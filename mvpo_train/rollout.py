@@ -50,7 +50,7 @@ from mvpo_train.policy import Policy
 from mvpo_train.projection import INVALID_ACTION, get_projection
 from mvpo_train.prompts import PromptBuilder, PromptTemplate
 
-__all__ = ["RolloutConfig", "RolloutCollector", "check_score_candidates"]
+__all__ = ["ROLLOUT_INFO_KEYS", "RolloutConfig", "RolloutCollector", "check_score_candidates"]
 
 
 def check_score_candidates(
@@ -306,6 +306,18 @@ _EXTRA_KEYS = (
     "format_penalty", "format_ok", "invalid_action", "task_type", "task_id",
     "task_index", "prompt", "admissible_actions", ORACLE_PROGRESS,
     ORACLE_PLAN_DECREASE,
+)  # fmt: skip
+
+
+#: every ``info`` key :meth:`RolloutCollector.collect` reads: the trainer's vector env merges
+#: only these (:func:`mvpo_train.factories.make_venv`, ``GroupedVectorEnv(info_keys=...)``);
+#: tests/mvpo_train/test_rollout_info_keys.py fails when the rollout reads a key not listed.
+#: The abstraction (``info["state"]``) runs inside each sub-env, before the filter.
+ROLLOUT_INFO_KEYS = frozenset(
+    {
+        "task", "admissible_actions", "invalid_action", "anchor", "signature", "milestones",
+        "task_type", "task_id", "won", ORACLE_PROGRESS, "oracle_plan_length",
+    }
 )  # fmt: skip
 
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from mvpo_envs.alfworld.game_file import TASK_TYPES, check_traj, read_json_object
 from mvpo_envs.alfworld.provenance import generator_fingerprint
-from mvpo_envs.cache_files import remove
+from mvpo_envs.build_batch import current_build_batch
+from mvpo_envs.cache_files import file_sha256, remove
 from mvpo_envs.data_files import DataFileError
 
 #: ALFWorld's split names, and the names of its AlfredTWEnv modes mapped onto them
@@ -123,6 +124,10 @@ def resolve_split(split: str, preset: str) -> str:
 
 
 log = logging.getLogger("mvpo.cache")
+#: a generated split's manifest: ``generate.MANIFEST_FILE``, named here so that opening a
+#: split does not import the generator (and with it TextWorld, which the fast engine never
+#: needs)
+MANIFEST_FILE = "MANIFEST.json"
 
 
 def cache_dir() -> Path:
@@ -206,7 +211,7 @@ def generated_split_dir(
     try:
         os.replace(tmp, final)
     except OSError:  # another process finished the same split first
-        if not (final / "MANIFEST.json").is_file():
+        if not (final / MANIFEST_FILE).is_file():
             raise
         shutil.rmtree(tmp, ignore_errors=True)
     problem = _generated_problem(final, split)
@@ -218,38 +223,58 @@ def generated_split_dir(
 
 
 _CHECKED: dict[tuple[str, int], None] = {}
+#: generated split folders checked in a construction batch: (folder, split) -> batch id
+_CHECKED_IN_BATCH: dict[tuple[str, str], int] = {}
 
 
 def _generated_problem(final: Path, split: str) -> str | None:
     """What is wrong with a generated split folder, or None: every game its ``MANIFEST.json``
-    lists is there (checked at every open), with its SHA-256 (once per process and manifest),
-    and no other game folder is."""
-    from mvpo_envs.alfworld.generate import MANIFEST_FILE, sha256_file
-
+    lists is there (checked at every open, once per construction batch inside
+    :func:`mvpo_envs.build_batch.build_batch`), with its SHA-256 (once per process and
+    manifest), and no other game folder is."""
+    batch = current_build_batch()
+    if batch is not None and _CHECKED_IN_BATCH.get((str(final), split)) == batch:
+        return None
     path = final / MANIFEST_FILE
     try:
         key = (str(path), path.stat().st_mtime_ns)
         games = json.loads(path.read_text(encoding="utf-8"))["sets"]["."]["splits"][split]["games"]
-        listed = {final / split / g["relpath"]: g["sha256"] for g in games}
+        listed = {os.path.join(final, split, g["relpath"]): g["sha256"] for g in games}
     except FileNotFoundError:
         return f"no {MANIFEST_FILE}"
     except (OSError, ValueError, KeyError, TypeError) as err:
         return f"{path} unreadable ({type(err).__name__}: {err})"
     for game_dir, digests in listed.items():
         for name in digests:
-            if not (game_dir / name).is_file():
-                return f"{game_dir / name} is missing"
-    on_disk = {p.parent for p in (final / split).glob("*/*/game.tw-pddl")}
-    extra = sorted(on_disk - set(listed))
+            if not os.path.isfile(os.path.join(game_dir, name)):
+                return f"{os.path.join(game_dir, name)} is missing"
+    extra = sorted(_game_dirs(final / split) - set(listed))
     if extra:
         return f"{extra[0]} is not in {MANIFEST_FILE}"
     if key not in _CHECKED:
         for game_dir, digests in listed.items():
             for name, digest in digests.items():
-                if sha256_file(game_dir / name) != digest:
-                    return f"{game_dir / name} differs from its SHA-256 in {MANIFEST_FILE}"
+                if file_sha256(Path(game_dir, name)) != digest:
+                    return f"{Path(game_dir, name)} differs from its SHA-256 in {MANIFEST_FILE}"
         _CHECKED[key] = None
+    if batch is not None:
+        _CHECKED_IN_BATCH[(str(final), split)] = batch
     return None
+
+
+def _game_dirs(split_dir: Path) -> set[str]:
+    """The ``<task>/<trial>`` folders under ``split_dir`` that hold a ``game.tw-pddl``
+    (``glob("*/*/game.tw-pddl")`` without pathlib's per-entry objects)."""
+    out = set()
+    with os.scandir(split_dir) as tasks:
+        for task in tasks:
+            if not task.is_dir():
+                continue
+            with os.scandir(task.path) as trials:
+                for trial in trials:
+                    if os.path.isfile(os.path.join(trial.path, "game.tw-pddl")):
+                        out.add(trial.path)
+    return out
 
 
 def select_split_dir(
@@ -289,9 +314,20 @@ def real_split_dir(data_dir: str | os.PathLike, split: str) -> Path:
     return root / REAL_SPLITS[split]
 
 
-#: collect_games' scans, per process: (folder, task types) -> (folder stamp, paths looked at,
-#: their stamps, games)
-_SCANNED: dict[tuple[str, tuple[str, ...]], tuple[tuple, list[Path], tuple, tuple]] = {}
+@dataclass
+class _Listing:
+    """One folder's scan, kept per process: what :func:`collect_games` returned and what
+    it checks before returning it again."""
+
+    folder: tuple  # _folder_stamp at the scan
+    looked_at: list[str]  # every trial folder and file the scan looked at
+    stamps: tuple  # their _file_stamps at the scan
+    games: tuple[AlfworldGame, ...]
+    batch: int | None  # the construction batch that last verified it (build_batch)
+
+
+#: collect_games' scans, per process: (folder, task types) -> its listing
+_SCANNED: dict[tuple[str, tuple[str, ...]], _Listing] = {}
 
 
 def _folder_stamp(split_dir: Path) -> tuple:
@@ -300,7 +336,7 @@ def _folder_stamp(split_dir: Path) -> tuple:
     folder's) and of a generated split's ``MANIFEST.json`` one level up."""
     with os.scandir(split_dir) as entries:
         stamps = sorted((e.name, e.stat().st_mtime_ns) for e in entries)
-    manifest = split_dir.parent / "MANIFEST.json"
+    manifest = split_dir.parent / MANIFEST_FILE
     return (
         split_dir.stat().st_mtime_ns,
         manifest.stat().st_mtime_ns if manifest.is_file() else -1,
@@ -308,12 +344,14 @@ def _folder_stamp(split_dir: Path) -> tuple:
     )
 
 
-def _file_stamps(paths: list[Path]) -> tuple:
-    """(modification time, size) of each path a scan looked at; None for a missing one."""
+def _file_stamps(paths: list[str]) -> tuple:
+    """(modification time, size) of each path a scan looked at; None for a missing one
+    (``os.stat`` on plain strings: pathlib's per-path objects cost more than the calls)."""
     out = []
+    stat = os.stat
     for path in paths:
         try:
-            st = path.stat()
+            st = stat(path)
         except OSError:
             out.append(None)
             continue
@@ -332,19 +370,28 @@ def collect_games(
     list of the same games after checking, by modification time and size, that nothing it
     read or looked at has changed (every trial folder, ``traj_data.json`` and
     ``game.tw-pddl``, each entry directly in the folder, a generated split's manifest); any
-    change is a full rescan, so a file corrupted in place is still refused here."""
+    change is a full rescan, so a file corrupted in place is still refused here.
+
+    Inside :func:`mvpo_envs.build_batch.build_batch` (a grouped vector env building its
+    sub-envs) that check runs once per folder and batch: the first env of the batch checks,
+    the others reuse the listing it checked."""
     split_dir = Path(split_dir)
     types = tuple(task_types)
+    batch = current_build_batch()
+    key = (str(split_dir.resolve()), types)
+    hit = _SCANNED.get(key)
+    if hit is not None and batch is not None and hit.batch == batch:
+        return list(hit.games)
     if not split_dir.is_dir() or set(types) - set(TASK_TYPES):
         return _scan_games(split_dir, types, [])  # the scan's own error
-    key = (str(split_dir.resolve()), types)
     folder = _folder_stamp(split_dir)
-    hit = _SCANNED.get(key)
-    if hit is not None and hit[0] == folder and _file_stamps(hit[1]) == hit[2]:
-        return list(hit[3])
+    if hit is not None and hit.folder == folder and _file_stamps(hit.looked_at) == hit.stamps:
+        hit.batch = batch
+        return list(hit.games)
     looked_at: list[Path] = []
     games = _scan_games(split_dir, types, looked_at)
-    _SCANNED[key] = (folder, looked_at, _file_stamps(looked_at), tuple(games))
+    paths = [os.fspath(p) for p in looked_at]
+    _SCANNED[key] = _Listing(folder, paths, _file_stamps(paths), tuple(games), batch)
     return games
 
 
