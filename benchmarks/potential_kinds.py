@@ -76,6 +76,7 @@ OPTIONS: dict[str, dict[str, Any]] = {
     },
 }
 DECAYS = (0.5, 0.9, 1.0)
+FOLDS = (4, 8)
 KINDS = (
     "go to into a milestone place",
     "milestone step",
@@ -256,7 +257,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
     cap = MVPOConfig().pool_max_entries
     lines += [
         "",
-        "## The decay of the pool",
+        "## The decay of the pool, the folds",
         "",
         f"The three options together (`{json.dumps(OPTIONS['pooled TD + split (all)'])}`) at "
         f"other `pool_decay` values, N = {s['groups']} (every task in every batch), mean AUC "
@@ -264,6 +265,15 @@ def markdown(out: dict[str, Any], command: str) -> str:
         + ", ".join(f"{d}: {a:.3f}" for d, a in out["decays"].items())
         + f" (default {MVPOConfig().pool_decay}: the table above). A fixed uniform policy "
         "gains from never forgetting; a learning one changes what its old rollouts say.",
+        "",
+        f"The same with more folds (`td_folds`; default {MVPOConfig().td_folds}), mean AUC after "
+        f"batch {s['burn_in']} and ms per call: "
+        + "; ".join(
+            f"N = {n}: "
+            + ", ".join(f"{k} folds {a:.3f} ({out['folds_ms'][n][k]:.0f} ms)" for k, a in v.items())
+            for n, v in out["folds"].items()
+        )
+        + ".",
         "",
         "## Memory of the pool",
         "",
@@ -313,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     env = gym.make(ENV_ID, difficulty=args.difficulty, num_milestones=4)
     pools: dict[int, Any] = {}
+    folds: dict[int, Any] = {}
+    combination = OPTIONS["pooled TD + split (all)"]
     for n_tasks in (len(env.unwrapped.task_ids), args.groups):
         batches = []
         for i in range(args.batches):
@@ -320,7 +332,9 @@ def main(argv: list[str] | None = None) -> int:
             tasks = [int(x) for x in rng.choice(n_tasks, size=args.groups, replace=False)]
             batches.append(uniform_batch(env, tasks, args.rollouts, args.seed, i))
         pools[n_tasks] = {name: measure(batches, kw, args.burn_in) for name, kw in OPTIONS.items()}
-    combination = OPTIONS["pooled TD + split (all)"]
+        folds[n_tasks] = {
+            str(k): measure(batches, {**combination, "td_folds": k}, args.burn_in) for k in FOLDS
+        }
     decays = {  # the last batches: every task in every batch
         str(d): measure(batches, {**combination, "pool_decay": d}, args.burn_in)[
             "auc_after_burn_in"
@@ -333,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                      ("batches", "groups", "rollouts", "difficulty", "seed", "burn_in")},
         "pools": pools,
         "decays": decays,
+        "folds": {n: {k: r["auc_after_burn_in"] for k, r in v.items()} for n, v in folds.items()},
+        "folds_ms": {n: {k: r["ms_per_batch"] for k, r in v.items()} for n, v in folds.items()},
         "memory": alfworld_keys(args.alfworld_tasks, args.rollouts, args.seed),
     }  # fmt: skip
     out["seconds"] = time.perf_counter() - t0

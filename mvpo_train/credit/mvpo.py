@@ -206,9 +206,11 @@ class MVPOConfig(StepConfig):
     form and with ``"pooled"``, whose keys then carry the split). ``potential_estimate`` (str,
     default ``"mc"``: a region's potential is the mean return-to-go ``U`` of its visits;
     ``"td"``, §3.13, needs ``region_stats="pooled"``: the value of the pooled empirical chain
-    over the keys, fitted on the pool plus the other fold of the batch's trajectories
+    over the keys, fitted on the pool plus the other folds of the batch's trajectories
     (:mod:`mvpo_train.credit.td_potential`); the pool then also holds the transitions, each
-    table capped at ``pool_max_entries``).
+    table capped at ``pool_max_entries``). ``td_folds`` (int >= 2, default 2, read only by
+    ``"td"``): the folds of each rollout group's trajectories (rank mod ``td_folds``), one fit
+    per fold; the group size makes it leave-one-trajectory-out.
     """
 
     scope: str = "group"
@@ -240,6 +242,7 @@ class MVPOConfig(StepConfig):
     pool_max_entries: int = 1_000_000
     potential_split: str = "none"
     potential_estimate: str = "mc"
+    td_folds: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", FORM_ALIASES.get(self.form, self.form))
@@ -312,6 +315,9 @@ class MVPOConfig(StepConfig):
         n = self.pool_max_entries
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"MVPOConfig.pool_max_entries must be an int >= 1, got {n!r}")
+        k = self.td_folds
+        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+            raise ValueError(f"MVPOConfig.td_folds must be an int >= 2, got {k!r}")
         if self.potential_estimate == "td" and self.region_stats != "pooled":
             raise ValueError(
                 "MVPOConfig.potential_estimate='td' fits the chain of the pooled keys: it needs "
@@ -433,7 +439,7 @@ def _shaping_terms(
     big_u = reverse_scan(u, batch.layout, gamma_m)
     fallback = None
     if pooled is not None and isinstance(pooled[0], TransitionPool):
-        fold = _traj_in_group(batch) % 2
+        fold = _traj_in_group(batch) % cfg.td_folds
         phi, fallback = td_potential(
             pooled[1], ~last, u, big_u, fold, scope, batch.layout.traj_index, pooled[0]
         )

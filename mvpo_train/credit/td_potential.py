@@ -14,9 +14,10 @@ key borrows the visits of every key that follows it instead of averaging the noi
 its own visits only, so a place is valued by where it leads. Regions' loop merges are not used
 (the chain is over keys, loops are part of it).
 
-Cross-fitting: the trajectories of each rollout group are split in two folds by their rank in
-the group (even, odd); the rows of one fold are scored by the chain fitted on the pool plus the
-*other* fold, so a row's own trajectory never enters the value that scores it. A key the fit
+Cross-fitting: the trajectories of each rollout group are split in ``K = td_folds`` folds by
+their rank in the group (rank mod K); the rows of one fold are scored by the chain fitted on the
+pool plus the *other* folds, so a row's own trajectory never enters the value that scores it
+(K = the group size is leave-one-trajectory-out; each fold costs one fit). A key the fit
 has never seen gets the mean of ``U`` over the other trajectories of its scope (0 when none).
 
 The fixed point is found by Jacobi iteration with each key's self-transitions solved exactly
@@ -119,13 +120,14 @@ def td_potential(
     """Per row: the cross-fitted ``phi`` of its key (module docstring; a trajectory lies in one
     fold, so its next row's ``phi`` is the same fit's value of the next key), and which rows
     fell back to the scope's mean. Rows sorted by (trajectory, step); ``has_next``: the row is
-    not its trajectory's last; ``fold`` 0 or 1 per row; the pool is not updated here."""
+    not its trajectory's last; ``fold`` ``0..K-1`` per row (one chain fitted per fold); the
+    pool is not updated here."""
     prior_sum, prior_n = others_in_region(scope, traj, big_u)
     phi = np.where(prior_n > 0, prior_sum / np.maximum(prior_n, 1.0), 0.0)
     known = np.zeros(len(key), dtype=bool)
     nxt = np.roll(key, -1)
     nodes, edges = pool.nodes, pool.edges
-    for f in (0, 1):
+    for f in range(int(fold.max()) + 1):
         fit = fold != f
         fit_edge = fit & has_next
         keys, values = chain_values(

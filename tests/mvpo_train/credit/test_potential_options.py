@@ -140,7 +140,7 @@ def with_success(batch: StepBatch, traj: int) -> StepBatch:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL])
+@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL, {**ALL, "td_folds": 8}])
 def test_a_trajectory_never_scores_itself(batches, kwargs):
     """Change one trajectory's own return: the potentials that score its rows do not move, not
     even by rounding, while the paper's in-sample ones do; the other trajectories of its group
@@ -275,6 +275,8 @@ def test_bad_options_and_inputs_are_refused_in_one_line(batches):
         MVPOConfig(pool_max_entries=0)
     with pytest.raises(ValueError, match="needs region_stats='pooled'"):
         MVPOConfig(potential_estimate="td")
+    with pytest.raises(ValueError, match="td_folds must be an int >= 2"):
+        MVPOConfig(**ALL, td_folds=1)
     bare = StepBatch(**{f: getattr(batches[0], f) for f in (
         "group", "traj", "t", "reward", "terminated", "truncated", "anchor", "signature",
         "milestones", "action", "success")})  # fmt: skip
