@@ -65,15 +65,16 @@ from mvpo_train.credit.td_potential import TransitionPool, td_potential
 from mvpo_train.segments import exclusive_scan, future_any, reverse_scan
 
 __all__ = [
+    "ESTIMATES",
     "FORMS",
     "FORM_ALIASES",
     "KAPPA_SCHEDULES",
     "MVPO",
     "MVPOConfig",
-    "ESTIMATES",
+    "PotentialTerms",
     "REGION_STATS",
     "SPLITS",
-    "PotentialTerms",
+    "milestones_done",
     "non_circular_statistic",
     "potential_terms",
     "register_kappa_schedule",
@@ -186,7 +187,7 @@ class MVPOConfig(StepConfig):
     ``numpy.random.default_rng([oracle_seed, i])``, so a resumed run draws the same. Kappa,
     the routing and the combination with ``A^E`` are unchanged by all three.
 
-    The potential options of docs/estimators.md §3.11-§3.12 (off by default: the paper's reading
+    The potential options of docs/estimators.md §3.11-§3.13 (off by default: the paper's reading
     stays bit for bit): ``region_stats`` (str, default ``"batch"``: the potential of a region
     from the current batch, in-sample, as the MVPO paper reads; ``"pooled"``: per task and key,
     decayed running sums of the potential's statistic ``U`` across iterations plus the current
@@ -300,7 +301,7 @@ class MVPOConfig(StepConfig):
                 raise ValueError("w_min * len(milestone_names) must be <= 1")
 
     def _check_potential_options(self) -> None:
-        """Bounds of the §3.11-§3.12 options, one line each."""
+        """Bounds of the §3.11-§3.13 options, one line each."""
         for name, allowed in (
             ("region_stats", REGION_STATS),
             ("potential_split", SPLITS),
