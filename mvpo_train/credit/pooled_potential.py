@@ -4,25 +4,27 @@ The paper's reading estimates a region's potential ``phi(rho) = mean_{visits} U`
 current batch alone, in-sample: the row it scores is one of the visits it averages. With
 ``MVPOConfig(region_stats="pooled")`` the potential that scores a row of trajectory ``j`` is
 
-``phi_j(rho) = (P_sum(rho) + C_sum(rho) - C_sum(rho, j)) / (P_w(rho) + C_n(rho) - C_n(rho, j))``
+``phi_j(rho) = (P_sum(rho) + C_sum(rho, -j)) / (P_w(rho) + C_n(rho, -j))``
 
-* ``C_sum``, ``C_n``: the current batch's sum of ``U`` and number of visits in region ``rho``,
-  ``C_sum(rho, j)``, ``C_n(rho, j)`` trajectory ``j``'s own share of them (left out: a row's own
-  trajectory never enters the estimate that scores it);
+* ``C_sum(rho, -j)``, ``C_n(rho, -j)``: the sum of ``U`` and the number of visits of region
+  ``rho`` by the current batch's *other* trajectories (a row's own trajectory never enters the
+  estimate that scores it: prefix plus suffix sums inside the region, so not even by rounding);
 * ``P_sum``, ``P_w``: the pooled past, summed over the *keys* the region is made of. A key is
   ``(task, signature, split)``: regions are Union-Find roots of one batch, so they do not exist
   across batches; the signatures they merge do. ``split`` is the number of milestones made before
   the row with ``potential_split="milestones"`` (else -1); ``task`` is the batch's
-  ``extras["task_id"]`` (or ``extras["task_index"]``), empty with ``scope="batch"``.
+  ``extras["task_id"]`` (or ``extras["task_index"]``), empty with ``scope="batch"`` or
+  ``pool_decay=0``.
 
 After scoring, the batch's per-key sums join the pool, and the pool is multiplied by
 ``pool_decay`` once per iteration: a batch ``a`` iterations old weighs ``pool_decay ** a``
 (0: the current batch only, pure leave-one-trajectory-out). Entries whose weight falls below
 :data:`MIN_WEIGHT` are dropped; beyond ``pool_max_entries`` the lightest go first, so memory is
-bounded by 24 bytes per entry (key, sum, weight; 32 for a transition's pair of keys). A row without any out-of-trajectory visit of
-its region (a region only its own trajectory saw, never seen before) falls back to the
-leave-one-trajectory-out mean of ``U`` over its scope (its rollout group), 0 when that is empty
-too. Keys are 64-bit BLAKE2b digests of the key's text (stable across processes and runs).
+bounded: 24 bytes per entry (key, sum, weight; 32 for a transition's pair of keys). A row
+without any out-of-trajectory visit of its region (a region only its own trajectory saw, never
+seen before) falls back to the mean of ``U`` over the other trajectories of its scope (its
+rollout group), 0 when there are none. Keys are 64-bit BLAKE2b digests of the key's text,
+stable across processes and runs (two of a million keys collide with odds near 3e-8).
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "MIN_WEIGHT",
     "EDGE_BYTES",
     "ENTRY_BYTES",
+    "MIN_WEIGHT",
     "RegionPool",
     "crossfit_potential",
     "key_hashes",
