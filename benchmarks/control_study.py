@@ -46,44 +46,22 @@ import argparse
 import sys
 from pathlib import Path
 
-from control_study_report import (  # noqa: F401  (the study's names, one place)
-    command_line,
-    plot,
-    write_markdown,
-)
-from control_study_runs import (  # noqa: F401  (the study's names, one place)
-    _NAME,
-    ALIGN_SHOWN,
-    BASELINES,
-    CURVES,
-    ENV_ID,
+from control_study_report import command_line, plot, write_markdown
+from control_study_runs import (  # noqa: F401  (the names the tests and each run's script read here)
     RESULT,
     RESULTS,
     ROOT,
-    Arm,
-    StudyError,
-    _curve,
-    _nanmean_rows,
-    _num,
-    _value,
-    compact_cmd,
     credit_code_sha256,
     default_pairs,
     load_results,
-    parse_arm,
-    parse_arms,
     pending_runs,
-    per_seed,
-    read_result,
     settings,
     summarize,
-    train_cmd,
     write_result,
 )
 
-from mvpo_train.study.runs import (
-    run_local,
-)
+from mvpo_train.study.arms import StudyError, parse_arm, parse_arms  # noqa: F401  (as above)
+from mvpo_train.study.runs import run_local
 from mvpo_train.study.tables import save_results
 
 

@@ -15,6 +15,7 @@ from control_study_runs import (
 )
 
 from mvpo_train.stats import SMOOTH
+from mvpo_train.study import tables
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, reach_cell
 
 
@@ -69,7 +70,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    return "python benchmarks/control_study.py " + " ".join(shlex.quote(a) for a in args.argv)
+    return tables.command_line("benchmarks/control_study.py", args.argv)
 
 
 def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: Path,

@@ -6,11 +6,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 
 from mvpo_envs.data_files import DataFileError, load_json
 from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
+from mvpo_train.study.arms import Arm, StudyError, parse_arm, parse_arms  # noqa: F401  (the study's names)
 from mvpo_train.study.runs import (
     metric_rows,
     n_metrics,
@@ -25,7 +24,7 @@ from mvpo_train.study.runs import (
     resume_flag,
     run_dir,
 )
-from mvpo_train.study.summary import intervals, paired
+from mvpo_train.study.summary import intervals, pair_rows, paired
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -42,82 +41,6 @@ BASELINES = ("grpo", "gigpo")
 #: the trainer's alignment metrics shown in the table and plot (docs/alignment.md); every
 #: ``align/*`` key is kept in the compact results
 ALIGN_SHOWN = ("align/auc", "align/labelled_fraction", "align/positives", "align/negatives")
-
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-class StudyError(ValueError):
-    """Bad input to the study (a spec, a run folder made with other settings): one line."""
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One arm: a name (its run folders) and the estimator with its keywords."""
-
-    name: str
-    estimator: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def flags(self) -> list[str]:
-        out = ["--estimator", self.estimator]
-        if self.kwargs:
-            out += ["--estimator-kwargs", json.dumps(self.kwargs, sort_keys=True)]
-        return out
-
-    def spec(self) -> dict[str, Any]:
-        return {"estimator": self.estimator, "estimator_kwargs": dict(self.kwargs)}
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_arm(spec: str) -> Arm:
-    """``ESTIMATOR``, ``NAME=ESTIMATOR`` or ``[NAME=]ESTIMATOR:KEY=VALUE[,KEY=VALUE]`` (or
-    ``...:{JSON object}``) -> :class:`Arm`; the estimator and keywords are checked by the
-    trainer's config when the run starts. Raises :class:`StudyError` naming the spec."""
-    head, sep, rest = spec.partition(":")
-    name, eq, estimator = head.partition("=")
-    if not eq:
-        name, estimator = "", head
-    estimator = estimator.strip()
-    if not re.fullmatch(r"[a-z][a-z0-9_-]*", estimator):
-        raise StudyError(f"--arm {spec!r}: expected [NAME=]ESTIMATOR[:KEY=VALUE,...], "
-                         f"estimator {estimator!r} is not a name")  # fmt: skip
-    kwargs: dict[str, Any] = {}
-    rest = rest.strip()
-    if sep and rest.startswith("{"):
-        try:
-            kwargs = json.loads(rest)
-        except json.JSONDecodeError as err:
-            raise StudyError(f"--arm {spec!r}: keywords are not a JSON object: {err}") from None
-        if not isinstance(kwargs, dict):
-            raise StudyError(f"--arm {spec!r}: keywords are not a JSON object")
-    elif sep:
-        for part in rest.split(","):
-            key, eq2, value = part.partition("=")
-            if not eq2 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key.strip()):
-                raise StudyError(f"--arm {spec!r}: expected KEY=VALUE, got {part!r}")
-            kwargs[key.strip()] = _value(value.strip())
-    if not name:
-        tail = "-".join(f"{k}-{v}" for k, v in sorted(kwargs.items()))
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{estimator}-{tail}" if tail else estimator)
-    if not _NAME.fullmatch(name):
-        raise StudyError(f"--arm {spec!r}: arm name {name!r}: use letters, digits, . _ -")
-    return Arm(name, estimator, kwargs)
-
-
-def parse_arms(specs: list[str]) -> list[Arm]:
-    arms = [parse_arm(s) for s in specs]
-    names = [a.name for a in arms]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise StudyError(f"--arm: the arm name(s) {dup} are given twice; name them NAME=...")
-    return arms
 
 
 def default_pairs(arms: list[Arm]) -> list[tuple[str, str]]:
@@ -321,11 +244,9 @@ def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations:
         row["reach"] = bootstrap_ci([censored(vals[s]["reach"], iterations) for s in seeds])
         table["arms"][arm] = row
     for a, b in pairs:
-        if a not in table["arms"] or b not in table["arms"]:
+        if (both := pair_rows(table["arms"], a, b)) is None:
             continue
-        common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
-        pa = [table["arms"][a]["per_seed"][str(s)] for s in common]
-        pb = [table["arms"][b]["per_seed"][str(s)] for s in common]
+        common, pa, pb = both
         entry: dict[str, Any] = {"seeds": common}
         entry.update(paired(pa, pb, ("auc", "final", "eval", "reach"), iterations))
         diff = moving_average(

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
 from mvpo_train.credit import available_estimators, get_estimator  # noqa: E402
 
-REFERENCE_STEP_S = 340.0  # seeds, Table 3: ALFWorld, MVPO, total seconds per training step
+REFERENCE_STEP_S = 340.0  # the MVPO paper, Table 3: ALFWorld, MVPO, seconds per training step
 REFERENCE_ADV_S = 1.2  # same row: advantage construction
 ESTIMATORS = [
     "grpo",

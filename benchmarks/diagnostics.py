@@ -93,8 +93,9 @@ from diagnostics_data import (
     WEBSHOP_STUDY_BASE,
     _rel,
 )
-from diagnostics_report import plot, write_markdown
+from diagnostics_report import write_markdown
 
+from mvpo_train.study.run_set_plot import plot
 from mvpo_train.study.run_sets import (
     ALIGNMENT_CMD,
     alignment_summary,
@@ -240,7 +241,7 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
                 for seed in sorted(rs.runs.get(arm, {}))
                 if f"{arm}-seed{seed}" not in have
             ]  # fmt: skip
-        drawn = plot(rs, png, s["early"], mine)
+        drawn = plot(rs, png, s["early"], mine, _rel(rs.base))
         if not drawn:
             png.unlink(missing_ok=True)  # never a figure of runs that are gone
         pngs[name] = png.name if drawn else None

@@ -50,45 +50,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from learning_env import (  # noqa: F401  (the study's names, one place)
+from learning_env import (  # noqa: F401  (the names the tests and ablations.py read here)
     ALFWORLD,
     ARMS,
     DEFAULT_ARMS,
-    DEFAULT_PAIRS,
     ENVS,
     FINAL_EVALS,
     RESULTS,
     ROOT,
-    STUDY_FLAGS,
-    WARM,
     WEBSHOP,
-    WEBSHOP_ARMS,
     WEBSHOP_CHILD,
     WEBSHOP_SUCCESS_ID,
-    WEBSHOP_WARM_STEPS,
-    StudyEnv,
     arm_flags,
     count_tasks,
-    embedding_cache,
     final_evals,
-    heldout_keys,
-    study_env,
-    threshold_key,
 )
-from learning_report import (  # noqa: F401  (the study's names, one place)
+from learning_report import (  # noqa: F401  (as above)
     candidates_markdown,
-    command_line,
-    env_sentence,
     inline_eval_lines,
     more_thresholds_lines,
-    per_seed_values,
     plot,
     study_settings,
     summarize,
     write_markdown,
 )
-from learning_runs import (  # noqa: F401  (the study's names, one place)
-    ensure_warm,
+from learning_runs import (  # noqa: F401  (as above)
     eval_cmd,
     run_all,
     train_cmd,
@@ -97,11 +83,7 @@ from learning_runs import (  # noqa: F401  (the study's names, one place)
     warm_start_and_eval,
 )
 
-from mvpo_train.study.runs import (  # noqa: F401  (eval_file, n_metrics: read by the archive's tests)
-    eval_file,
-    load_runs,
-    n_metrics,
-)
+from mvpo_train.study.runs import load_runs
 from mvpo_train.study.tables import save_results
 
 

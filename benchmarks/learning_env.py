@@ -9,6 +9,9 @@ import shlex
 from pathlib import Path
 from typing import NamedTuple
 
+from mvpo_train.study import curves
+from mvpo_train.study.curves import threshold_key  # noqa: F401  (the study's names, one place)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 WARM = "runs/encoder-warm"
@@ -187,12 +190,5 @@ def count_tasks(env_kwargs: str, split: str, env_id: str = ALFWORLD.env_id) -> i
 
 
 def heldout_keys(env: StudyEnv) -> list[str]:
-    """The per-seed held-out values: success per split, then WebShop's score per split
-    (``<split>_score``) where the env reports one."""
-    splits = [s for s, _ in env.final_evals]
-    return splits + ([f"{s}_score" for s in splits] if env.scores else [])
-
-
-def threshold_key(threshold: float) -> str:
-    """The key of a further threshold in ``learning.json``'s ``reach_at`` (``"0.25"``)."""
-    return f"{threshold:g}"
+    """The per-seed held-out values of ``env``'s study (:func:`mvpo_train.study.curves.heldout_keys`)."""
+    return curves.heldout_keys([s for s, _ in env.final_evals], env.scores)

@@ -7,7 +7,6 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
 from learning_env import (
     ALFWORLD,
     StudyEnv,
@@ -19,13 +18,8 @@ from learning_env import (
     threshold_key,
 )
 
-from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
-from mvpo_train.study.runs import (
-    read_eval,
-    read_eval_types,
-    run_dir,
-)
-from mvpo_train.study.summary import intervals, paired
+from mvpo_train.stats import SMOOTH
+from mvpo_train.study import curves
 from mvpo_train.study.tables import command_line as _command_line
 from mvpo_train.study.tables import fmt_ci as _fmt
 from mvpo_train.study.tables import machine_line, n_seeds, reach_cell
@@ -43,153 +37,18 @@ def candidates_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def per_seed_values(
-    rows: list[dict],
-    path: Path,
-    threshold: float,
-    env: StudyEnv = ALFWORLD,
-    more_thresholds: tuple[float, ...] = (),
-) -> dict[str, float | None]:
-    succ = np.array([r["success"] for r in rows])
-    za = np.array([r.get("adv/zero_adv_ratio", np.nan) for r in rows])
-    held = [r["eval/success"] for r in rows if "eval/success" in r]
-    first = env.final_evals[0][0]
-    out: dict = {
-        "auc": float(succ.mean()),
-        "first": float(succ[:SMOOTH].mean()),
-        "final": float(succ[-SMOOTH:].mean()),
-        "reach": first_reach(succ, threshold),
-        "reach_at": {threshold_key(t): first_reach(succ, t) for t in more_thresholds},
-        "zero_adv_early": float(np.nanmean(za[:SMOOTH])),
-    }
-    for key in heldout_keys(env):
-        split = key.removesuffix("_score")
-        out[key] = read_eval(path, split, "score" if key != split else "success")
-    out[f"{first}_types"] = read_eval_types(path, first)
-    out["last_inline_eval"] = held[-1] if held else None
-    out["inline_eval"] = {
-        str(r["iteration"]): r["eval/success"] for r in rows if "eval/success" in r
-    }
-    out["minutes"] = sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows) / 60
-    return out
-
-
-def summarize(
-    runs,
-    base: Path,
-    threshold: float,
-    iterations: int,
-    pairs=None,
-    env: StudyEnv = ALFWORLD,
-    more_thresholds: tuple[float, ...] = (),
-) -> dict:
-    """Per arm: bootstrap CIs over seeds of every per-seed value; per pair: of the per-seed
-    differences. Iterations to a threshold count a run that never reaches it as
-    ``iterations + 1`` (``threshold`` and each of ``more_thresholds``, docs/learning_study.md)."""
+def summarize(runs, base: Path, threshold: float, iterations: int, pairs=None,
+              env: StudyEnv = ALFWORLD, more_thresholds: tuple[float, ...] = ()) -> dict:  # fmt: skip
+    """:func:`mvpo_train.study.curves.summarize` with ``env``'s held-out splits and pairs."""
+    splits = [s for s, _ in env.final_evals]
     pairs = env.pairs if pairs is None else pairs
-    first = env.final_evals[0][0]
-    table: dict = {"arms": {}, "pairs": {}, "warm_start": {}}
-    for key in heldout_keys(env):
-        split = key.removesuffix("_score")
-        value = read_eval(base / "warm-start", split, "score" if key != split else "success")
-        if value is not None:
-            table["warm_start"][key] = value
-    for arm, per_seed in runs.items():
-        if not per_seed:
-            continue
-        seeds = sorted(per_seed)
-        vals = {
-            s: per_seed_values(per_seed[s], run_dir(base, arm, s), threshold, env, more_thresholds)
-            for s in seeds
-        }
-        succ = np.array([[r["success"] for r in per_seed[s]] for s in seeds])
-        mean, lo, hi = curve_band(moving_average(succ))
-        inline = {s: vals[s]["inline_eval"] for s in seeds}  # iteration (str) -> success
-        ev_iters = sorted({int(k) for s in seeds for k in inline[s]})
-        ev = np.array([[inline[s].get(str(it), np.nan) for it in ev_iters] for s in seeds])
-        row = {
-            "seeds": seeds,
-            "per_seed": {str(s): vals[s] for s in seeds},
-            "curve": mean.tolist(), "curve_lo": lo.tolist(), "curve_hi": hi.tolist(),
-            "zero_adv_curve": np.nanmean(
-                [[r.get("adv/zero_adv_ratio", np.nan) for r in per_seed[s]] for s in seeds], 0
-            ).tolist(),
-            "inline_eval_iterations": ev_iters,
-            "inline_eval": np.nanmean(ev, 0).tolist() if ev.size else [],
-            "inline_eval_ci": {
-                str(it): bootstrap_ci([inline[s][str(it)] for s in seeds if str(it) in inline[s]])
-                for it in ev_iters
-            },
-            "reached": sum(vals[s]["reach"] is not None for s in seeds),
-        }  # fmt: skip
-        keys = ("auc", "first", "final", "zero_adv_early", *heldout_keys(env), "minutes")
-        row.update(intervals((vals[s] for s in seeds), keys))
-        # censored at the run length + 1 when not reached (reported as such)
-        reach = [censored(vals[s]["reach"], iterations) for s in seeds]
-        row["reach"] = bootstrap_ci(reach)
-        row["reach_median"] = float(np.median(reach))
-        row["reach_at"] = {}
-        for t in map(threshold_key, more_thresholds):
-            at = [vals[s]["reach_at"][t] for s in seeds]
-            row["reach_at"][t] = {
-                "ci": bootstrap_ci([censored(r, iterations) for r in at]),
-                "reached": sum(r is not None for r in at),
-            }
-        tk = f"{first}_types"
-        types = sorted({t for s in seeds for t in vals[s][tk]})
-        row[tk] = {
-            t: bootstrap_ci([vals[s][tk][t] for s in seeds if t in vals[s][tk]]) for t in types
-        }
-        table["arms"][arm] = row
-    for a, b in pairs:
-        if a not in table["arms"] or b not in table["arms"]:
-            continue
-        common = [s for s in table["arms"][a]["seeds"] if s in table["arms"][b]["seeds"]]
-        pa = [table["arms"][a]["per_seed"][str(s)] for s in common]
-        pb = [table["arms"][b]["per_seed"][str(s)] for s in common]
-        keys = ("auc", "final", first, "reach", *([f"{first}_score"] if env.scores else []))
-        entry = {"seeds": common, **paired(pa, pb, keys, iterations)}
-        # held-out during training, paired per evaluated iteration
-        its = [str(i) for i in sorted({int(k) for r in pa for k in r["inline_eval"]})]
-        inline = paired([r["inline_eval"] for r in pa], [r["inline_eval"] for r in pb], its, 0, ())
-        entry["inline_eval"] = {k: ci for k, ci in inline.items() if ci is not None}
-        more = [threshold_key(t) for t in more_thresholds]
-        at_a, at_b = [r["reach_at"] for r in pa], [r["reach_at"] for r in pb]
-        entry["reach_at"] = paired(at_a, at_b, more, iterations, reach=more)
-        table["pairs"][f"{a} - {b}"] = entry
-    return table
+    return curves.summarize(
+        runs, base, threshold, iterations, pairs, splits, env.scores, more_thresholds
+    )
 
 
 def plot(table: dict, out: Path, threshold: float, env: StudyEnv = ALFWORLD) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    first = env.final_evals[0][0]
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
-    for arm, row in table["arms"].items():
-        y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
-        x = np.arange(1, len(y) + 1)
-        (line,) = axes[0].plot(x, y, label=f"{arm} (n={n_seeds(row)})")
-        axes[0].fill_between(x, lo, hi, alpha=0.15, color=line.get_color())
-        its = [0, *row["inline_eval_iterations"]]
-        held = [table["warm_start"].get(first, np.nan), *row["inline_eval"]]
-        axes[1].plot(its, held, marker="o", label=arm, color=line.get_color())
-        axes[2].plot(x, row["zero_adv_curve"], label=arm, color=line.get_color())
-    axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
-    axes[0].set(title=f"training success ({SMOOTH}-it. moving average, 95% bootstrap band)",
-                xlabel="iteration", ylabel="batch success rate")  # fmt: skip
-    axes[1].set(title=f"held-out {first} success during training (sampled)",
-                xlabel="iteration (0 = warm start)", ylabel="success rate")  # fmt: skip
-    axes[2].set(title="zero-advantage ratio (steps with exactly 0 advantage)",
-                xlabel="iteration", ylabel="ratio")  # fmt: skip
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    curves.plot(table, out, threshold, env.final_evals[0][0])
 
 
 def command_line(args: argparse.Namespace) -> str:

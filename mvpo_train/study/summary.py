@@ -2,8 +2,8 @@
 
 A study's per-seed values are one mapping per seed (``{"auc": ..., "reach": ...}``, None where
 a seed has no such value). :func:`intervals` gives each key's percentile-bootstrap interval
-over the seeds (:func:`mvpo_train.stats.bootstrap_ci`, seed 0); :func:`paired` the interval of
-the per-seed differences between two arms on the seeds both have. Iterations to a threshold
+over seeds (:func:`mvpo_train.stats.bootstrap_ci`, seed 0); :func:`paired` the interval of
+the per-seed differences between two arms on every seed both have. Iterations to a threshold
 (``reach``, None for a run that never got there) count as ``iterations + 1``
 (:func:`mvpo_train.stats.censored`) in a difference.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from mvpo_train.stats import bootstrap_ci, censored
 
-__all__ = ["intervals", "paired"]
+__all__ = ["intervals", "pair_rows", "paired"]
 
 Interval = tuple[float, float, float]
 
@@ -23,7 +23,7 @@ Interval = tuple[float, float, float]
 def intervals(
     per_seed: Iterable[Mapping[str, Any]], keys: Iterable[str]
 ) -> dict[str, Interval | None]:
-    """Key -> bootstrap interval ``(mean, lo, hi)`` of the seeds' values in their order (None or
+    """Key -> bootstrap interval ``(mean, lo, hi)`` of the per-seed values in their order (None or
     missing values left out); None for a key no seed has a value of."""
     rows = list(per_seed)
     out: dict[str, Interval | None] = {}
@@ -58,3 +58,19 @@ def paired(
                 d.append(x - y)
         out[key] = bootstrap_ci(d) if d else None
     return out
+
+
+def pair_rows(
+    arms: Mapping[str, Mapping[str, Any]], a: str, b: str
+) -> tuple[list[int], list[Mapping[str, Any]], list[Mapping[str, Any]]] | None:
+    """The seeds both arms ``a`` and ``b`` of a table's ``arms`` have (each arm's ``seeds``, in
+    ``a``'s order) and each arm's ``per_seed`` values on them (keyed by the seed as a string,
+    as JSON keeps them); None when either arm is not in the table."""
+    if a not in arms or b not in arms:
+        return None
+    common = [s for s in arms[a]["seeds"] if s in arms[b]["seeds"]]
+    return (
+        common,
+        [arms[a]["per_seed"][str(s)] for s in common],
+        [arms[b]["per_seed"][str(s)] for s in common],
+    )

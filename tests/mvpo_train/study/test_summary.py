@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mvpo_train.stats import bootstrap_ci
-from mvpo_train.study.summary import intervals, paired
+from mvpo_train.study.summary import intervals, pair_rows, paired
 
 
 def test_intervals_skip_missing_values_and_keep_the_seed_order():
@@ -24,3 +24,12 @@ def test_paired_differences_censor_the_iterations_to_a_threshold():
     assert paired([], [], ("auc",), 20) == {"auc": None}
     with pytest.raises(ValueError, match="2 seeds against 1"):
         paired(a[:2], b[:1], ("auc",), 20)
+
+
+def test_pair_rows_are_the_seeds_both_arms_have():
+    arms = {
+        "a": {"seeds": [0, 1, 2], "per_seed": {"0": {"x": 1}, "1": {"x": 2}, "2": {"x": 3}}},
+        "b": {"seeds": [2, 0], "per_seed": {"0": {"x": 0}, "2": {"x": 5}}},
+    }
+    assert pair_rows(arms, "a", "b") == ([0, 2], [{"x": 1}, {"x": 3}], [{"x": 0}, {"x": 5}])
+    assert pair_rows(arms, "a", "c") is None
