@@ -17,16 +17,13 @@ from diagnostics_data import (
     PAPER_ZERO_ADV_WEBSHOP,
 )
 
+from mvpo_train.study.run_set_report import cell, phi_split_lines, seed_order
 from mvpo_train.study.run_sets import (
     ALIGNMENT_CMD,
     PHASES,
     STEP_GROUPING,
 )
 from mvpo_train.study.tables import n_seeds
-
-
-def _f(x: float | None, nd: int = 3) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
 
 
 def _r(x: float, nd: int) -> float:
@@ -37,7 +34,7 @@ def _r(x: float, nd: int) -> float:
 def _spread(d: dict[str, Any] | None) -> str:
     if not d:
         return "-"
-    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=_seed))
+    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=seed_order))
     return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
 
 
@@ -67,45 +64,6 @@ SET_NOTES = {
     "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
     "all equal.",
 }
-
-
-def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
-    """The table of :data:`PHI_SPLIT` per MVPO arm (nothing when no arm logged it)."""
-    rows = [(arm, a["phi_split"]) for arm, a in arms.items() if a.get("phi_split")]
-    if not rows:
-        return []
-    lines = [
-        "### Non-circular check of the potential: `adv/phi_split_spearman_failed`",
-        "",
-        "Logged by the trainer for every MVPO batch (docs/estimators.md §3.7). The trajectories "
-        "of each rollout group are split in two halves by position (even, odd); each row gets "
-        "its region's value estimated from the *other* half's visits only (the potential's "
-        "formula, before batch normalisation). Over the rows of *failed* trajectories that have "
-        "such an estimate (`adv/phi_split_rows`): the Spearman rank correlation between that "
-        "estimate and the number of milestones the row's own trajectory still fires from that "
-        "step on. Non-circular: the rows are failures (no success in their own return), the "
-        "estimate comes from other trajectories (it does not move with the row's own value, as "
-        "a leave-one-out mean would), and the milestones are the row's own future, which the "
-        "estimate does not see. Positive: regions from which the other half went on to progress "
-        "are regions from which failed rollouts still progressed; 0: the potential does not "
-        "predict progress. NaN iterations (fewer than 3 such rows, or no spread) are counted "
-        "apart.",
-        "",
-        "| estimator | rho, first -> last iteration (mean over seeds) | rho, all iterations: "
-        "mean (min..max) | iterations with rho > 0 | iterations with a value, of logged "
-        "| per-seed mean | rows per iteration, mean (min..max) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for arm, p in rows:
-        per = ", ".join(f"{v:+.3f}" for _, v in sorted(p["per_seed_mean"].items(), key=_seed))
-        pos = "-" if math.isnan(p["positive_share"]) else f"{100 * p['positive_share']:.0f}%"
-        lines.append(
-            f"| {arm} | {_g(p['first'])} -> {_g(p['last'])} | {_g(p['mean'])} "
-            f"({_g(p['min'])}..{_g(p['max'])}) | {pos} | {p['values']} of {p['iterations']} "
-            f"| {per or '-'} | {_f(p['rows_mean'], 0)} ({_f(p['rows_min'], 0)}.."
-            f"{_f(p['rows_max'], 0)}) |"
-        )
-    return lines + [""]
 
 
 def alignment_lines(s: dict[str, Any]) -> list[str]:
@@ -148,8 +106,8 @@ def alignment_lines(s: dict[str, Any]) -> list[str]:
         for v, d in al["variants"].items():
             lines.append(
                 f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
-                f"| {_f(d['mean'])} | {_f(d['min'])}..{_f(d['max'])} "
-                f"| {_f(d['repaired_mean'], 0)} | {unv_s} |"
+                f"| {cell(d['mean'])} | {cell(d['min'])}..{cell(d['max'])} "
+                f"| {cell(d['repaired_mean'], 0)} | {unv_s} |"
             )
     lines += ["", "Made by:"]
     lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
@@ -157,16 +115,6 @@ def alignment_lines(s: dict[str, Any]) -> list[str]:
     if missing:
         lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
     return lines + [""]
-
-
-def _g(x: float | None) -> str:
-    """A signed statistic (``+0.123``), ``-`` for NaN."""
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.3f}"
-
-
-def _seed(item: tuple[Any, Any]) -> int:
-    """Sort key of a per-seed item whose seed may be a JSON string (a carried-over set)."""
-    return int(item[0])
 
 
 def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
@@ -223,8 +171,8 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         row = (
             f"| {arm} | {early_n} of {n_seeds(a)} "
             f"| {min(a['iterations'])}..{max(a['iterations'])} "
-            f"| {_f(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
-            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {_f(a.get('success_first_iteration'))} "
+            f"| {cell(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
+            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {cell(a.get('success_first_iteration'))} "
             f"| {_spread(a.get('success'))} |"
         )
         if seeds_col:
@@ -251,7 +199,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
 
         def fl(key: str, a: dict[str, Any] = a) -> str:
             d = a.get(key)
-            return "-" if not d else f"{_f(d['first'])} -> {_f(d['last'])}"
+            return "-" if not d else f"{cell(d['first'])} -> {cell(d['last'])}"
 
         lines.append(
             f"| {arm} | {fl('adv/kappa')} | {fl('adv/ema_success')} | {fl(STEP_GROUPING)} "
@@ -295,7 +243,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         )
         lines.append(
             f"* `{arm}`: {p['iterations_with_both']} (seed, iteration) pairs with both kinds; "
-            f"gap Phi(success) - Phi(failure) mean {_f(p['gap_mean'])}, min {_f(p['gap_min'])}; "
+            f"gap Phi(success) - Phi(failure) mean {cell(p['gap_mean'])}, min {cell(p['gap_min'])}; "
             f"the sign {verdict}."
         )
     if not any_phi:
@@ -312,7 +260,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
                   "| milestone | first iteration | last iteration |", "|---|---|---|"]  # fmt: skip
         for m, d in a["amp_weights"].items():
             if not (math.isnan(d["first"]) and math.isnan(d["last"])):  # a learned one, gone
-                lines.append(f"| {m} | {_f(d['first'])} | {_f(d['last'])} |")
+                lines.append(f"| {m} | {cell(d['first'])} | {cell(d['last'])} |")
         lines.append("")
     # --- phases
     labels = [

@@ -67,8 +67,6 @@ from learning_env import (  # noqa: F401  (the names the tests and ablations.py 
 )
 from learning_report import (  # noqa: F401  (as above)
     candidates_markdown,
-    inline_eval_lines,
-    more_thresholds_lines,
     plot,
     study_settings,
     summarize,

@@ -15,7 +15,6 @@ from learning_env import (
     final_evals,
     heldout_keys,
     study_env,
-    threshold_key,
 )
 
 from mvpo_train.stats import SMOOTH
@@ -63,62 +62,6 @@ def env_sentence(args: argparse.Namespace) -> str:
             return "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
         return f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
     return f"`{env.env_id}` with `--env-kwargs '{args.env_kwargs}'`, all train tasks, {env.setting}"
-
-
-def more_thresholds_lines(table: dict, args: argparse.Namespace) -> list[str]:
-    """The table of iterations to each of ``--more-thresholds`` (per arm, then per pair)."""
-    more = [threshold_key(t) for t in getattr(args, "more_thresholds", [])]
-    if not more:
-        return []
-    it = args.iterations
-    lines = [
-        "",
-        "Iterations to further thresholds of training success (`--more-thresholds`; the same "
-        f"rule, a run that never reaches one counts as {it + 1}; per seed in brackets):",
-        "",
-        "| arm | seeds | " + " | ".join(f"to {float(t):.0%}" for t in more) + " |",
-        "|---|---|" + "---|" * len(more),
-    ]
-    for arm, r in table["arms"].items():
-        cells = []
-        for t in more:
-            per = ", ".join(
-                str(v["reach_at"][t]) if v["reach_at"][t] is not None else f">{it}"
-                for v in r["per_seed"].values()
-            )
-            at = r["reach_at"][t]
-            cells.append(f"{_fmt(at['ci'], 1)} ({per}; {at['reached']}/{n_seeds(r)} reached)")
-        lines.append(f"| {arm} | {n_seeds(r)} | " + " | ".join(cells) + " |")
-    for name, p in table["pairs"].items():
-        cells = [_fmt(p["reach_at"][t], 1) for t in more]
-        lines.append(f"| {name} (paired) | {n_seeds(p)} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def inline_eval_lines(table: dict, split: str, args: argparse.Namespace) -> list[str]:
-    """Held-out success during training (every ``--eval-every`` iterations) per arm and paired
-    per iteration: the shape of the MVPO paper's comparison at iterations 20, 30, 50, 60."""
-    its = sorted({int(k) for r in table["arms"].values() for k in r.get("inline_eval_ci", {})})
-    if not its:
-        return []
-    lines = [
-        "",
-        f"Held-out `{split}` success during training (every {args.eval_every} iterations, "
-        f"every task x {args.eval_episodes} sampled episode(s), the run's own evaluation "
-        "stream; less precise than the final evaluation above), then paired per iteration:",
-        "",
-        "| arm | seeds | " + " | ".join(f"it. {i}" for i in its) + " |",
-        "|---|---|" + "---|" * len(its),
-    ]
-    for arm, r in table["arms"].items():
-        ci = r.get("inline_eval_ci", {})
-        lines.append(f"| {arm} | {n_seeds(r)} | "
-                     + " | ".join(_fmt(ci.get(str(i))) for i in its) + " |")  # fmt: skip
-    for name, p in table["pairs"].items():
-        ci = p.get("inline_eval", {})
-        lines.append(f"| {name} (paired) | {n_seeds(p)} | "
-                     + " | ".join(_fmt(ci.get(str(i))) for i in its) + " |")  # fmt: skip
-    return lines
 
 
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
@@ -214,8 +157,8 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
                 f"{_fmt(p['reach'], 1)} | {_fmt(p[first])} |"
                 + (f" {_fmt(p[f'{first}_score'])} |" if env.scores else "")
             )
-    lines += more_thresholds_lines(table, args)
-    lines += inline_eval_lines(table, first, args)
+    lines += curves.more_thresholds_lines(table, getattr(args, "more_thresholds", []), it)
+    lines += curves.inline_eval_lines(table, first, args.eval_every, args.eval_episodes)
     types = sorted({t for r in table["arms"].values() for t in r.get(f"{first}_types", {})})
     if types and env is ALFWORLD:  # WebShop's goals have no task types
         lines += [

@@ -14,7 +14,8 @@ arms and texts of each study: the trainer's package names no env):
   :mod:`mvpo_train.study.summary`: per-arm intervals and paired differences over seeds;
 * :mod:`mvpo_train.study.run_sets`: run sets on disk and the training diagnostics drawn from
   them (zero-advantage ratios, kappa, the potential's checks, time per phase);
-  :mod:`mvpo_train.study.run_set_plot` their figure;
+  :mod:`mvpo_train.study.run_set_plot` their figure, :mod:`mvpo_train.study.run_set_report`
+  the cells and the potential-check table of their markdown;
 * :mod:`mvpo_train.study.arms`: arms given as ``[NAME=]ESTIMATOR:KEY=VALUE``;
 * :mod:`mvpo_train.study.curves`: the learning-curve table (per-seed values from the runs,
   per-arm intervals, pairs) and its figure;

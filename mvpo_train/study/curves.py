@@ -15,9 +15,17 @@ import numpy as np
 from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
 from mvpo_train.study.runs import read_eval, read_eval_types, run_dir
 from mvpo_train.study.summary import intervals, pair_rows, paired
-from mvpo_train.study.tables import n_seeds
+from mvpo_train.study.tables import fmt_ci, n_seeds
 
-__all__ = ["heldout_keys", "per_seed_values", "plot", "summarize", "threshold_key"]
+__all__ = [
+    "heldout_keys",
+    "inline_eval_lines",
+    "more_thresholds_lines",
+    "per_seed_values",
+    "plot",
+    "summarize",
+    "threshold_key",
+]
 
 
 def heldout_keys(splits: Sequence[str], scores: bool = False) -> list[str]:
@@ -188,3 +196,63 @@ def plot(table: dict, out: Path, threshold: float, first: str) -> None:
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
+
+
+def more_thresholds_lines(
+    table: dict, more_thresholds: Sequence[float], iterations: int
+) -> list[str]:
+    """The markdown table of iterations to each of ``more_thresholds`` (per arm, then per
+    pair) of a :func:`summarize` table; nothing without one."""
+    more = [threshold_key(t) for t in more_thresholds]
+    if not more:
+        return []
+    it = iterations
+    lines = [
+        "",
+        "Iterations to further thresholds of training success (`--more-thresholds`; the same "
+        f"rule, a run that never reaches one counts as {it + 1}; per seed in brackets):",
+        "",
+        "| arm | seeds | " + " | ".join(f"to {float(t):.0%}" for t in more) + " |",
+        "|---|---|" + "---|" * len(more),
+    ]
+    for arm, r in table["arms"].items():
+        cells = []
+        for t in more:
+            per = ", ".join(
+                str(v["reach_at"][t]) if v["reach_at"][t] is not None else f">{it}"
+                for v in r["per_seed"].values()
+            )
+            at = r["reach_at"][t]
+            cells.append(f"{fmt_ci(at['ci'], 1)} ({per}; {at['reached']}/{n_seeds(r)} reached)")
+        lines.append(f"| {arm} | {n_seeds(r)} | " + " | ".join(cells) + " |")
+    for name, p in table["pairs"].items():
+        cells = [fmt_ci(p["reach_at"][t], 1) for t in more]
+        lines.append(f"| {name} (paired) | {n_seeds(p)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def inline_eval_lines(table: dict, split: str, eval_every: int, eval_episodes: int) -> list[str]:
+    """The markdown table of held-out success during training (every ``eval_every``
+    iterations, ``eval_episodes`` per task) per arm and paired per iteration: the shape of the
+    MVPO paper's comparison at iterations 20, 30, 50, 60; nothing without such evaluations."""
+    its = sorted({int(k) for r in table["arms"].values() for k in r.get("inline_eval_ci", {})})
+    if not its:
+        return []
+    lines = [
+        "",
+        f"Held-out `{split}` success during training (every {eval_every} iterations, "
+        f"every task x {eval_episodes} sampled episode(s), the run's own evaluation "
+        "stream; less precise than the final evaluation above), then paired per iteration:",
+        "",
+        "| arm | seeds | " + " | ".join(f"it. {i}" for i in its) + " |",
+        "|---|---|" + "---|" * len(its),
+    ]
+    for arm, r in table["arms"].items():
+        ci = r.get("inline_eval_ci", {})
+        lines.append(f"| {arm} | {n_seeds(r)} | "
+                     + " | ".join(fmt_ci(ci.get(str(i))) for i in its) + " |")  # fmt: skip
+    for name, p in table["pairs"].items():
+        ci = p.get("inline_eval", {})
+        lines.append(f"| {name} (paired) | {n_seeds(p)} | "
+                     + " | ".join(fmt_ci(ci.get(str(i))) for i in its) + " |")  # fmt: skip
+    return lines

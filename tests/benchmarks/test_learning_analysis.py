@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mvpo_train import stats
-from mvpo_train.study import runs
+from mvpo_train.study import curves, runs
 
 from .helpers import study_module
 
@@ -77,7 +77,6 @@ def test_summary_and_paired_differences(tmp_path):
 def test_iterations_to_further_thresholds(tmp_path):
     """``--more-thresholds``: iterations to each further threshold per seed, censored at the
     run length + 1 when never reached, paired per seed, and in their own markdown table."""
-    import argparse
 
     lm = _learning()
     n = 8
@@ -95,17 +94,15 @@ def test_iterations_to_further_thresholds(tmp_path):
     assert m["reach_at"]["0.45"]["ci"][0] == 5
     pair = table["pairs"]["mvpo - grpo"]["reach_at"]
     assert pair["0.3"][0] == -1.0 and pair["0.45"][0] == 5 - (n + 1)
-    args = argparse.Namespace(more_thresholds=[0.3, 0.45], iterations=n)
-    text = "\n".join(lm.more_thresholds_lines(table, args))
+    text = "\n".join(curves.more_thresholds_lines(table, [0.3, 0.45], n))
     assert "| to 30% | to 45% |" in text
     assert "(5, 7; 2/2 reached)" in text and "(>8, >8; 0/2 reached)" in text
-    assert lm.more_thresholds_lines(table, argparse.Namespace(more_thresholds=[])) == []
+    assert curves.more_thresholds_lines(table, [], n) == []
 
 
 def test_heldout_during_training_per_arm_and_paired(tmp_path):
     """The periodic held-out evaluations (``eval/success`` rows) per iteration: bootstrap CI over
     seeds per arm, paired per seed, and their markdown table."""
-    import argparse
 
     lm = _learning()
     n = 4
@@ -127,12 +124,11 @@ def test_heldout_during_training_per_arm_and_paired(tmp_path):
     pair = table["pairs"]["mvpo - grpo"]["inline_eval"]
     assert sorted(pair) == ["2", "4"]
     assert np.allclose(pair["2"], 0.2) and np.allclose(pair["4"], 0.1)
-    args = argparse.Namespace(eval_every=2, eval_episodes=1)
-    text = "\n".join(lm.inline_eval_lines(table, "valid_unseen", args))
+    text = "\n".join(curves.inline_eval_lines(table, "valid_unseen", 2, 1))
     assert "| arm | seeds | it. 2 | it. 4 |" in text
     assert "| mvpo - grpo (paired) | 2 | 0.200 [0.200, 0.200] | 0.100 [0.100, 0.100] |" in text
     no_eval = {"arms": {"grpo": {"seeds": [0]}}, "pairs": {}}
-    assert lm.inline_eval_lines(no_eval, "valid_unseen", args) == []
+    assert curves.inline_eval_lines(no_eval, "valid_unseen", 2, 1) == []
 
 
 def test_a_refused_run_fails_its_script():

@@ -64,3 +64,24 @@ def test_alignment_files_are_checked_and_matched_to_their_set(tmp_path):
     f.write_text("{")
     with pytest.raises(ValueError, match="not JSON"):
         run_sets.read_alignment(f)
+
+
+def test_report_cells_and_the_potential_check_table():
+    from mvpo_train.study.run_set_report import cell, phi_split_lines, signed
+
+    assert (cell(None), cell(float("nan")), cell(0.12345), cell(12.6, 0)) == (
+        "-",
+        "-",
+        "0.123",
+        "13",
+    )
+    assert (signed(0.5), signed(-0.25), signed(None)) == ("+0.500", "-0.250", "-")
+    assert phi_split_lines({"grpo": {}}) == []
+    p = {"first": 0.1, "last": 0.3, "mean": 0.2, "min": -0.1, "max": 0.4, "positive_share": 0.75,
+         "values": 3, "iterations": 4, "per_seed_mean": {"1": 0.3, "0": 0.1},
+         "rows_mean": 12.0, "rows_min": 8.0, "rows_max": 16.0}  # fmt: skip
+    row = phi_split_lines({"mvpo": {"phi_split": p}})[-2]
+    assert row == (
+        "| mvpo | +0.100 -> +0.300 | +0.200 (-0.100..+0.400) | 75% | 3 of 4 | +0.100, +0.300 "
+        "| 12 (8..16) |"
+    )
