@@ -13,10 +13,11 @@ Run from the repository root: ``python benchmarks/eta.py`` (writes
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
+
+from mvpo_train.metrics import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -25,7 +26,7 @@ AFTER = (1, 2, 5)
 
 def iteration_seconds(metrics: Path) -> list[float]:
     """What the bar sees per iteration: the iteration's own time plus its evaluation."""
-    rows = [json.loads(x) for x in metrics.read_text().splitlines() if x.strip()]
+    rows = read_metrics(metrics)
     return [float(r["time/total"]) + float(r.get("time/eval", 0.0)) for r in rows]
 
 

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import yaml
 
+from mvpo_train.metrics import read_metrics
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "threads"
 HOG = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
@@ -72,7 +74,7 @@ def first_iteration(
         except subprocess.TimeoutExpired:
             return {"seconds": None, "wall": timeout, "threads": None, "load": load}
         wall = time.perf_counter() - t0
-        row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+        row = read_metrics(run)[0]
         threads = yaml.safe_load((run / "config.yaml").read_text())["threads"]
     return {"seconds": row["time/total"], "wall": wall, "threads": threads, "load": load}
 
