@@ -45,7 +45,14 @@ import numpy as np
 from mvpo_envs.async_worker import TextAsyncVectorEnv, WorkerCrashedError
 from mvpo_envs.build_batch import build_batch
 
-__all__ = ["BACKENDS", "GroupedVectorEnv", "KeepInfoKeys", "WorkerCrashedError", "unbatch_infos"]
+__all__ = [
+    "BACKENDS",
+    "GroupedVectorEnv",
+    "KeepInfoKeys",
+    "WorkerCrashedError",
+    "build_batch",
+    "unbatch_infos",
+]
 
 EnvFn = Callable[[], gym.Env]
 

@@ -15,8 +15,7 @@ import numpy as np
 import torch
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.build_batch import build_batch
-from mvpo_envs.vector import GroupedVectorEnv
+from mvpo_envs.vector import GroupedVectorEnv, build_batch
 from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.backends import get_backend_kind
 from mvpo_train.config import ConfigError, TrainConfig
