@@ -17,6 +17,8 @@ arms and texts of each study: the trainer's package names no env):
   :mod:`mvpo_train.study.run_set_plot` their figure, :mod:`mvpo_train.study.run_set_report`
   the cells and the potential-check table of their markdown;
 * :mod:`mvpo_train.study.arms`: arms given as ``[NAME=]ESTIMATOR:KEY=VALUE``;
+* :mod:`mvpo_train.study.compact`: a run's compact ``result.json``, written from its metrics
+  and read back only for the same arm and settings;
 * :mod:`mvpo_train.study.curves`: the learning-curve table (per-seed values from the runs,
   per-arm intervals, pairs) and its figure;
 * :mod:`mvpo_train.study.credit_mass`: where MVPO's advantage mass goes in a run's batch
