@@ -8,7 +8,8 @@ full train split, 16 groups x 8 rollouts, sync), process CPU seconds, one thread
 * **steps**: env steps per CPU second through ``GroupedVectorEnv.step`` + ``unbatch_infos``
   (what the rollout pays), a seeded random admissible action per env, with every info key
   merged (Gymnasium's default) and with only the rollout's keys (``info_keys=``, what
-  ``make_venv`` passes); the two runs' observations and rewards are asserted equal.
+  ``make_venv`` passes), the median of ``--repeats`` alternating runs each after an untimed
+  one that loads the games; the two variants' observations and rewards are asserted equal.
 
 ``--before-tree DIR`` also measures ``make_venv`` (first and again) with the code of another
 checkout, in a child process importing from ``DIR`` (the code before this benchmark:
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--steps", type=int, default=100, help="vector steps per variant")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=3, help="step runs per variant (median)")
     p.add_argument("--out", help="JSON result file")
     p.add_argument("--before-tree", help="another checkout: its make_venv, measured too")
     p.add_argument("--start-only", action="store_true", help="only make_venv (JSON on stdout)")
@@ -88,13 +90,18 @@ def main(argv: list[str] | None = None) -> int:
             start[name], envs = _cpu(lambda: [gym.make(cfg.env_id, **kwargs) for _ in range(n)])
         for env in envs:
             env.close()
-    rates, traces = {}, {}
-    for name, keys in (("all_keys", None), ("rollout_keys", ROLLOUT_INFO_KEYS)):
-        with GroupedVectorEnv(
-            cfg.env_id, args.groups, args.group_size, info_keys=keys, **kwargs
-        ) as venv:
-            cpu, traces[name] = _steps(venv, args.steps, args.seed)
-        rates[name] = round(n * args.steps / cpu)
+    cpu: dict[str, list[float]] = {"all_keys": [], "rollout_keys": []}
+    traces = {}
+    # a first untimed round loads the games; then alternating rounds, the median of each
+    for round_ in range(args.repeats + 1):
+        for name, keys in (("all_keys", None), ("rollout_keys", ROLLOUT_INFO_KEYS)):
+            with GroupedVectorEnv(
+                cfg.env_id, args.groups, args.group_size, info_keys=keys, **kwargs
+            ) as venv:
+                seconds, traces[name] = _steps(venv, args.steps, args.seed)
+            if round_:
+                cpu[name].append(seconds)
+    rates = {k: round(n * args.steps / float(np.median(v))) for k, v in cpu.items()}
     assert traces["all_keys"] == traces["rollout_keys"], "the key filter changed the episodes"
     before = {}
     if args.before_tree:
