@@ -96,6 +96,7 @@ from diagnostics_data import (
 from diagnostics_report import write_markdown
 
 from mvpo_train.study.run_set_plot import plot
+from mvpo_train.study.run_set_report import carry, read_previous
 from mvpo_train.study.run_sets import (
     ALIGNMENT_CMD,
     alignment_summary,
@@ -104,38 +105,6 @@ from mvpo_train.study.run_sets import (
     read_alignment,
     summarize,
 )
-
-
-def read_previous(path: str) -> dict[str, dict[str, Any]]:
-    """The summaries of the previous ``diagnostics.json`` (``''`` or a missing file: none), by
-    set name; read before this call overwrites it."""
-    if not path or not Path(path).is_file():
-        return {}
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--previous-json {path}: not JSON ({e.msg}, line {e.lineno})") from None
-    return {s["env"]: s for s in data if isinstance(s, dict) and "env" in s}
-
-
-def carry(prev: dict[str, Any], src: Path, out: Path) -> tuple[dict[str, Any], str | None]:
-    """A history set whose runs are not on disk: its summary as last drawn (from ``src``, the
-    previous json), marked as such, with its figure copied beside ``out`` when it exists."""
-    s = dict(prev)
-    s.setdefault("carried_from", _rel(src))
-    s["note"] = (
-        f"**Carried over**: the runs (`{s['base_rel']}`) are not on this machine; this section "
-        f"is the set as last drawn, read back from `{s['carried_from']}` (its history: "
-        f"`git log -- {s['carried_from']}`)."
-        + (f" {prev['note']}" if prev.get("note") and "Carried over" not in prev["note"] else "")
-    )
-    fig = src.parent / f"{src.stem}_{s['env']}.png"
-    dst = out.parent / f"{out.stem}_{s['env']}.png"
-    if fig.is_file() and fig.resolve() != dst.resolve():
-        import shutil
-
-        shutil.copyfile(fig, dst)
-    return s, (dst.name if dst.is_file() else None)
 
 
 @dataclass
@@ -223,7 +192,8 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
         sp = specs[name]
         png = out.parent / f"{out.stem}_{name}.png"
         if name in carried:
-            s, pngs[name] = carry(previous[name], Path(args.previous_json), out)
+            src = Path(args.previous_json)
+            s, pngs[name] = carry(previous[name], src, out, _rel(src))
             summaries.append(s)
             continue
         s = summarize(rs, args.early)

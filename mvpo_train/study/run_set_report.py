@@ -1,12 +1,16 @@
-"""Markdown pieces of a run set's diagnostics (:mod:`mvpo_train.study.run_sets`): number cells
-and the table of MVPO's non-circular potential check."""
+"""Markdown pieces of a run set's diagnostics (:mod:`mvpo_train.study.run_sets`): number cells,
+the table of MVPO's non-circular potential check, and the sets carried over from the previous
+results file when their runs are not on this machine."""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
-__all__ = ["cell", "phi_split_lines", "seed_order", "signed"]
+__all__ = ["carry", "cell", "phi_split_lines", "read_previous", "seed_order", "signed"]
 
 
 def cell(x: float | None, nd: int = 3) -> str:
@@ -61,3 +65,36 @@ def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
             f"{cell(p['rows_max'], 0)}) |"
         )
     return lines + [""]
+
+
+def read_previous(path: str) -> dict[str, dict[str, Any]]:
+    """The summaries of the previous ``diagnostics.json`` (``''`` or a missing file: none), by
+    set name; read before this call overwrites it."""
+    if not path or not Path(path).is_file():
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--previous-json {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    return {s["env"]: s for s in data if isinstance(s, dict) and "env" in s}
+
+
+def carry(
+    prev: dict[str, Any], src: Path, out: Path, shown: str
+) -> tuple[dict[str, Any], str | None]:
+    """A set whose runs are not on disk: its summary as last drawn (from ``src``, the previous
+    json, named ``shown`` in the note), marked as such, with its figure copied beside ``out``
+    when it exists; the summary and the figure's name (None without one)."""
+    s = dict(prev)
+    s.setdefault("carried_from", shown)
+    s["note"] = (
+        f"**Carried over**: the runs (`{s['base_rel']}`) are not on this machine; this section "
+        f"is the set as last drawn, read back from `{s['carried_from']}` (its history: "
+        f"`git log -- {s['carried_from']}`)."
+        + (f" {prev['note']}" if prev.get("note") and "Carried over" not in prev["note"] else "")
+    )
+    fig = src.parent / f"{src.stem}_{s['env']}.png"
+    dst = out.parent / f"{out.stem}_{s['env']}.png"
+    if fig.is_file() and fig.resolve() != dst.resolve():
+        shutil.copyfile(fig, dst)
+    return s, (dst.name if dst.is_file() else None)

@@ -7,11 +7,12 @@ finished and submits nothing; a local (no Ray) run of one seed gives the same me
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from .helpers import study_module
 
 ray = pytest.importorskip("ray")
 
@@ -20,10 +21,7 @@ TINY = ["--", "--num-groups", "1", "--group-size", "2", "--max-steps", "2", "--p
 
 
 def _learning():
-    spec = importlib.util.spec_from_file_location("learning", ROOT / "benchmarks" / "learning.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return study_module("learning")
 
 
 def _metrics(path: Path) -> list[dict]:
