@@ -23,7 +23,8 @@ their shared data (ALFWorld's game listing) is verified once for the whole batch
 env (docs/environments.md, "Vector envs").
 
 Info keys: Gymnasium merges every key of every sub-env's ``info`` into arrays each step (nested
-dicts recursively), which costs as much as stepping ALFWorld's engine. ``info_keys=`` (opt-in)
+dicts recursively; with ALFWorld's ``state`` about a fifth of a step's CPU, docs/environments.md,
+"Vector envs"). ``info_keys=`` (opt-in)
 keeps only the named top-level keys, dropped inside each sub-env before merging (and before an
 async worker sends them); the trainer passes the keys its rollout reads
 (:data:`mvpo_train.rollout.ROLLOUT_INFO_KEYS`). Default ``None``: every key, as Gymnasium does.
