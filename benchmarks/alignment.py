@@ -60,12 +60,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import platform
 import shlex
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,22 +75,23 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401
-from mvpo_train.alignment import LABEL_KEY, auc, gigpo_twin, repair_alignment  # noqa: E402
-from mvpo_train.batch import StepBatch, canonical_action  # noqa: E402
+from mvpo_train.alignment import LABEL_KEY, mean_sd, score_variant  # noqa: E402
+from mvpo_train.alignment_variants import (  # noqa: E402
+    VariantError,
+    make_variant,
+    parse_variant,
+)
+from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
 from mvpo_train.config import ConfigError, load_config  # noqa: E402
-from mvpo_train.credit import get_estimator  # noqa: E402
 from mvpo_train.records import (  # noqa: E402
     RecordError,
     find_records,
     read_batch_record,
     write_batch_record,
 )
-from mvpo_train.relabel import (  # noqa: E402
-    RelabelResult,
-    cached_reset_map,
-    relabel_batch,
-    replay_env_settings,
-)
+from mvpo_train.run_relabeller import RelabelSetupError  # noqa: E402
+from mvpo_train.run_relabeller import RunReplayer as _RunReplayer  # noqa: E402
+from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert  # noqa: E402
 
 ENV_ID = "mvpo/ALFWorld-v0"
 DEFAULT_PS = (0.15, 0.3, 0.5)
@@ -103,85 +102,24 @@ MAX_UNVERIFIED = 0.01  # --relabel: above this fraction of unverified trajectori
 OUT = ROOT / "benchmarks" / "results" / "alignment"
 
 
-class BenchError(ValueError):
-    """A bad command-line value (printed in one line, exit 2)."""
-
-
-# -- variants -----------------------------------------------------------------------------------
-def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
-    """``"mvpo:lambda_L=0,form=paper"`` -> ``("mvpo", {"lambda_L": 0, "form": "seeds"})``."""
-    name, _, rest = text.partition(":")
-    name = name.strip()
-    if not name:
-        raise BenchError(f"--variant {text!r}: no estimator name")
-    kwargs: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or not key.strip():
-            raise BenchError(f"--variant {text!r}: {part!r} is not key=value")
-        try:
-            kwargs[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key.strip()] = value.strip()
-    return name, kwargs
-
-
-def make_variant(text: str, base: dict[str, Any] | None = None) -> Any:
-    """A new estimator for a variant (``base``: a recorded config it overrides)."""
-    name, kwargs = parse_variant(text)
-    try:
-        return get_estimator(name, **{**(base or {}), **kwargs})
-    except (KeyError, TypeError, ValueError) as err:
-        msg = err.args[0] if err.args else str(err)
-        raise BenchError(f"--variant {text!r}: {msg}") from None
+#: a bad command-line value (printed in one line, exit 2)
+BenchError = VariantError
 
 
 # -- noisy-expert rollouts ----------------------------------------------------------------------
 def noisy_expert_batch(
     p: float, seed: int, tasks: int, rollouts: int, steps: int
 ) -> tuple[StepBatch, dict[str, Any]]:
-    """``tasks`` groups of ``rollouts`` episodes (one task per group) of the noisy expert."""
+    """``tasks`` groups of ``rollouts`` episodes (one task per group) of the noisy expert
+    (:func:`mvpo_train.scripted_batches.noisy_expert_batch` on the ALFWorld train split)."""
     rng = np.random.default_rng([seed, int(round(p * 1000))])
     env = gym.make(ENV_ID, split="train", progress_oracle=True, max_episode_steps=steps)
     n_tasks = len(env.unwrapped.task_ids)
     chosen = rng.choice(n_tasks, size=min(tasks, n_tasks), replace=False).tolist()
-    rows: list[dict[str, Any]] = []
-    labels: list[int] = []
-    expert_steps = 0
-    for g, task in enumerate(chosen):
-        for k in range(rollouts):
-            _, info = env.reset(options={"task_index": int(task)})
-            start = len(rows)
-            for t in range(steps):
-                admissible = list(info["admissible_actions"])
-                if rng.random() < p:
-                    best = env.unwrapped.optimal_actions()
-                    action = best[int(rng.integers(len(best)))] if best else admissible[0]
-                    expert_steps += 1
-                else:
-                    action = admissible[int(rng.integers(len(admissible)))]
-                _, reward, terminated, truncated, info2 = env.step(action)
-                rows.append(
-                    {
-                        "group": g, "traj": g * rollouts + k, "t": t, "reward": float(reward),
-                        "terminated": bool(terminated),
-                        "truncated": bool(truncated) and not bool(terminated),
-                        "anchor": info["anchor"], "signature": info["signature"],
-                        "milestones": tuple(info2["milestones"]),
-                        "action": canonical_action(action),
-                    }
-                )  # fmt: skip
-                labels.append(int(info2[LABEL_KEY]))
-                info = info2
-                if terminated or truncated:
-                    break
-            won = bool(info["won"])
-            for r in rows[start:]:
-                r["success"] = won
+    played = play_noisy_expert(env, chosen, rollouts, steps, p, rng)
     env.close()
-    batch = StepBatch.from_steps(rows, extras={LABEL_KEY: labels})
-    meta = {"p": p, "seed": seed, "tasks": chosen, "expert_steps": expert_steps}
-    return batch, meta
+    meta = {"p": p, "seed": seed, "tasks": chosen, "expert_steps": played.expert_steps}
+    return played.batch, meta
 
 
 def cached_batch(
@@ -194,7 +132,7 @@ def cached_batch(
             rec = read_batch_record(path)
             labels = rec.extras[LABEL_KEY].astype(np.int64).tolist()
             batch = StepBatch(
-                **{f: getattr(rec.batch, f) for f in _FIELDS}, extras={LABEL_KEY: labels}
+                **{f: getattr(rec.batch, f) for f in FIELDS}, extras={LABEL_KEY: labels}
             )
             return batch, rec.meta, 0.0
         except (RecordError, KeyError):
@@ -205,37 +143,6 @@ def cached_batch(
     meta["play_cpu_s"] = spent
     write_batch_record(cache, 0, batch, meta=meta, path=path)
     return batch, meta, spent
-
-
-_FIELDS = (
-    "group", "traj", "t", "reward", "terminated", "truncated", "anchor", "signature",
-    "milestones", "action", "success",
-)  # fmt: skip
-
-
-def score(batch: StepBatch, estimator: Any, labels: np.ndarray | None = None) -> dict[str, Any]:
-    """The repair's alignment for one estimator on one batch (+ GiGPO's own, for context)."""
-    twin = gigpo_twin(estimator)
-    gigpo_adv, _ = twin(batch)
-    mvpo_adv, _ = estimator(batch)
-    res = repair_alignment(batch, mvpo_adv, gigpo_adv, labels)
-    y = np.asarray(batch.extras[LABEL_KEY] if labels is None else labels, dtype=np.float64)
-    step_rows = (y >= 0) & (mvpo_adv == gigpo_adv) & (gigpo_adv != 0)
-    return {
-        "auc": res.auc,
-        "repaired_rows": res.repaired_rows,
-        "labelled_fraction": res.labelled_fraction,
-        "positives": res.positives,
-        "negatives": res.negatives,
-        "gigpo_auc_other_rows": auc(gigpo_adv[step_rows], y[step_rows].astype(np.int64)),
-    }
-
-
-def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
-    a = np.asarray([x for x in xs if not np.isnan(x)], dtype=np.float64)
-    if a.size == 0:
-        return float("nan"), float("nan")
-    return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
 
 
 def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
@@ -255,7 +162,7 @@ def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
                 "play_cpu_s": float(meta.get("play_cpu_s", spent)), "from_cache": spent == 0.0,
                 "success": float(batch.traj_success.mean()),
                 "progress_rate": float((y == 1).mean()), "tasks": meta.get("tasks"),
-                "variants": {v: score(batch, make_variant(v)) for v in variants},
+                "variants": {v: score_variant(batch, make_variant(v)) for v in variants},
             }  # fmt: skip
             results["batches"].append(entry)
             print(
@@ -273,77 +180,13 @@ def _auc_summary(variants: dict[str, dict[str, Any]]) -> str:
     )
 
 
-class RunReplayer:
+class RunReplayer(_RunReplayer):
     """Replays a run's recorded trajectories on the env it played, ``progress_oracle`` on
-    (docs/alignment.md, "Relabelling a run after the fact"; :mod:`mvpo_train.relabel`)."""
+    (:class:`mvpo_train.run_relabeller.RunReplayer`): only ``mvpo/ALFWorld-v0`` runs, replayed
+    on the fast engine (identical step for step to ``pddl``, and the fastest)."""
 
     def __init__(self, run_dir: Path, cache: Path, workers: int = 1):
-        config_path = run_dir / "config.yaml"
-        if not config_path.is_file():
-            raise BenchError(f"--relabel: {config_path} not found (the run's settings)")
-        self.config = load_config(config_path)
-        env_id, kwargs = replay_env_settings(self.config)
-        if env_id != ENV_ID:
-            raise BenchError(
-                f"--relabel: the run played {env_id}; only {ENV_ID} has the progress oracle"
-            )
-        kwargs = {**kwargs, "engine": "fast"}  # identical step for step, and the fastest
-        kwargs.pop("progress_oracle", None)
-        self.check_abstraction = self.config.get("abstraction") != "learned"
-        # the games are chosen by every keyword but the time limit: one map serves any max_steps
-        games = {k: v for k, v in kwargs.items() if k != "max_episode_steps"}
-        self.map, self.map_seconds, self.map_cached = cached_reset_map(
-            cache, env_id, games, lambda: gym.make(env_id, **games)
-        )
-        self.env_id, self.env_kwargs = env_id, kwargs
-        self.env = gym.make(env_id, **kwargs, progress_oracle=True)
-        self.workers = workers
-        self.pool: Any = None
-        if workers > 1:  # forked workers, each with its own env, sharing out a batch's groups
-            ctx = multiprocessing.get_context("fork")
-            self.pool = ctx.Pool(workers, initializer=_init_worker, initargs=(self,))
-
-    def relabel(self, rec: Any, groups: Sequence[int] | None = None) -> RelabelResult:
-        """The verified labels of a record's batch (of ``groups`` only, if given)."""
-        if self.pool is None or groups is not None:
-            return relabel_batch(
-                rec.batch, rec.extras, self.env, self.map,
-                check_abstraction=self.check_abstraction, groups=groups,
-            )  # fmt: skip
-        batch = rec.batch
-        gs = np.unique(batch.group).tolist()
-        chunks = [gs[k :: self.workers] for k in range(self.workers) if gs[k :: self.workers]]
-        parts = self.pool.map(_worker_relabel, [(str(rec.path), c) for c in chunks])
-        out = RelabelResult(labels=np.full(len(batch), -1, dtype=np.int64), trajectories=0)
-        for chunk, part in zip(chunks, parts, strict=True):
-            rows = np.isin(batch.group, chunk)
-            out.labels[rows] = part.labels[rows]
-            out.trajectories += part.trajectories
-            out.unverified += part.unverified
-            out.tasks.update(part.tasks)
-        out.unverified.sort(key=lambda u: (u.group, u.traj))
-        return out
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool.join()
-        self.env.close()
-
-
-_WORKER: dict[str, RunReplayer] = {}
-
-
-def _init_worker(replayer: RunReplayer) -> None:
-    """A forked worker's own env (the parent's map and settings)."""
-    replayer.env = gym.make(replayer.env_id, **replayer.env_kwargs, progress_oracle=True)
-    replayer.pool = None
-    _WORKER["replayer"] = replayer
-
-
-def _worker_relabel(job: tuple[str, list[int]]) -> RelabelResult:
-    path, groups = job
-    return _WORKER["replayer"].relabel(read_batch_record(path), groups)
+        super().__init__(run_dir, cache, workers, env_ids=(ENV_ID,), overrides={"engine": "fast"})
 
 
 def _variant_estimator(v: str, rec: Any, gamma: float, chained: dict[str, Any], state: str) -> Any:
@@ -449,13 +292,13 @@ def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     "labels by replay)"
                 )
             batch = StepBatch(
-                **{f: getattr(rec.batch, f) for f in _FIELDS}, extras={LABEL_KEY: labels}
+                **{f: getattr(rec.batch, f) for f in FIELDS}, extras={LABEL_KEY: labels}
             )
             if trained_mvpo:
-                row["variants"]["trained"] = score(batch, rec.make_estimator(), labels)
+                row["variants"]["trained"] = score_variant(batch, rec.make_estimator(), labels)
             for v in variants:
                 est = _variant_estimator(v, rec, gamma, chained, args.state)
-                row["variants"][v] = score(batch, est, labels)
+                row["variants"][v] = score_variant(batch, est, labels)
             for v, s in row["variants"].items():
                 series = out["variants"][v]
                 series["iterations"].append(it)
@@ -527,6 +370,8 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path) -> None:
+    """``out``.md (the tables) and ``out``.json (``results``). With ``--analyze-only`` the
+    page's ``Machine:`` line is kept as it is (where the batches were played)."""
     variants = results["variants"]
     ps = sorted({b["p"] for b in results["batches"]})
     lines = [
@@ -550,7 +395,7 @@ def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path)
         rep = []
         for p in ps:
             sel = [b["variants"][v] for b in results["batches"] if b["p"] == p]
-            m, sd = _mean_sd([s["auc"] for s in sel])
+            m, sd = mean_sd([s["auc"] for s in sel])
             cells.append(f"{m:.3f} ({sd:.3f})")
             rep.append(f"{np.mean([s['repaired_rows'] for s in sel]):.0f}")
         lines.append(f"| `{v}` | " + " | ".join(cells) + f" | {' / '.join(rep)} |")
@@ -570,20 +415,31 @@ def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path)
             f"| {p:g} | {np.mean([b['rows'] for b in bs]):.0f} | "
             f"{np.mean([b['success'] for b in bs]):.2f} | "
             f"{np.mean([b['progress_rate'] for b in bs]):.3f} | "
-            f"{_mean_sd([s['labelled_fraction'] for s in first])[0]:.2f} | "
-            f"{_mean_sd([s['gigpo_auc_other_rows'] for s in first])[0]:.3f} |"
+            f"{mean_sd([s['labelled_fraction'] for s in first])[0]:.2f} | "
+            f"{mean_sd([s['gigpo_auc_other_rows'] for s in first])[0]:.3f} |"
         )
     play = [b["play_cpu_s"] for b in results["batches"]]
-    lines += [
-        "",
+    machine = (
         f"Machine: {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}. Playing one batch (the oracle's labels and optimal "
         f"actions included): {np.mean(play):.0f} s CPU on average, once: the batches are cached "
-        "as batch records under `runs/alignment-cache/`, so a rerun (new variants) takes seconds.",
-        "",
-    ]
+        "as batch records under `runs/alignment-cache/`, so a rerun (new variants) takes seconds."
+    )
+    page = out.with_suffix(".md")
+    if args.analyze_only and page.is_file():
+        kept = [x for x in page.read_text().splitlines() if x.startswith("Machine: ")]
+        machine = kept[0] if kept else machine
+    lines += ["", machine, ""]
     out.with_suffix(".md").write_text("\n".join(lines))
     out.with_suffix(".json").write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
+
+
+def analyzed(args: argparse.Namespace) -> dict[str, Any]:
+    """The results JSON a noisy-expert run wrote at ``--out`` (``--analyze-only``)."""
+    path = Path(args.out).with_suffix(".json")
+    if not path.is_file():
+        raise BenchError(f"--analyze-only: {path} not found (run without it first)")
+    return json.loads(path.read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -599,6 +455,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", help="score a training run's recorded batches instead")
     ap.add_argument(
         "--relabel", action="store_true", help="with --run-dir: recover the labels by replay"
+    )
+    ap.add_argument(
+        "--analyze-only",
+        action="store_true",
+        help="rewrite the tables from the results JSON at --out (give the flags of its command)",
     )
     ap.add_argument("--json", help="with --run-dir: write the results JSON here")
     ap.add_argument(
@@ -637,8 +498,8 @@ def main(argv: list[str] | None = None) -> int:
             return status
         if args.relabel or args.json or args.iterations:
             raise BenchError("--relabel, --json and --iterations go with --run-dir")
-        res = run_noisy(args)
-    except (BenchError, RecordError, ConfigError) as err:
+        res = analyzed(args) if args.analyze_only else run_noisy(args)
+    except (BenchError, RecordError, ConfigError, RelabelSetupError) as err:
         print(f"alignment: {err}", file=sys.stderr)
         return 2
     out = Path(args.out)
