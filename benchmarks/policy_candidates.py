@@ -43,6 +43,7 @@ from mvpo_train.encoder_policy import (
 )
 from mvpo_train.stats import wilson
 from mvpo_train.study.bench import replace_section
+from mvpo_train.study.tables import command_line
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
 
@@ -392,10 +393,7 @@ def _speed(r: dict[str, Any], split: str) -> str:
 
 
 def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layouts=()) -> None:
-    cmd = "python benchmarks/policy_candidates.py " + " ".join(
-        a if a.replace("-", "").replace("_", "").replace(":", "").replace(".", "").replace(
-            "/", "").isalnum() else f"'{a}'" for a in sys.argv[1:]
-    )  # fmt: skip
+    cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
     title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
     train_eps = (
         f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
