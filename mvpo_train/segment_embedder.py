@@ -12,10 +12,13 @@
   vectors (about 3e-7 measured) and faster on a CPU;
 * ``auto``: ``onnx`` when onnxruntime and onnx import, else ``torch``.
 
-Both runtimes use the same batching (:meth:`SegmentEmbedder.rows_for`), so a text's vector
-depends on the text only, never on the texts embedded with it, on either runtime. Vectors of
-the two runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the runtime
-(``+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
+On either runtime the shape of a text's forward pass depends on its own length only, so a
+text's vector never depends on the texts embedded with it: PyTorch groups short texts of one
+length 8 to a pass (:meth:`SegmentEmbedder.rows_for`), onnxruntime embeds every text in a pass
+of its own (:attr:`SegmentEmbedder.ONNX_BATCHING`: there a one-row pass costs a fraction of
+an eight-row one, and a rollout step rarely has several new texts of one length). Vectors of the two
+runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the batching and the runtime
+(``+rows1+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
 embedding cache file holds one section per runtime, so a file written by one is extended,
 never mixed into, by the other (mixing would make a cached vector differ in its last bits
 from the one the same run would compute, and resume would not be bit-exact).
@@ -82,6 +85,10 @@ class SegmentEmbedder:
     #: the scheme's name, part of an embedding cache file's key (another scheme's last bits
     #: differ) and of a warm start's settings
     BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
+    #: the ``onnx`` runtime's scheme: one text per pass, any length (on onnxruntime a one-row
+    #: pass costs a fraction of an eight-row one: the ``minilm`` row of
+    #: ``benchmarks/results/cpu_cost.md``)
+    ONNX_BATCHING = "rows1"
 
     @classmethod
     def rows_for(cls, n_tokens: int) -> int:
@@ -153,8 +160,18 @@ class SegmentEmbedder:
         """What a cache file's section must have been written with: this encoder, batching
         and runtime (the PyTorch runtime's key has no suffix: the files written before
         ONNX existed)."""
-        key = f"{self.fingerprint}+{self.BATCHING}"
+        key = f"{self.fingerprint}+{self.batching}"
         return key if self.runtime == "torch" else f"{key}+{self.runtime}"
+
+    @property
+    def batching(self) -> str:
+        """The name of this runtime's batching scheme (:attr:`BATCHING` on PyTorch,
+        :attr:`ONNX_BATCHING` on onnxruntime)."""
+        return self.BATCHING if self.runtime == "torch" else self.ONNX_BATCHING
+
+    def pass_rows(self, n_tokens: int) -> int:
+        """Rows of this runtime's forward pass for a text of ``n_tokens`` word pieces."""
+        return self.rows_for(n_tokens) if self.runtime == "torch" else 1
 
     @property
     def _section(self) -> str:
@@ -237,9 +254,9 @@ class SegmentEmbedder:
     ) -> dict[tuple[int, ...], torch.Tensor]:
         """Encoder forward passes for ``texts`` (distinct, non-empty id sequences), the cache
         neither read nor written: texts of one token length ``n`` go ``rows_for(n)`` to a pass
-        (default :meth:`rows_for`; ``benchmarks/embedding_batching.py`` passes another
+        (default :meth:`pass_rows`; ``benchmarks/embedding_batching.py`` passes another
         scheme's), the last repeated as padding."""
-        rows_for = rows_for or self.rows_for
+        rows_for = rows_for or self.pass_rows
         by_len: dict[int, list[tuple[int, ...]]] = {}
         for s in texts:
             by_len.setdefault(len(s), []).append(s)

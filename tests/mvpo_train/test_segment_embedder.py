@@ -126,7 +126,7 @@ def test_cache_file_keeps_runtimes_apart(torch_embedder, onnx_root, tmp_path):
     seqs = _seqs(torch_embedder, TEXTS)
     t = SegmentEmbedder()
     o = SegmentEmbedder(runtime="onnx", onnx_root=onnx_root)
-    assert t.cache_key != o.cache_key and o.cache_key.endswith("+onnx")
+    assert t.cache_key != o.cache_key and o.cache_key.endswith("+rows1+onnx")
     tv, ov = t.embed(seqs), o.embed(seqs)
     assert t.save_cache(path) == len(seqs)
     # a file by PyTorch only: ONNX adds nothing from it ...
