@@ -2,9 +2,11 @@
 
 docs/estimators.md §3.11-§3.13. Batches of ``mvpo/MilestoneChain-v0`` (difficulty 1, K = 4,
 50-step horizon, train layouts) played by a seeded uniform policy, as the trainer draws them:
-batch ``i`` plays ``--groups`` tasks drawn from the first ``--tasks`` train layouts with
+batch ``i`` plays ``--groups`` tasks drawn from the first N train layouts (N = 128, all of
+them, and N = ``--groups``, every task in every batch) with
 ``numpy.random.default_rng([seed, i])``, ``--rollouts`` rollouts each, every action uniform
-among the admissible ones (``random.Random`` seeded by ``(seed, i, group, rollout)``). The rows
+among the admissible ones (``mvpo_train.scripted_batches.noisy_expert_batch`` at ``p = 0``,
+its generator seeded ``(seed, i, 1)``). The rows
 carry ``extras["task_index"]`` (the layout) and the oracle columns, as the rollout fills them.
 
 Per option (MVPO's config keywords), one estimator is called on the ``--batches`` batches in
@@ -32,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
 import shlex
 import sys
 import time
@@ -47,11 +48,12 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401  (registers the env ids)
-from mvpo_train.batch import ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, StepBatch  # noqa: E402
+from mvpo_train.batch import StepBatch  # noqa: E402
 from mvpo_train.credit import get_estimator  # noqa: E402
 from mvpo_train.credit.alignment_measure import repair_alignment  # noqa: E402
 from mvpo_train.credit.mvpo import MVPOConfig, milestones_done  # noqa: E402
 from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
+from mvpo_train.scripted_batches import noisy_expert_batch  # noqa: E402
 from mvpo_train.stats import t_interval  # noqa: E402
 
 ENV_ID = "mvpo/MilestoneChain-v0"
@@ -89,42 +91,11 @@ KINDS = (
 def uniform_batch(
     env: gym.Env, tasks: list[int], rollouts: int, seed: int, iteration: int
 ) -> StepBatch:
-    """One batch: every task of ``tasks`` played ``rollouts`` times by the uniform policy."""
-    rows: list[dict[str, Any]] = []
-    task_index: list[int] = []
-    progress: list[int] = []
-    decrease: list[float] = []
-    for g, task in enumerate(tasks):
-        for r in range(rollouts):
-            rng = random.Random(f"{seed}/{iteration}/{g}/{r}")
-            _, info = env.reset(options={"task_index": task})
-            t, done = 0, False
-            while not done:
-                action = rng.choice(info["admissible_actions"])
-                _, reward, term, trunc, after = env.step(action)
-                rows.append(
-                    {
-                        "group": g, "traj": g * rollouts + r, "t": t, "reward": reward,
-                        "terminated": term, "truncated": trunc and not term,
-                        "anchor": info["anchor"], "signature": info["signature"],
-                        "milestones": tuple(after["milestones"]), "action": action,
-                    }
-                )  # fmt: skip
-                task_index.append(task)
-                progress.append(after.get(ORACLE_PROGRESS, -1))
-                before_len, after_len = (
-                    info.get("oracle_plan_length"),
-                    after.get("oracle_plan_length"),
-                )
-                known = before_len is not None and after_len is not None
-                decrease.append(float(before_len - after_len) if known else float("nan"))
-                info, t, done = after, t + 1, term or trunc
-    extras = {
-        "task_index": np.array(task_index),
-        ORACLE_PROGRESS: np.array(progress),
-        ORACLE_PLAN_DECREASE: np.array(decrease),
-    }
-    return StepBatch.from_steps(rows, extras=extras)
+    """One batch: every task of ``tasks`` played ``rollouts`` times by the uniform policy
+    (:func:`~mvpo_train.scripted_batches.noisy_expert_batch` at ``p = 0``, its generator seeded
+    ``(seed, iteration, 1)``), with ``extras["task_index"]`` and the oracle columns."""
+    rng = np.random.default_rng([seed, iteration, 1])
+    return noisy_expert_batch(env, tasks, rollouts, 50, 0.0, rng).batch
 
 
 def step_kinds(batch: StepBatch) -> np.ndarray:
