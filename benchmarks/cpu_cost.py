@@ -30,7 +30,9 @@ work) with its defaults, ``after`` is ``--after-ref`` (default ``HEAD``: committ
 a half-edited working tree) with the fast paths on (``--embedding-runtime auto``; the factored
 head is its default). The two variants of one measurement run at the same time
 (``--jobs 2``, the default) so that they meet the same load on a shared machine. The ONNX
-export is built before any measurement (its one-off cost is reported apart).
+export is built before any measurement (its one-off cost is reported apart). The worktrees
+stay for the next run; ``git worktree remove --force BASE/src/*`` (or deleting ``BASE`` and
+``git worktree prune``) removes them.
 
 Run from the repository root (about 40 CPU minutes; results in
 ``benchmarks/results/cpu_cost.{md,json}``)::
