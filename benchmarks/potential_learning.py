@@ -1,0 +1,401 @@
+"""Does a better-estimated potential help MVPO learn? The new potential options of
+docs/estimators.md §3.11-§3.13 on the oracle-gain study's control task, against GRPO, GiGPO and
+the MVPO paper's form at the same settings.
+
+The settings are EXACTLY those of the oracle-gain study (``benchmarks/oracle_gain.py``: the
+encoder policy with a fresh head on ``mvpo/MilestoneChain-v0`` with ``show_progress`` and
+``show_route``, 8 layouts x 8 rollouts x 50 steps, 40 iterations, lr 0.002, 2 PPO epochs; its
+setting flags are accepted here with the same defaults and make the same settings
+fingerprint), so the study's GRPO, GiGPO, MVPO (the paper's form) and MVPO-shuffled runs are
+reused, read from ``--reuse-base`` (default ``runs/oracle-gain-route``: only read, never run or
+written). A setting whose fingerprint differs from the one recorded there is refused in one line.
+
+The new arms (each ``--estimator mvpo`` with ``--estimator-kwargs``):
+
+* ``mvpo-pooled``: ``region_stats="pooled"`` (region statistics pooled across iterations with
+  the default ``pool_decay``, a row's own trajectory left out);
+* ``mvpo-split``: ``potential_split="milestones"`` (regions split at milestone events);
+* ``mvpo-pooled-td-split``: the combination with the best measured alignment
+  (``region_stats="pooled", potential_estimate="td", potential_split="milestones"``;
+  benchmarks/results/potential_kinds.md);
+* ``mvpo-pooled-td-split-shuffled``: that combination with its repair shuffled among the routed
+  rows (``repair_source="shuffled"``): the negative control of the new form.
+
+They run in ``--base`` (default ``runs/potential-learning``, git-ignored), one folder per arm and
+seed as the oracle-gain study lays them out: a finished run (its ``result.json``) is skipped, an
+interrupted one resumes from its checkpoint, ``--jobs`` at a time, seed by seed so that a partial
+sweep is paired. The analysis (``--analyze-only``, after the sweep, or after every finished run
+with ``--analyze-every``) writes ``benchmarks/results/potential_learning.{md,json,png}``: per arm
+(new and reused) area, final, iterations to 5% and 10%, held-out success and the trainer's
+``align/auc``, means over seeds with t-based 95% intervals and bootstrap intervals beside; paired
+by seed, the differences against GiGPO and against the paper's form (``mvpo``); the estimator's
+seconds per iteration (``time/advantage``) per arm.
+
+    python benchmarks/potential_learning.py --jobs 2      # the runs (resumable), then the tables
+    python benchmarks/potential_learning.py --analyze-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
+
+from mvpo_train.stats import curve_band
+from mvpo_train.study.paired import check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.runs import metric_rows
+from mvpo_train.study.tables import command_line, machine_line
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+#: the oracle-gain study's arms whose runs this study reads instead of running them
+REUSED = ("grpo", "gigpo", "mvpo", "mvpo-shuffled")
+#: the combination of the new options with the best measured alignment (docs/estimators.md §3.13)
+COMBINATION = {
+    "region_stats": "pooled",
+    "potential_estimate": "td",
+    "potential_split": "milestones",
+}
+#: the arms every arm is paired against: GiGPO and the MVPO paper's form
+REFERENCES = ("gigpo", "mvpo")
+METRICS = (*og.METRICS, "auc")
+WHO = "potential_learning"
+
+
+def new_arms() -> list[og.Arm]:
+    """The arms this study runs (module docstring), in the order a seed runs them."""
+    return [
+        og.Arm("mvpo-pooled-td-split", "mvpo", dict(COMBINATION)),
+        og.Arm("mvpo-pooled", "mvpo", {"region_stats": "pooled"}),
+        og.Arm("mvpo-split", "mvpo", {"potential_split": "milestones"}),
+        og.Arm(
+            "mvpo-pooled-td-split-shuffled", "mvpo", {**COMBINATION, "repair_source": "shuffled"}
+        ),
+    ]
+
+
+def reused_arms() -> list[og.Arm]:
+    """The oracle-gain study's arms named in :data:`REUSED`."""
+    return [a for a in og.arms() if a.name in REUSED]
+
+
+# ------------------------------------------------------------------ running
+
+
+def check_reuse(reuse: Path, settings: dict[str, Any]) -> None:
+    """Exit with one line when ``reuse`` holds runs made with settings other than ``settings``
+    (its ``settings.json``); a folder without one holds nothing to reuse and is not written."""
+    if (Path(reuse) / "settings.json").is_file():
+        check_settings(reuse, settings, og.fingerprint(settings), WHO)
+
+
+def plan_runs(args: argparse.Namespace) -> list[tuple[og.Arm, int]]:
+    """The new arms (those named by ``--arm``, all by default) seed by seed."""
+    arm_list = [a for a in new_arms() if not args.arm or a.name in args.arm]
+    return [(a, s) for s in args.seeds for a in arm_list]
+
+
+def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
+    """Run the unfinished runs of ``plan``, ``args.jobs`` at a time; a finished run's compact
+    result (:func:`oracle_gain.summarise_run`) goes to its ``result.json``."""
+    base = Path(args.base)
+    s = og.settings(args)
+    check_settings(base, s, og.fingerprint(s), WHO)
+    todo = [(a, k) for a, k in plan if not (og.run_dir(base, a, k) / "result.json").is_file()]
+    print(f"{WHO}: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
+    running: list[tuple[subprocess.Popen, og.Arm, int, Path]] = []
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    while todo or running:
+        while todo and len(running) < args.jobs:
+            arm, seed = todo.pop(0)
+            path = og.run_dir(base, arm, seed)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with (path.parent / f"seed{seed}.log").open("a") as log:
+                proc = subprocess.Popen(
+                    og.train_cmd(path, arm, seed, args), stdout=log, stderr=log, env=env
+                )
+            running.append((proc, arm, seed, path))
+        time.sleep(5)
+        for item in [r for r in running if r[0].poll() is not None]:
+            running.remove(item)
+            proc, arm, seed, path = item
+            if proc.returncode != 0:
+                print(f"{WHO}: {arm.name} seed {seed} failed (rc {proc.returncode}); see "
+                      f"{path.parent}/seed{seed}.log", flush=True)  # fmt: skip
+                continue
+            res = og.summarise_run(path, args.iterations)
+            (path / "result.json").write_text(json.dumps(res) + "\n")
+            print(f"{WHO}: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
+                  flush=True)  # fmt: skip
+            if args.analyze_every:
+                analyze(args)
+
+
+# ------------------------------------------------------------------ analysis
+
+
+def estimator_seconds(path: Path, iterations: int) -> float | None:
+    """Mean seconds per iteration the run in ``path`` spent in the estimator
+    (``time/advantage``), None without such rows (or without a ``metrics.jsonl``)."""
+    rows = [r for r in metric_rows(path) if "success" in r][:iterations]
+    t = [float(r["time/advantage"]) for r in rows if "time/advantage" in r]
+    return float(np.mean(t)) if t else None
+
+
+def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict[str, str]]:
+    """Per arm: seed -> compact result (with ``advantage_s``), the reused arms from
+    ``--reuse-base`` and the new ones from ``--base``; and each arm's source folder."""
+    data: dict[str, dict[int, dict]] = {}
+    source: dict[str, str] = {}
+    for base, arm_list in ((Path(args.reuse_base), reused_arms()), (Path(args.base), new_arms())):
+        for name, runs in og.load(base, arm_list, args.seeds).items():
+            for seed, res in runs.items():
+                res["advantage_s"] = estimator_seconds(base / name / f"seed{seed}", args.iterations)
+            data[name], source[name] = runs, _shown(base)
+    return data, source
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the results name it: relative to the repository when it is inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def per_seed(res: dict[str, Any], iterations: int) -> dict[str, float]:
+    """One run's table values: :func:`oracle_gain.per_run` and the trainer's ``align/auc``."""
+    auc = float("nan") if res["auc"] is None else float(res["auc"])
+    return {**og.per_run(res, iterations), "auc": auc}
+
+
+def analyze(args: argparse.Namespace) -> dict[str, Any]:
+    """The tables of the finished runs (module docstring), written to ``args.out`` (.md, .json,
+    .png); the results dict."""
+    s = og.settings(args)
+    data, source = load_all(args)
+    order = [a.name for a in reused_arms()] + [a.name for a in new_arms()]
+    specs = {a.name: a for a in reused_arms() + new_arms()}
+    arms_out: dict[str, Any] = {}
+    for name in order:
+        runs = data.get(name)
+        if not runs:
+            continue
+        seeds = sorted(runs)
+        rows = [per_seed(runs[k], args.iterations) for k in seeds]
+        mean, lo, hi = curve_band(np.array([runs[k]["success"] for k in seeds]))
+        adv = [runs[k]["advantage_s"] for k in seeds if runs[k]["advantage_s"] is not None]
+        arms_out[name] = {
+            "estimator": specs[name].estimator, "kwargs": specs[name].kwargs,
+            "reused": name in REUSED, "source": source[name], "seeds": seeds,
+            **{m: interval([r[m] for r in rows]) for m in METRICS},
+            "per_seed": {m: [r[m] for r in rows] for m in METRICS},
+            "advantage_s": float(np.mean(adv)) if adv else None,
+            "minutes_per_run": float(np.mean([runs[k]["minutes"] for k in seeds])),
+            "curve": {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()},
+        }  # fmt: skip
+    pairs: dict[str, Any] = {}
+    for ref in REFERENCES:
+        for name in arms_out:
+            common = sorted(set(data.get(name, {})) & set(data.get(ref, {})))
+            if name == ref or not common:
+                continue
+            mine = [per_seed(data[name][k], args.iterations) for k in common]
+            theirs = [per_seed(data[ref][k], args.iterations) for k in common]
+            pairs[f"{name} - {ref}"] = {
+                "reference": ref, "seeds": common,
+                **{m: interval([a[m] - b[m] for a, b in zip(mine, theirs, strict=True)])
+                   for m in og.METRICS},
+            }  # fmt: skip
+    planned = {a.name for a in new_arms()} | set(REUSED)
+    n_done = sum(len(data.get(n, {})) for n in planned)
+    out = {
+        "settings": {**s, "seeds": args.seeds, "fingerprint": og.fingerprint(s)},
+        "reuse_base": _shown(Path(args.reuse_base)),
+        "progress": {"runs_done": n_done, "runs_planned": len(planned) * len(args.seeds),
+                     "partial": n_done < len(planned) * len(args.seeds)},
+        "arms": arms_out,
+        "pairs": pairs,
+        "command": command_line("benchmarks/potential_learning.py", args.flags).rstrip(),
+    }  # fmt: skip
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    md = markdown(
+        out,
+        machine_line(
+            out_path,
+            args.analyze_only,
+            f" (shared), {args.jobs} run(s) at a time, 1 torch thread each",
+        ),
+    )
+    out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
+    out_path.with_suffix(".md").write_text(md)
+    plot(out, out_path.with_suffix(".png"))
+    return out
+
+
+def markdown(out: dict[str, Any], machine: str) -> str:
+    """The results page of :func:`analyze`'s ``out``."""
+    st, prog = out["settings"], out["progress"]
+    lines = [
+        "# Potential options on the control task: learning against GRPO, GiGPO and the paper's form",
+        "",
+        f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
+        machine,
+        "",
+        f"Settings: exactly the oracle-gain study's (benchmarks/results/oracle_gain.md; settings "
+        f"fingerprint `{st['fingerprint']}`, checked against `{out['reuse_base']}/settings.json`): "
+        f"encoder policy with a fresh head, `{st['env_id']}` (K = 4, "
+        f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}), "
+        f"{st['num_groups']} layouts x {st['group_size']} rollouts x {st['max_steps']} steps per "
+        f"iteration, {st['iterations']} iterations, lr {st['lr']}, {st['ppo_epochs']} PPO "
+        f"epochs, seeds {st['seeds']}; held-out: the final checkpoint on the `eval` layouts, "
+        f"sampled, {st['eval_episodes']} episode(s) per layout. The runs of "
+        f"{', '.join(f'`{n}`' for n in REUSED)} are the oracle-gain study's, read from "
+        f"`{out['reuse_base']}`; the new arms run in their own folder.",
+        "",
+    ]
+    if prog["partial"]:
+        lines += [
+            f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs exist.** The "
+            "numbers below are over the finished runs only (the seeds column says which); the "
+            "command resumes the sweep.",
+            "",
+        ]
+    lines += [
+        "Runs that exist: "
+        + "; ".join(f"`{n}` seeds {a['seeds']}" for n, a in out["arms"].items())
+        + ("." if out["arms"] else "none."),
+        "",
+        f"![learning curves]({Path('potential_learning.png')})",
+        "",
+        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
+        "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
+        f"moving average reaches it ({st['iterations'] + 1} = never); `align/auc`: the "
+        "trainer's AUC of the repair on the routed rows for `oracle_progress` (mean over "
+        "iterations); estimator s/it.: `time/advantage` per iteration (mean over runs).",
+        "",
+        "| arm | kwargs | seeds | area | final | it. to 5% | it. to 10% | held-out | align/auc "
+        "| estimator s/it. | min/run |",
+        "|---|---|---:|---|---|---|---|---|---|---:|---:|",
+    ]
+    for name, a in out["arms"].items():
+        kw = json.dumps(a["kwargs"], sort_keys=True) if a["kwargs"] else "-"
+        adv = "-" if a["advantage_s"] is None else f"{a['advantage_s']:.4f}"
+        lines.append(
+            f"| {name}{' (reused)' if a['reused'] else ''} | `{kw}` | {len(a['seeds'])} | "
+            f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
+            f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
+            f"{fmt_interval(a['heldout'])} | {fmt_interval(a['auc'])} | {adv} | "
+            f"{a['minutes_per_run']:.1f} |"
+        )
+    for ref, title in (("gigpo", "GiGPO"), ("mvpo", "the paper's form (`mvpo`)")):
+        lines += [
+            "",
+            f"## Paired against {title}",
+            "",
+            "Per seed (same initial head and task draws), the difference arm - reference: mean, "
+            "t-based 95% interval, percentile-bootstrap interval (10,000 resamples) beside it.",
+            "",
+            "| pair | seeds | area | area (bootstrap) | final | it. to 10% | held-out |",
+            "|---|---:|---|---|---|---|---|",
+        ]
+        rows = {n: p for n, p in out["pairs"].items() if p["reference"] == ref}
+        for name, p in rows.items():
+            b = p["area"]["boot95"]
+            boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
+            lines.append(
+                f"| {name} | {len(p['seeds'])} | {fmt_interval(p['area'])} | {boot} | "
+                f"{fmt_interval(p['final'])} | {fmt_interval(p['it10'], 1)} | "
+                f"{fmt_interval(p['heldout'])} |"
+            )
+        if not rows:
+            lines.append("| (no pair yet) | 0 | - | - | - | - | - |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(out: dict[str, Any], path: Path) -> None:
+    """Batch success per iteration, mean over seeds with a bootstrap band: the reused arms and
+    the new ones side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = [
+        ("oracle-gain study's runs (reused)", [n for n, a in out["arms"].items() if a["reused"]]),
+        ("new potential options vs GiGPO and the paper's form",
+         ["gigpo", "mvpo", *[n for n, a in out["arms"].items() if not a["reused"]]]),
+    ]  # fmt: skip
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, (title, names) in zip(axes, groups, strict=True):
+        for n in names:
+            a = out["arms"].get(n)
+            if a is None:
+                continue
+            c = a["curve"]
+            x = np.arange(1, len(c["mean"]) + 1)
+            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a['seeds'])})", lw=1.2)
+            ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("iteration")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("batch success (mean over seeds, 95% band)")
+    prog = out["progress"]
+    if prog["partial"]:
+        fig.suptitle(f"partial: {prog['runs_done']} of {prog['runs_planned']} runs", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ command line
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """This study's flags; every other flag is one of ``benchmarks/oracle_gain.py``'s setting
+    flags (``--seeds``, ``--iterations``, ``--lr``, ...), parsed by it with its defaults, so
+    the settings are the oracle-gain study's unless a flag changes them."""
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Setting flags (as benchmarks/oracle_gain.py, same defaults): --seeds, "
+        "--iterations, --num-groups, --group-size, --lr, --ppo-epochs, --eval-episodes, "
+        "--no-show-progress, --num-tasks, --[no-]show-route.",
+    )
+    p.add_argument("--arm", action="append", default=None, choices=[a.name for a in new_arms()],
+                   help="run only these new arms (default: all)")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 torch thread each)")
+    p.add_argument("--base", default=str(ROOT / "runs" / "potential-learning"),
+                   help="the new arms' run folder")  # fmt: skip
+    p.add_argument("--reuse-base", default=str(ROOT / "runs" / "oracle-gain-route"),
+                   help="the oracle-gain study's run folder, read only: the runs of "
+                   f"{', '.join(REUSED)} and the settings fingerprint they must match")  # fmt: skip
+    p.add_argument("--out", default=str(RESULTS / "potential_learning.md"))
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
+    p.add_argument("--analyze-every", action="store_true",
+                   help="rewrite the results after every finished run")  # fmt: skip
+    mine, rest = p.parse_known_args(argv)
+    args = og.parse_args(rest)
+    for key, value in vars(mine).items():
+        setattr(args, key, value)
+    args.flags = [a for a in argv if a not in ("--analyze-only", "--analyze-every")]
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    check_reuse(Path(args.reuse_base), og.settings(args))
+    if not args.analyze_only:
+        sweep(args, plan_runs(args))
+    out = analyze(args)
+    print(f"{WHO}: wrote {args.out} ({out['progress']['runs_done']} runs)")
+
+
+if __name__ == "__main__":
+    main()

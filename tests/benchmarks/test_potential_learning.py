@@ -1,0 +1,129 @@
+"""``benchmarks/potential_learning.py``: the new potential options' learning study on the
+oracle-gain study's settings, reusing that study's GRPO, GiGPO, MVPO and MVPO-shuffled runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .helpers import study_module
+
+pl = study_module("potential_learning")
+og = study_module("oracle_gain")
+
+ITER = 6
+
+
+def test_new_arms_are_the_options_and_their_combination() -> None:
+    arms = {a.name: a for a in pl.new_arms()}
+    assert set(arms) == {
+        "mvpo-pooled",
+        "mvpo-split",
+        "mvpo-pooled-td-split",
+        "mvpo-pooled-td-split-shuffled",
+    }
+    assert all(a.estimator == "mvpo" and a.difficulty == 1 for a in arms.values())
+    assert arms["mvpo-pooled"].kwargs == {"region_stats": "pooled"}
+    assert arms["mvpo-split"].kwargs == {"potential_split": "milestones"}
+    assert arms["mvpo-pooled-td-split"].kwargs == {
+        "region_stats": "pooled",
+        "potential_estimate": "td",
+        "potential_split": "milestones",
+    }
+    shuffled = arms["mvpo-pooled-td-split-shuffled"].kwargs
+    assert shuffled == {**arms["mvpo-pooled-td-split"].kwargs, "repair_source": "shuffled"}
+    # the new options are MVPOConfig fields (a typo would only fail inside a run)
+    from mvpo_train.credit.mvpo import MVPOConfig
+
+    for a in arms.values():
+        MVPOConfig(**a.kwargs)
+    # the reused arms are the oracle-gain study's, with its keywords; none is run here
+    reused = {a.name: a for a in pl.reused_arms()}
+    assert set(reused) == set(pl.REUSED) == {"grpo", "gigpo", "mvpo", "mvpo-shuffled"}
+    assert reused == {a.name: a for a in og.arms() if a.name in pl.REUSED}
+    assert not set(reused) & set(arms)
+    plan = pl.plan_runs(pl.parse_args(["--seeds", "0", "1"]))
+    assert [s for _, s in plan] == [0] * 4 + [1] * 4  # seed by seed: a partial sweep is paired
+    assert {a.name for a, _ in plan} == set(arms)
+
+
+def test_settings_are_the_oracle_gain_studys(tmp_path: Path) -> None:
+    mine = og.settings(pl.parse_args([]))
+    assert mine == og.settings(og.parse_args([]))
+    assert mine["show_progress"] and mine["show_route"] and mine["iterations"] == 40
+    # a reuse base recorded by the oracle-gain study's settings passes; it is not written
+    og.check_settings(tmp_path, og.settings(og.parse_args([])))
+    before = (tmp_path / "settings.json").read_text()
+    pl.check_reuse(tmp_path, mine)
+    assert (tmp_path / "settings.json").read_text() == before
+    # a changed setting is refused in one line naming it
+    with pytest.raises(SystemExit) as err:
+        pl.check_reuse(tmp_path, og.settings(pl.parse_args(["--lr", "0.001"])))
+    msg = str(err.value)
+    assert "\n" not in msg and "potential_learning" in msg and "'lr'" in msg
+    # a folder without a settings record holds nothing to reuse and stays empty
+    empty = tmp_path / "none"
+    pl.check_reuse(empty, mine)
+    assert not empty.exists()
+
+
+def _fake_run(base: Path, arm: str, seed: int, success: list[float], auc: float | None) -> None:
+    """A finished run as the oracle-gain study leaves it: result.json and metrics.jsonl."""
+    path = base / arm / f"seed{seed}"
+    path.mkdir(parents=True)
+    rows = [
+        {"iteration": i, "success": s, "time/advantage": 0.01 * (seed + 1)}
+        for i, s in enumerate(success)
+    ]
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = {"success": success, "heldout": success[-1], "auc": auc, "zero_credit": 0.9,
+           "kappa": 0.5, "repaired_ratio": 0.5, "entropy": 1.0, "minutes": 1.0}  # fmt: skip
+    (path / "result.json").write_text(json.dumps(res) + "\n")
+
+
+def test_analysis_reuses_the_other_base_and_pairs_by_seed(tmp_path: Path) -> None:
+    reuse, base = tmp_path / "og", tmp_path / "pl"
+    args = pl.parse_args(
+        ["--iterations", str(ITER), "--seeds", "0", "1", "2", "--base", str(base),
+         "--reuse-base", str(reuse), "--out", str(tmp_path / "out" / "potential_learning.md"),
+         "--analyze-only"]
+    )  # fmt: skip
+    og.check_settings(reuse, og.settings(args))
+    for seed in (0, 1, 2):
+        _fake_run(reuse, "gigpo", seed, [0.1 * seed] * ITER, None)
+        _fake_run(reuse, "mvpo", seed, [0.2] * ITER, 0.55)
+    for seed in (0, 1):  # the new arm has two of the three seeds
+        _fake_run(base, "mvpo-pooled", seed, [0.3 + 0.1 * seed] * ITER, 0.6 + 0.1 * seed)
+    # a run of a new arm under the reuse base and one of a reused arm under the new base are
+    # not read (each arm comes from its own folder)
+    _fake_run(reuse, "mvpo-split", 0, [1.0] * ITER, 0.9)
+    _fake_run(base, "grpo", 0, [1.0] * ITER, None)
+    listing = sorted(p.relative_to(reuse) for p in reuse.rglob("*"))
+    out = pl.analyze(args)
+    assert sorted(p.relative_to(reuse) for p in reuse.rglob("*")) == listing  # read only
+
+    assert set(out["arms"]) == {"gigpo", "mvpo", "mvpo-pooled"}
+    assert out["arms"]["gigpo"]["reused"] and not out["arms"]["mvpo-pooled"]["reused"]
+    assert out["arms"]["mvpo-pooled"]["seeds"] == [0, 1]
+    assert out["arms"]["mvpo-pooled"]["area"]["mean"] == pytest.approx(0.35)
+    assert out["arms"]["mvpo-pooled"]["auc"]["mean"] == pytest.approx(0.65)
+    assert out["arms"]["mvpo-pooled"]["advantage_s"] == pytest.approx(0.015)
+    assert out["arms"]["gigpo"]["auc"]["mean"] is None
+    # paired on the seeds both arms have: (0.3 - 0.0, 0.4 - 0.1) against GiGPO
+    p = out["pairs"]["mvpo-pooled - gigpo"]
+    assert p["seeds"] == [0, 1] and p["area"]["mean"] == pytest.approx(0.3)
+    assert p["area"]["t95"][0] == pytest.approx(0.3)  # no spread: the interval is the point
+    q = out["pairs"]["mvpo-pooled - mvpo"]
+    assert q["seeds"] == [0, 1] and q["area"]["mean"] == pytest.approx(0.15)
+    assert out["pairs"]["mvpo - gigpo"]["seeds"] == [0, 1, 2]
+    assert out["progress"] == {"runs_done": 8, "runs_planned": 24, "partial": True}
+
+    md = (tmp_path / "out" / "potential_learning.md").read_text()
+    assert "**Partial: 8 of 24 runs exist.**" in md
+    assert "`mvpo-pooled` seeds [0, 1]" in md and "| mvpo-pooled - gigpo | 2 |" in md
+    assert "exactly the oracle-gain study's" in md
+    saved = json.loads((tmp_path / "out" / "potential_learning.json").read_text())
+    assert saved["settings"]["fingerprint"] == og.fingerprint(og.settings(args))
+    assert (tmp_path / "out" / "potential_learning.png").is_file()
