@@ -55,6 +55,15 @@ class CacheError(RuntimeError):
     """A cache folder was damaged again right after its rebuild: one line naming the file."""
 
 
+def cache_dir() -> Path:
+    """The project's cache folder: ``$MVPO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mvpo``, else
+    ``~/.cache/mvpo`` (generated ALFWorld splits, indexes, the MiniLM export)."""
+    if os.environ.get("MVPO_CACHE_DIR"):
+        return Path(os.environ["MVPO_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "mvpo"
+
+
 def _files(folder: Path) -> list[Path]:
     return sorted(
         p for p in folder.rglob("*") if p.is_file() and not p.is_symlink() and p.name != MANIFEST

@@ -98,7 +98,7 @@ def onnx_available() -> str:
 
 def export_folder(fingerprint: str, root: Path | None = None) -> Path:
     """The cache folder of the export of the encoder with SHA-256 ``fingerprint``."""
-    from mvpo_envs.alfworld.data import cache_dir
+    from mvpo_envs.cache_files import cache_dir
 
     base = root if root is not None else cache_dir() / "minilm-onnx"
     return base / f"{fingerprint[:16]}-v{EXPORT_VERSION}"

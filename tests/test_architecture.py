@@ -39,7 +39,8 @@ FORBIDDEN = {
 ENGINES = ("alfworld", "textworld", "web_agent_site", "pyserini")
 #: the only modules of ``mvpo_envs`` the trainer may import (the page's import table)
 ENV_NEUTRAL = (
-    "action_templates", "base", "cli_args", "data_files", "declaration", "registration", "vector"
+    "action_templates", "base", "cache_files", "cli_args", "data_files", "declaration",
+    "registration", "vector",
 )  # fmt: skip
 #: third-party import name -> the name the page's import table gives it (``mvpo_abstraction``)
 ABSTRACTION_DEPS = {

@@ -32,7 +32,7 @@ from pathlib import Path
 from mvpo_envs.alfworld.game_file import TASK_TYPES, check_traj, read_json_object
 from mvpo_envs.alfworld.provenance import generator_fingerprint
 from mvpo_envs.build_batch import current_build_batch
-from mvpo_envs.cache_files import file_sha256, remove
+from mvpo_envs.cache_files import cache_dir, file_sha256, remove
 from mvpo_envs.data_files import DataFileError
 
 #: ALFWorld's split names, and the names of its AlfredTWEnv modes mapped onto them
@@ -128,14 +128,6 @@ log = logging.getLogger("mvpo.cache")
 #: split does not import the generator (and with it TextWorld, which the fast engine never
 #: needs)
 MANIFEST_FILE = "MANIFEST.json"
-
-
-def cache_dir() -> Path:
-    """``$MVPO_CACHE_DIR``, else ``$XDG_CACHE_HOME/mvpo``, else ``~/.cache/mvpo``."""
-    if os.environ.get("MVPO_CACHE_DIR"):
-        return Path(os.environ["MVPO_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
-    return Path(base).expanduser() / "mvpo"
 
 
 def default_workers() -> int:
