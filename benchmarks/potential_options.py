@@ -1,0 +1,497 @@
+"""Benchmark: how well each option of MVPO's potential ranks progress steps (docs/alignment.md,
+"The potential's options").
+
+The AUC of MVPO's repair (``mvpo_adv - gigpo_adv`` on the repaired rows) against the exact
+progress label ``oracle_progress`` (1: the step shortened the shortest plan to the goal), per
+*row* (an estimator option and a signature) and per *source* (a sequence of batches). Each row
+is one estimator carried over a source's batches in order (its state, pooled region statistics
+included, chained as in training; :func:`mvpo_train.alignment.score_sequence`). Sources, all
+on train splits:
+
+* ``control-uniform``: ``mvpo/MilestoneChain-v0`` difficulty 1, the uniform policy, the same
+  8 train layouts (drawn with ``--seed``) in every batch, ``--batches`` batches of 8 x 8 x 50;
+* ``control-trained``: a training run's own recorded batches on the control task
+  (``--control-run``, default the oracle-gain study's MVPO run at seed 0, show_route on:
+  ``runs/oracle-gain-route/mvpo/seed0``, read only), every iteration in order, scored over
+  the last ``--trained-window`` iterations (the policy trained); its layouts change per batch
+  (8 of 128), as in training;
+* ``alfworld-p0.15``, ``alfworld-p0.3``: ``mvpo/ALFWorld-v0`` train split (bundled
+  ``alfworld`` preset, fast engine), the noisy expert at ``p`` (one of the oracle's optimal
+  actions with probability ``p``, else a random admissible one), the same 8 train tasks in
+  every batch, ``--alfworld-batches`` batches of 8 x 8 x 50;
+* ``alfworld-policy``: the ALFWorld study's behaviour-cloned warm start (the encoder head
+  ``benchmarks/results/learning_full_runs/warm-head``, the study's policy before its first
+  update) played on the same 8 train tasks, ``--alfworld-batches`` batches, oracle on; the
+  study's own batch records are not on this machine, so this is the trained-policy source
+  that can be regenerated.
+
+Rows: the MVPO paper's form (the default), each option of docs/estimators.md's "Potential
+options" (``region_stats="pooled"``: pooled, cross-fitted region statistics;
+``pool_decay=0``: cross-fitting alone; ``potential_split="milestones"``: credit where progress
+becomes possible), the progress-carrying signatures (``milestone-chain-progress`` on the
+control task, ``alfworld-progress`` on ALFWorld: the same states, signatures computed by the
+other abstraction), their combination, and, as a reference, the paper's form on 32 rollouts
+per task (4 consecutive batches of a same-task source merged into one).
+
+Per cell: the mean AUC over the source's batches with a t-based 95% interval over batches
+(batches whose labelled repaired rows hold one class only are left out), and the repaired rows
+per batch. Batches are played once and cached as batch records under ``--cache``
+(``runs/potential-options/SOURCE/bNN.npz``); ``--analyze-only`` rebuilds the tables from the
+results JSON. Run from the repository root::
+
+    python benchmarks/potential_options.py          # writes benchmarks/results/potential_options.md/.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import gymnasium as gym  # noqa: E402
+
+import mvpo_envs  # noqa: E402, F401
+from mvpo_abstraction.registry import make_abstraction  # noqa: E402
+from mvpo_train.alignment import LABEL_KEY, score_sequence  # noqa: E402
+from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
+from mvpo_train.batch import FIELDS, ORACLE_PLAN_DECREASE, StepBatch  # noqa: E402
+from mvpo_train.records import (  # noqa: E402
+    RecordError,
+    find_records,
+    read_batch_record,
+    write_batch_record,
+)
+from mvpo_train.scripted_batches import (  # noqa: E402
+    SIGNATURE_PREFIX,
+    noisy_expert_batch,
+    with_signatures,
+)
+from mvpo_train.stats import t_interval  # noqa: E402
+from mvpo_train.study.tables import fmt_ci  # noqa: E402
+
+CONTROL = "mvpo/MilestoneChain-v0"
+ALFWORLD = "mvpo/ALFWorld-v0"
+PROGRESS_SIG = {CONTROL: "milestone-chain-progress", ALFWORLD: "alfworld-progress"}
+SOURCES = (
+    "control-uniform",
+    "control-trained",
+    "alfworld-p0.15",
+    "alfworld-p0.3",
+    "alfworld-policy",
+)
+CACHE = ROOT / "runs" / "potential-options"
+OUT = ROOT / "benchmarks" / "results" / "potential_options"
+CONTROL_RUN = "runs/oracle-gain-route/mvpo/seed0"
+WARM_HEAD = "benchmarks/results/learning_full_runs/warm-head"
+WARM_CONFIG = "benchmarks/results/learning_full_runs/mvpo-seed0/config.yaml"
+TASKS, ROLLOUTS, STEPS = 8, 8, 50
+MERGE = 4  # batches merged into one for the 32-rollout reference row
+
+#: (row name, estimator variant, signature: "env" | "progress", batches merged per batch)
+ROWS: tuple[tuple[str, str, str, int], ...] = (
+    ("the paper's form (default)", "mvpo", "env", 1),
+    ("pooled, cross-fitted region statistics", "mvpo:region_stats=pooled", "env", 1),
+    ("cross-fitted only (pool_decay=0)", "mvpo:region_stats=pooled,pool_decay=0", "env", 1),
+    ("credit where progress becomes possible", "mvpo:potential_split=milestones", "env", 1),
+    ("progress-carrying signature", "mvpo", "progress", 1),
+    ("pooled + split", "mvpo:region_stats=pooled,potential_split=milestones", "env", 1),
+    (
+        "pooled + split + progress signature",
+        "mvpo:region_stats=pooled,potential_split=milestones",
+        "progress",
+        1,
+    ),
+    ("reference: the paper's form, 32 rollouts per task", "mvpo", "env", MERGE),
+)
+
+
+class BenchError(ValueError):
+    """A bad command-line value or missing input (one line, exit 2)."""
+
+
+# -- sources -------------------------------------------------------------------------------
+def source_tasks(env: Any, seed: int) -> list[int]:
+    """The 8 train tasks of a same-task source: drawn with ``seed`` among the split's tasks."""
+    n = len(env.unwrapped.task_ids)
+    return np.random.default_rng(seed).choice(n, size=min(TASKS, n), replace=False).tolist()
+
+
+def play_scripted(env_id: str, p: float, seed: int, k: int, **env_kwargs: Any) -> StepBatch:
+    """Batch ``k`` of a same-task scripted source (the noisy expert at ``p``; 0 = uniform),
+    with the progress-carrying signatures beside the env's own."""
+    env = gym.make(env_id, max_episode_steps=STEPS, **env_kwargs)
+    tasks = source_tasks(env, seed)
+    name = PROGRESS_SIG[env_id]
+    kw = {"num_milestones": env.unwrapped.num_milestones} if env_id == CONTROL else {}
+    rng = np.random.default_rng([seed, int(round(p * 1000)), k])
+    played = noisy_expert_batch(
+        env, tasks, ROLLOUTS, STEPS, p, rng, abstractions={name: make_abstraction(name, **kw)}
+    )
+    env.close()
+    return played.batch
+
+
+def play_policy(seed: int, k: int, cache: Path) -> StepBatch:
+    """Batch ``k`` of the ALFWorld warm start on the same 8 train tasks, oracle on; the
+    progress-carrying signatures by replaying each trajectory's commands on an env with that
+    abstraction (the anchors checked step for step)."""
+    import torch
+
+    from mvpo_train.config import TrainConfig, load_config
+    from mvpo_train.factories import load_policy, make_generation_backend, make_venv
+    from mvpo_train.factories import rollout_config as make_rollout_config
+    from mvpo_train.prompts import get_template
+    from mvpo_train.rollout import RolloutCollector
+
+    raw = load_config(ROOT / WARM_CONFIG)
+    raw.update(
+        model=str(ROOT / WARM_HEAD), env_kwargs={"progress_oracle": True}, num_groups=TASKS,
+        group_size=ROLLOUTS, max_steps=STEPS, embedding_cache=str(cache / "embeddings.npz"),
+        run_dir=str(cache / "policy-run"), threads=1, seed=seed,
+    )  # fmt: skip
+    cfg = TrainConfig(**raw)
+    torch.set_num_threads(1)
+    policy = load_policy(cfg)
+    policy.model.eval()
+    venv = make_venv(cfg, "train", TASKS, ROLLOUTS)
+    try:
+        tasks = source_tasks(gym.make(ALFWORLD, split="train"), seed)
+        collector = RolloutCollector(
+            venv, policy, get_template(cfg.env_id, cfg.prompt_style), make_rollout_config(cfg),
+            make_generation_backend(cfg, policy), torch.Generator().manual_seed(seed * 1000 + k),
+        )  # fmt: skip
+        batch = collector.collect(tasks)
+    finally:
+        venv.close()
+    return _with_replayed_signatures(batch)
+
+
+def _with_replayed_signatures(batch: StepBatch) -> StepBatch:
+    """``batch`` with ``signature:alfworld-progress``: every trajectory's commands replayed on
+    an env with that abstraction (refused in one line if an anchor differs)."""
+    name = PROGRESS_SIG[ALFWORLD]
+    env = gym.make(ALFWORLD, split="train", abstraction=name, max_episode_steps=STEPS)
+    sigs = np.empty(len(batch), dtype=object)
+    order = np.lexsort((batch.t, batch.traj))
+    for traj in np.unique(batch.traj):
+        rows = order[batch.traj[order] == traj]
+        _, info = env.reset(options={"task_index": int(batch.extras["task_index"][rows[0]])})
+        for r in rows:
+            if info["anchor"] != batch.anchor[r]:
+                raise BenchError(f"replay of trajectory {traj}: step {batch.t[r]} differs")
+            sigs[r] = info["signature"]
+            admissible = batch.extras["admissible_actions"][r]
+            choice = int(batch.extras["choice"][r])
+            *_, info = env.step(admissible[choice])
+    env.close()
+    keep = (LABEL_KEY, "task_index")
+    extras = {k: np.asarray(batch.extras[k]) for k in keep}
+    extras[f"{SIGNATURE_PREFIX}{name}"] = sigs.tolist()
+    return StepBatch(**{f: getattr(batch, f) for f in FIELDS}, extras=extras)
+
+
+def progress_signatures(batch: StepBatch) -> list[str]:
+    """The control task's ``milestone-chain-progress`` signatures of a recorded batch, from its
+    own columns: ``place|m{done}|d..`` with ``done`` the milestones its trajectory made before
+    the row (the control task fires each milestone once, none at reset; docs/control_task.md)."""
+    out = np.empty(len(batch), dtype=object)
+    order = np.lexsort((batch.t, batch.traj))
+    done: dict[int, int] = {}
+    for r in order.tolist():
+        place, depth = str(batch.signature[r]).rsplit("|", 1)
+        traj = int(batch.traj[r])
+        out[r] = f"{place}|m{done.get(traj, 0)}|{depth}"
+        done[traj] = done.get(traj, 0) + len(batch.milestones[r])
+    return out.tolist()
+
+
+def control_run_batches(run: Path) -> list[StepBatch]:
+    """A control-task run's recorded batches, in iteration order, labels and progress
+    signatures in extras (every iteration from 1 is needed: the rows chain over them)."""
+    records = find_records(run)
+    if not records or list(records) != list(range(1, len(records) + 1)):
+        raise BenchError(f"--control-run {run}: needs records/iter-*.npz of every iteration from 1")
+    out = []
+    for path in records.values():
+        rec = read_batch_record(path)
+        extras = {
+            LABEL_KEY: rec.extras[LABEL_KEY].astype(np.int64),
+            "task_index": rec.extras["task_index"].astype(np.int64),
+            f"{SIGNATURE_PREFIX}{PROGRESS_SIG[CONTROL]}": progress_signatures(rec.batch),
+        }
+        out.append(StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras))
+    return out
+
+
+def cached(path: Path, play: Callable[[], StepBatch]) -> tuple[StepBatch, float]:
+    """The batch record at ``path``, or ``play()`` written there; the CPU seconds spent."""
+    if path.is_file():
+        try:
+            rec = read_batch_record(path)
+            return _from_record(rec), float(rec.meta.get("play_cpu_s", 0.0))
+        except (RecordError, KeyError):
+            path.unlink()  # a broken cache entry is played again
+    t0 = time.process_time()
+    batch = play()
+    spent = time.process_time() - t0
+    write_batch_record(path.parent, 0, batch, meta={"play_cpu_s": spent}, path=path)
+    return batch, spent
+
+
+def _from_record(rec: Any) -> StepBatch:
+    extras: dict[str, Any] = {
+        LABEL_KEY: rec.extras[LABEL_KEY].astype(np.int64),
+        "task_index": rec.extras["task_index"].astype(np.int64),
+    }
+    for k, v in rec.extras.items():
+        if k.startswith(SIGNATURE_PREFIX):
+            extras[k] = list(v)
+        elif k == ORACLE_PLAN_DECREASE:
+            extras[k] = np.asarray(v, dtype=np.float64)
+    return StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras)
+
+
+def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch], float]:
+    """The batches of source ``name`` in order (played or from the cache), and the CPU
+    seconds spent playing them (0 for a recorded run)."""
+    if name == "control-trained":
+        return control_run_batches(ROOT / args.control_run), 0.0
+    cache = Path(args.cache)
+    n = args.batches if name == "control-uniform" else args.alfworld_batches
+    plays: dict[str, Callable[[int], StepBatch]] = {
+        "control-uniform": lambda k: play_scripted(CONTROL, 0.0, args.seed, k, difficulty=1),
+        "alfworld-p0.15": lambda k: play_scripted(
+            ALFWORLD, 0.15, args.seed, k, split="train", progress_oracle=True
+        ),
+        "alfworld-p0.3": lambda k: play_scripted(
+            ALFWORLD, 0.3, args.seed, k, split="train", progress_oracle=True
+        ),
+        "alfworld-policy": lambda k: play_policy(args.seed, k, cache),
+    }
+    out, spent = [], 0.0
+    for k in range(n):
+        path = cache / name / f"seed{args.seed}-b{k:02d}.npz"
+        if args.cached_only and not path.is_file():
+            break  # --cached-only: the batches played so far (the json says how many)
+        batch, s = cached(path, lambda k=k: plays[name](k))
+        out.append(batch)
+        spent += s
+        print(f"{name}: batch {k + 1}/{n} ({len(batch)} rows, {s:.0f} s CPU)", flush=True)
+    return out, spent
+
+
+# -- scoring -------------------------------------------------------------------------------
+def merged(batches: Sequence[StepBatch]) -> StepBatch:
+    """Consecutive batches of the same tasks as one batch: one group per task, trajectories
+    renumbered (the 32-rollout reference row)."""
+    tasks = sorted({int(x) for b in batches for x in np.unique(b.extras["task_index"])})
+    cols: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
+    extras: dict[str, list[Any]] = {k: [] for k in batches[0].extras}
+    offset = 0
+    for b in batches:
+        for f in FIELDS:
+            cols[f].append(getattr(b, f))
+        cols["group"][-1] = np.searchsorted(tasks, b.extras["task_index"])
+        cols["traj"][-1] = b.traj + offset
+        offset += int(b.traj.max()) + 1
+        for k in extras:
+            extras[k].extend(list(b.extras[k]))
+    fields = {f: np.concatenate(v) for f, v in cols.items()}
+    fields["milestones"] = [m for b in batches for m in b.milestones]
+    arrays = {k: v if k.startswith(SIGNATURE_PREFIX) else np.asarray(v) for k, v in extras.items()}
+    return StepBatch(**fields, extras=arrays)
+
+
+def score_row(
+    variant: str, signature: str, merge: int, batches: Sequence[StepBatch], name: str
+) -> dict[str, Any]:
+    """One row's per-batch scores on one source (``{}`` where the row does not apply)."""
+    if merge > 1:
+        if name == "control-trained":
+            return {}  # its layouts change per batch: no task has 32 rollouts
+        batches = [
+            merged(batches[i : i + merge]) for i in range(0, len(batches) - merge + 1, merge)
+        ]
+        if not batches:
+            return {}  # fewer than `merge` batches played
+    if signature == "progress":
+        env_id = CONTROL if name.startswith("control") else ALFWORLD
+        batches = [with_signatures(b, PROGRESS_SIG[env_id]) for b in batches]
+    scores = score_sequence(batches, make_variant(variant))
+    return {k: [s[k] for s in scores] for k in ("auc", "repaired_rows", "positives", "negatives")}
+
+
+def summarise(cell: dict[str, Any], window: int) -> dict[str, Any]:
+    """Mean AUC over the last ``window`` batches (all when 0) with a t-based 95% interval."""
+    if not cell:
+        return cell
+    aucs = cell["auc"][-window:] if window else cell["auc"]
+    rows = cell["repaired_rows"][-window:] if window else cell["repaired_rows"]
+    known = [a for a in aucs if not np.isnan(a)]
+    mean, lo, hi = t_interval(known)
+    return {**cell, "mean": mean, "lo": lo, "hi": hi, "scored": len(known),
+            "repaired_per_batch": float(np.mean(rows))}  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    for _, variant, _, _ in ROWS:
+        make_variant(variant)  # a bad variant fails before any rollout
+    results: dict[str, Any] = {
+        "command": command_line(args),
+        "settings": {
+            "seed": args.seed, "batches": args.batches, "alfworld_batches": args.alfworld_batches,
+            "control_run": args.control_run, "trained_window": args.trained_window,
+            "tasks": TASKS, "rollouts": ROLLOUTS, "steps": STEPS, "merge": MERGE,
+        },
+        "sources": {},
+        "rows": {r[0]: {"variant": r[1], "signature": r[2], "merge": r[3], "cells": {}} for r in ROWS},
+    }  # fmt: skip
+    for name in args.sources:
+        batches, spent = source_batches(name, args)
+        if not batches:
+            print(f"{name}: no batch (--cached-only and none played yet): left out", flush=True)
+            continue
+        y = [np.asarray(b.extras[LABEL_KEY]) for b in batches]
+        window = args.trained_window if name == "control-trained" else 0
+        results["sources"][name] = {
+            "batches": len(batches), "window": window, "play_cpu_s": spent,
+            "rows_per_batch": float(np.mean([len(b) for b in batches])),
+            "success": float(np.mean([b.traj_success.mean() for b in batches[-window:]])),
+            "progress_rate": float(np.mean([(v == 1).mean() for v in y])),
+        }  # fmt: skip
+        for row, variant, signature, merge in ROWS:
+            cell = score_row(variant, signature, merge, batches, name)
+            results["rows"][row]["cells"][name] = summarise(cell, window)
+            got = results["rows"][row]["cells"][name]
+            if got:
+                print(f"{name}: {row}: AUC {got['mean']:.3f} [{got['lo']:.3f}, {got['hi']:.3f}]")
+    return results
+
+
+# -- the page ------------------------------------------------------------------------------
+def command_line(args: argparse.Namespace) -> str:
+    parts = ["python benchmarks/potential_options.py"]
+    if args.seed != 0:
+        parts.append(f"--seed {args.seed}")
+    if args.batches != 12:
+        parts.append(f"--batches {args.batches}")
+    if args.alfworld_batches != 8:
+        parts.append(f"--alfworld-batches {args.alfworld_batches}")
+    if args.control_run != CONTROL_RUN:
+        parts.append(f"--control-run {args.control_run}")
+    if args.cached_only:
+        parts.append("--cached-only")
+    if list(args.sources) != list(SOURCES):
+        parts.append("--sources " + " ".join(args.sources))
+    return " ".join(parts)
+
+
+def write_page(results: dict[str, Any], out: Path, analyze_only: bool) -> None:
+    s = results["settings"]
+    sources = list(results["sources"])
+    heads = {
+        "control-uniform": "control, uniform",
+        "control-trained": f"control, trained (last {s['trained_window']} it.)",
+        "alfworld-p0.15": "ALFWorld, p = 0.15",
+        "alfworld-p0.3": "ALFWorld, p = 0.3",
+        "alfworld-policy": "ALFWorld, warm-start policy",
+    }
+    lines = [
+        "# How well each option of MVPO's potential ranks progress steps",
+        "",
+        f'Generated by `{results["command"]}` (docs/alignment.md, "The potential\'s options"). '
+        "AUC (Mann-Whitney, ties 1/2) of MVPO's repair `mvpo_adv - gigpo_adv` for the exact "
+        "progress label `oracle_progress` over the repaired rows; each row is one estimator "
+        "carried over the source's batches in order (its state chained as in training). Cell: "
+        "mean over batches [t-based 95% interval over batches] (repaired rows per batch). "
+        "Train splits only.",
+        "",
+        "| row | " + " | ".join(heads[n] for n in sources) + " |",
+        "|---|" + "---|" * len(sources),
+    ]
+    for row, spec in results["rows"].items():
+        cells = []
+        for n in sources:
+            c = spec["cells"].get(n)
+            cells.append(
+                f"{fmt_ci((c['mean'], c['lo'], c['hi']))} ({c['repaired_per_batch']:.0f})"
+                if c
+                else "n/a"
+            )
+        lines.append(
+            f"| {row} (`{spec['variant']}`, {spec['signature']} signature) | "
+            + " | ".join(cells)
+            + " |"
+        )
+    lines += [
+        "",
+        "Sources (8 tasks x 8 rollouts x 50 steps per batch unless said):",
+        "",
+        "| source | batches | rows / batch | success | progress steps | play CPU s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for n, src in results["sources"].items():
+        lines.append(
+            f"| {heads[n]} | {src['batches']} | {src['rows_per_batch']:.0f} | "
+            f"{src['success']:.2f} | {src['progress_rate']:.3f} | {src['play_cpu_s']:.0f} |"
+        )
+    machine = f"Machine: {platform.machine()}, Python {platform.python_version()}."
+    page = out.with_suffix(".md")
+    if analyze_only and page.is_file():
+        kept = [x for x in page.read_text().splitlines() if x.startswith("Machine: ")]
+        machine = kept[0] if kept else machine
+    lines += ["", machine, ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("\n".join(lines))
+    out.with_suffix(".json").write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0, help="tasks and rollouts of the sources")
+    ap.add_argument("--batches", type=int, default=12, help="control-uniform batches")
+    ap.add_argument("--alfworld-batches", type=int, default=8, help="batches per ALFWorld source")
+    ap.add_argument("--trained-window", type=int, default=20, help="control-trained: last N scored")
+    ap.add_argument("--control-run", default=CONTROL_RUN, help="a control-task run with records")
+    ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=SOURCES)
+    ap.add_argument("--cache", default=str(CACHE), help="folder of the played batches")
+    ap.add_argument("--out", default=str(OUT), help="results path without suffix")
+    ap.add_argument("--analyze-only", action="store_true", help="tables from the results JSON")
+    ap.add_argument(
+        "--cached-only",
+        action="store_true",
+        help="score only the batches already in --cache (at most the asked number; each source "
+        "says how many it used)",
+    )
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    try:
+        if min(args.batches, args.alfworld_batches) < 1:
+            raise BenchError("--batches and --alfworld-batches must be >= 1")
+        if args.analyze_only:
+            path = out.with_suffix(".json")
+            if not path.is_file():
+                raise BenchError(f"--analyze-only: {path} not found (run without it first)")
+            results = json.loads(path.read_text())
+        else:
+            results = run(args)
+    except (BenchError, VariantError, RecordError) as err:
+        print(f"potential_options: {err}", file=sys.stderr)
+        return 2
+    write_page(results, out, args.analyze_only)
+    print(f"wrote {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

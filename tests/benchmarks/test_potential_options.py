@@ -1,0 +1,76 @@
+"""``benchmarks/potential_options.py`` (docs/alignment.md, "The potential's options"): the
+control task's progress signatures derived from a recorded batch equal those of the real
+abstraction, merged batches hold one group per task, and a small table on the real control
+task is written and rebuilt byte-identically by ``--analyze-only``."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_abstraction.registry import make_abstraction
+from mvpo_train.scripted_batches import noisy_expert_batch
+
+from .helpers import study_module
+
+PROGRESS = "milestone-chain-progress"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return study_module("potential_options")
+
+
+@pytest.fixture(scope="module")
+def batches():
+    env = gym.make("mvpo/MilestoneChain-v0", difficulty=1, max_episode_steps=50)
+    extra = {PROGRESS: make_abstraction(PROGRESS, num_milestones=env.unwrapped.num_milestones)}
+    out = [
+        noisy_expert_batch(env, [4, 9], 4, 50, 0.3, np.random.default_rng(k), extra).batch
+        for k in range(2)
+    ]
+    env.close()
+    return out
+
+
+def test_derived_progress_signatures_equal_the_abstractions(bench, batches):
+    for b in batches:
+        assert bench.progress_signatures(b) == list(b.extras[f"signature:{PROGRESS}"])
+        assert any("|m1|" in s for s in bench.progress_signatures(b))  # milestones were made
+
+
+def test_merged_batches_group_by_task(bench, batches):
+    m = bench.merged(batches)
+    assert len(m) == sum(len(b) for b in batches)
+    assert sorted(np.unique(m.group).tolist()) == [0, 1]
+    for g, task in enumerate([4, 9]):
+        rows = m.group == g
+        assert set(m.extras["task_index"][rows].tolist()) == {task}
+        assert len(np.unique(m.traj[rows])) == 8  # 4 rollouts from each of the 2 batches
+    assert m.extras[f"signature:{PROGRESS}"][-1] == batches[1].extras[f"signature:{PROGRESS}"][-1]
+
+
+def test_a_small_table_and_its_analysis(bench, tmp_path, capsys):
+    out = tmp_path / "po"
+    argv = ["--sources", "control-uniform", "--batches", "4", "--cache", str(tmp_path / "c"),
+            "--out", str(out)]  # fmt: skip
+    assert bench.main(argv) == 0
+    res = json.loads(out.with_suffix(".json").read_text())
+    rows = res["rows"]
+    assert list(rows) == [r[0] for r in bench.ROWS]
+    for spec in rows.values():
+        cell = spec["cells"]["control-uniform"]
+        merged = spec["merge"] > 1
+        assert len(cell["auc"]) == (1 if merged else 4)
+        assert 0.0 <= cell["mean"] <= 1.0 and cell["repaired_per_batch"] > 0
+    page = out.with_suffix(".md").read_text()
+    assert "potential_options.py --batches 4 --sources control-uniform`" in page
+    before = (page, out.with_suffix(".json").read_text())
+    assert bench.main([*argv, "--analyze-only"]) == 0
+    assert (out.with_suffix(".md").read_text(), out.with_suffix(".json").read_text()) == before
+    assert bench.main(["--batches", "0", "--out", str(out)]) == 2
+    assert "must be >= 1" in capsys.readouterr().err
