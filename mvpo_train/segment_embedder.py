@@ -125,8 +125,15 @@ class SegmentEmbedder:
         """The frozen PyTorch model (loaded on first use: the ``onnx`` runtime needs it only
         to build its export)."""
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
 
-        encoder = AutoModel.from_pretrained(self.model_path).eval()
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every command's stderr
+        try:
+            encoder = AutoModel.from_pretrained(self.model_path).eval()
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
         for p in encoder.parameters():
             p.requires_grad_(False)
         return encoder
