@@ -30,8 +30,9 @@ fit of the gain against alignment x strength x zero-credit ratio; ``rho*``.
 
 ``show_route`` is on by default: with ``show_progress`` alone the study's first check failed
 (the positive control did not learn; benchmarks/results/oracle_gain_pilot.md). The runs of that
-first setting (``benchmarks/results/oracle_gain.{md,json,png}`` as committed) are resumed and
-re-tabulated with ``--no-show-route --base runs/oracle-gain`` (their settings fingerprint).
+first setting (``benchmarks/results/oracle_gain_show_progress.{md,json,png}``) are resumed and
+re-tabulated with ``--no-show-route --base runs/oracle-gain --out
+benchmarks/results/oracle_gain_show_progress.md`` (their settings fingerprint).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import numpy as np
 
 from mvpo_train.metrics import read_metrics
 from mvpo_train.stats import censored, curve_band, first_reach
+from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import fmt_interval as _fmt
 from mvpo_train.study.paired import interval as _ci
@@ -487,11 +489,6 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
 
 
 def plot(out: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     groups = [
         ("difficulty 1: baselines and controls",
          ["grpo", "gigpo", "mvpo", "mvpo-shuffled", "positive"]),
@@ -499,26 +496,7 @@ def plot(out: dict[str, Any], path: Path) -> None:
         ("zero-credit and strength axes",
          [n for n, a in out["arms"].items() if a["axis"] != "main"]),
     ]  # fmt: skip
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5), sharey=True)
-    for ax, (title, names) in zip(axes, groups, strict=True):
-        for n in names:
-            a = out["arms"].get(n)
-            if a is None:
-                continue
-            c = a["curve"]
-            x = np.arange(1, len(c["mean"]) + 1)
-            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a[SEEDS])})", lw=1.2)
-            ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("iteration")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("batch success (mean over seeds, 95% band)")
-    prog = out["progress"]
-    if prog["partial"]:
-        fig.suptitle(f"partial: {prog['runs_done']} of {prog['runs_planned']} runs", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    plot_panels(out["arms"], groups, out["progress"], path, figsize=(16, 4.5))
 
 
 # ------------------------------------------------------------------ command line
