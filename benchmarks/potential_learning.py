@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +51,7 @@ import numpy as np
 import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
 
 from mvpo_train.stats import curve_band
+from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.paired import check_settings, fmt_interval, interval, json_clean
 from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
@@ -103,6 +105,17 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[og.Arm, int]]:
     return [(a, s) for s in args.seeds for a in arm_list]
 
 
+def seed_embedding_cache(reuse: Path, base: Path) -> None:
+    """Start ``base``'s embedding cache as a copy of ``reuse``'s (read only; the trainer writes
+    that file by atomic rename, so a copy is whole): the new arms' runs embed with the vectors
+    the reused runs embedded with, and skip recomputing them. Nothing when ``base`` has one or
+    ``reuse`` has none."""
+    src, dst = Path(reuse) / "embeddings.npz", Path(base) / "embeddings.npz"
+    if src.is_file() and not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+
+
 def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
     """Run the unfinished runs of ``plan``, ``args.jobs`` at a time; a finished run's compact
     result (:func:`oracle_gain.summarise_run`) goes to its ``result.json``."""
@@ -111,6 +124,7 @@ def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
     check_settings(base, s, og.fingerprint(s), WHO)
     todo = [(a, k) for a, k in plan if not (og.run_dir(base, a, k) / "result.json").is_file()]
     print(f"{WHO}: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
+    seed_embedding_cache(Path(args.reuse_base), base)
     running: list[tuple[subprocess.Popen, og.Arm, int, Path]] = []
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     while todo or running:
@@ -322,37 +336,13 @@ def markdown(out: dict[str, Any], machine: str) -> str:
 
 def plot(out: dict[str, Any], path: Path) -> None:
     """Batch success per iteration, mean over seeds with a bootstrap band: the reused arms and
-    the new ones side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    the new ones beside GiGPO and the paper's form."""
     groups = [
         ("oracle-gain study's runs (reused)", [n for n, a in out["arms"].items() if a["reused"]]),
         ("new potential options vs GiGPO and the paper's form",
          ["gigpo", "mvpo", *[n for n, a in out["arms"].items() if not a["reused"]]]),
     ]  # fmt: skip
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, (title, names) in zip(axes, groups, strict=True):
-        for n in names:
-            a = out["arms"].get(n)
-            if a is None:
-                continue
-            c = a["curve"]
-            x = np.arange(1, len(c["mean"]) + 1)
-            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a['seeds'])})", lw=1.2)
-            ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("iteration")
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("batch success (mean over seeds, 95% band)")
-    prog = out["progress"]
-    if prog["partial"]:
-        fig.suptitle(f"partial: {prog['runs_done']} of {prog['runs_planned']} runs", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    plot_panels(out["arms"], groups, out["progress"], path, figsize=(12, 4.5))
 
 
 # ------------------------------------------------------------------ command line

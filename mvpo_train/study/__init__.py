@@ -21,6 +21,8 @@ arms and texts of each study: the trainer's package names no env):
   and read back only for the same arm and settings;
 * :mod:`mvpo_train.study.curves`: the learning-curve table (per-seed values from the runs,
   per-arm intervals, pairs) and its figure;
+* :mod:`mvpo_train.study.curve_panels`: the oracle-gain studies' figure (panels of arms'
+  batch-success curves with their bands);
 * :mod:`mvpo_train.study.credit_mass`: where MVPO's advantage mass goes in a run's batch
   records;
 * :mod:`mvpo_train.study.paired`: per-arm and paired intervals (t-based, bootstrap beside),

@@ -127,3 +127,17 @@ def test_analysis_reuses_the_other_base_and_pairs_by_seed(tmp_path: Path) -> Non
     saved = json.loads((tmp_path / "out" / "potential_learning.json").read_text())
     assert saved["settings"]["fingerprint"] == og.fingerprint(og.settings(args))
     assert (tmp_path / "out" / "potential_learning.png").is_file()
+
+
+def test_embedding_cache_starts_as_the_reused_runs_one(tmp_path: Path) -> None:
+    reuse, base = tmp_path / "og", tmp_path / "pl"
+    reuse.mkdir()
+    pl.seed_embedding_cache(reuse, base)  # nothing to copy: nothing written
+    assert not (base / "embeddings.npz").exists()
+    (reuse / "embeddings.npz").write_bytes(b"vectors of the reused runs")
+    pl.seed_embedding_cache(reuse, base)
+    assert (base / "embeddings.npz").read_bytes() == b"vectors of the reused runs"
+    (base / "embeddings.npz").write_bytes(b"grown by the new runs")
+    pl.seed_embedding_cache(reuse, base)  # never overwrites the study's own cache
+    assert (base / "embeddings.npz").read_bytes() == b"grown by the new runs"
+    assert (reuse / "embeddings.npz").read_bytes() == b"vectors of the reused runs"
