@@ -28,8 +28,8 @@ sweep is paired. The analysis (``--analyze-only``, after the sweep, or after eve
 with ``--analyze-every``) writes ``benchmarks/results/potential_learning.{md,json,png}``: per arm
 (new and reused) area, final, iterations to 5% and 10%, held-out success and the trainer's
 ``align/auc``, means over seeds with t-based 95% intervals and bootstrap intervals beside; paired
-by seed, the differences against GiGPO and against the paper's form (``mvpo``); the estimator's
-seconds per iteration (``time/advantage``) per arm.
+by seed, the differences against GiGPO and (MVPO's arms) against the paper's form (``mvpo``);
+the estimator's seconds per iteration (``time/advantage``) per arm.
 
     python benchmarks/potential_learning.py --jobs 2      # the runs (resumable), then the tables
     python benchmarks/potential_learning.py --analyze-only
@@ -66,7 +66,7 @@ COMBINATION = {
     "potential_estimate": "td",
     "potential_split": "milestones",
 }
-#: the arms every arm is paired against: GiGPO and the MVPO paper's form
+#: the arms an arm is paired against: GiGPO (every arm) and the MVPO paper's form (MVPO's arms)
 REFERENCES = ("gigpo", "mvpo")
 METRICS = (*og.METRICS, "auc")
 WHO = "potential_learning"
@@ -218,7 +218,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     for ref in REFERENCES:
         for name in arms_out:
             common = sorted(set(data.get(name, {})) & set(data.get(ref, {})))
-            if name == ref or not common:
+            if name == ref or not common or (ref == "mvpo" and specs[name].estimator != "mvpo"):
                 continue
             mine = [per_seed(data[name][k], args.iterations) for k in common]
             theirs = [per_seed(data[ref][k], args.iterations) for k in common]
@@ -258,7 +258,8 @@ def markdown(out: dict[str, Any], machine: str) -> str:
     """The results page of :func:`analyze`'s ``out``."""
     st, prog = out["settings"], out["progress"]
     lines = [
-        "# Potential options on the control task: learning against GRPO, GiGPO and the paper's form",
+        "# Potential options on the control task: learning against GRPO, GiGPO and the "
+        "paper's form",
         "",
         f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
         machine,

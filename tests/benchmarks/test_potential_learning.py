@@ -118,6 +118,7 @@ def test_analysis_reuses_the_other_base_and_pairs_by_seed(tmp_path: Path) -> Non
     q = out["pairs"]["mvpo-pooled - mvpo"]
     assert q["seeds"] == [0, 1] and q["area"]["mean"] == pytest.approx(0.15)
     assert out["pairs"]["mvpo - gigpo"]["seeds"] == [0, 1, 2]
+    assert "gigpo - mvpo" not in out["pairs"]  # the paper's form is the reference of MVPO's arms
     assert out["progress"] == {"runs_done": 8, "runs_planned": 24, "partial": True}
 
     md = (tmp_path / "out" / "potential_learning.md").read_text()
