@@ -70,6 +70,7 @@ COMBINATION = {
 REFERENCES = ("gigpo", "mvpo")
 METRICS = (*og.METRICS, "auc")
 WHO = "potential_learning"
+DEFAULT_BASE = str(ROOT / "runs" / "potential-learning")
 
 
 def new_arms() -> list[og.Arm]:
@@ -151,6 +152,78 @@ def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
                   flush=True)  # fmt: skip
             if args.analyze_every:
                 analyze(args)
+
+
+# ------------------------------------------------------------------ estimator cost
+
+
+def cost(args: argparse.Namespace) -> dict[str, Any]:
+    """The estimator's seconds per batch of the paper's form and of each new arm, one estimator
+    per arm called on ``args.cost`` consecutive batches in order (the pools grow as in a run):
+    uniform-policy batches of the study's env and sizes (``num_groups`` tasks drawn from the
+    train layouts per batch, as ``mvpo-train`` draws them, ``group_size`` rollouts, 50 steps;
+    :func:`mvpo_train.scripted_batches.noisy_expert_batch` at ``p = 0``, seeded ``(0, batch)``).
+    Written to ``<base>/cost.json`` (the analysis shows it)."""
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the env ids)
+    from mvpo_train.credit import get_estimator
+    from mvpo_train.scripted_batches import noisy_expert_batch
+
+    env_kwargs = {"difficulty": 1, "num_milestones": 4, "show_progress": args.show_progress}
+    env = gym.make(og.ENV_ID, **env_kwargs, **og.env_options(args))
+    n_tasks = len(env.unwrapped.task_ids)
+    batches = []
+    for i in range(args.cost):
+        rng = np.random.default_rng([0, i])
+        tasks = [int(t) for t in rng.choice(n_tasks, size=args.num_groups, replace=False)]
+        batches.append(noisy_expert_batch(env, tasks, args.group_size, 50, 0.0, rng).batch)
+    env.close()
+    rows: dict[str, Any] = {}
+    for arm in [og.Arm("mvpo", "mvpo"), *new_arms()]:
+        est = get_estimator("mvpo", **arm.kwargs)
+        ms = []
+        for batch in batches:
+            t0 = time.perf_counter()
+            est(batch)
+            ms.append(1000.0 * (time.perf_counter() - t0))
+        rows[arm.name] = {"ms": ms, "first5": float(np.mean(ms[:5])),
+                          "last5": float(np.mean(ms[-5:])), "mean": float(np.mean(ms))}  # fmt: skip
+    flags = ["--cost", str(args.cost)] + (
+        ["--base", args.base] if args.base != DEFAULT_BASE else []
+    )
+    out = {"batches": args.cost, "command": command_line("benchmarks/potential_learning.py", flags),
+           "arms": rows}  # fmt: skip
+    Path(args.base).mkdir(parents=True, exist_ok=True)
+    (Path(args.base) / "cost.json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
+    return out
+
+
+def cost_lines(base: Path) -> list[str]:
+    """The cost section of the results page from ``<base>/cost.json`` (none without it)."""
+    path = Path(base) / "cost.json"
+    if not path.is_file():
+        return []
+    c = json.loads(path.read_text())
+    paper = c["arms"]["mvpo"]
+    lines = [
+        "",
+        "## Estimator cost",
+        "",
+        f"Command: `{c['command']}`: one estimator per arm on {c['batches']} consecutive "
+        "uniform-policy batches of this env and size (the pools grow as in a run); "
+        "milliseconds per batch, and the ratio to the paper's form. A run's iteration takes "
+        "seconds (rollout and update), so these are its estimator's share only.",
+        "",
+        "| arm | ms/batch, batches 1-5 | last 5 | mean | mean / paper |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, r in c["arms"].items():
+        lines.append(
+            f"| {name} | {r['first5']:.1f} | {r['last5']:.1f} | {r['mean']:.1f} | "
+            f"{r['mean'] / paper['mean']:.1f}x |"
+        )
+    return lines
 
 
 # ------------------------------------------------------------------ analysis
@@ -240,22 +313,20 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    md = markdown(
-        out,
-        machine_line(
-            out_path,
-            args.analyze_only,
-            f" (shared), {args.jobs} run(s) at a time, 1 torch thread each",
-        ),
-    )
+    machine = machine_line(out_path, args.analyze_only, f" (shared), {args.jobs} run(s) at a "
+                           "time, 1 torch thread each")  # fmt: skip
+    cost_file = Path(args.base) / "cost.json"
+    if cost_file.is_file():
+        out["cost"] = json.loads(cost_file.read_text())
+    md = markdown(out, machine, cost_lines(Path(args.base)))
     out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     out_path.with_suffix(".md").write_text(md)
     plot(out, out_path.with_suffix(".png"))
     return out
 
 
-def markdown(out: dict[str, Any], machine: str) -> str:
-    """The results page of :func:`analyze`'s ``out``."""
+def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
+    """The results page of :func:`analyze`'s ``out`` (``cost``: :func:`cost_lines`)."""
     st, prog = out["settings"], out["progress"]
     lines = [
         "# Potential options on the control task: learning against GRPO, GiGPO and the "
@@ -281,6 +352,12 @@ def markdown(out: dict[str, Any], machine: str) -> str:
             f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs exist.** The "
             "numbers below are over the finished runs only (the seeds column says which); the "
             "command resumes the sweep.",
+            "",
+        ]
+    if not any(not a["reused"] for a in out["arms"].values()):
+        lines += [
+            "**None of the new arms has run yet**: the tables below hold the reused runs only; "
+            f"`{out['command']}` runs the new arms (resumable).",
             "",
         ]
     lines += [
@@ -332,6 +409,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
             )
         if not rows:
             lines.append("| (no pair yet) | 0 | - | - | - | - | - |")
+    lines += cost
     return "\n".join(lines) + "\n"
 
 
@@ -362,13 +440,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--arm", action="append", default=None, choices=[a.name for a in new_arms()],
                    help="run only these new arms (default: all)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 torch thread each)")
-    p.add_argument("--base", default=str(ROOT / "runs" / "potential-learning"),
+    p.add_argument("--base", default=DEFAULT_BASE,
                    help="the new arms' run folder")  # fmt: skip
     p.add_argument("--reuse-base", default=str(ROOT / "runs" / "oracle-gain-route"),
                    help="the oracle-gain study's run folder, read only: the runs of "
                    f"{', '.join(REUSED)} and the settings fingerprint they must match")  # fmt: skip
     p.add_argument("--out", default=str(RESULTS / "potential_learning.md"))
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
+    p.add_argument("--cost", type=int, default=0, metavar="BATCHES",
+                   help="only measure the estimator's cost on this many batches (<base>/cost.json; "
+                   "no runs)")  # fmt: skip
     p.add_argument("--analyze-every", action="store_true",
                    help="rewrite the results after every finished run")  # fmt: skip
     mine, rest = p.parse_known_args(argv)
@@ -382,6 +463,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     check_reuse(Path(args.reuse_base), og.settings(args))
+    if args.cost:
+        cost(args)
+        print("\n".join(cost_lines(Path(args.base))))
+        return
     if not args.analyze_only:
         sweep(args, plan_runs(args))
     out = analyze(args)

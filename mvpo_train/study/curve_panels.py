@@ -42,7 +42,8 @@ def plot_panels(
             ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("iteration")
-        ax.legend(fontsize=7)
+        if ax.lines:  # a panel whose arms have no runs yet stays empty
+            ax.legend(fontsize=7)
     axes[0][0].set_ylabel("batch success (mean over seeds, 95% band)")
     if progress["partial"]:
         fig.suptitle(

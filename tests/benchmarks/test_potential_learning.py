@@ -142,3 +142,27 @@ def test_embedding_cache_starts_as_the_reused_runs_one(tmp_path: Path) -> None:
     pl.seed_embedding_cache(reuse, base)  # never overwrites the study's own cache
     assert (base / "embeddings.npz").read_bytes() == b"grown by the new runs"
     assert (reuse / "embeddings.npz").read_bytes() == b"vectors of the reused runs"
+
+
+def test_a_tiny_real_run_of_the_combination(tmp_path: Path) -> None:
+    """One iteration of the combination in ``mvpo-train`` (2 layouts x 2 rollouts, 4 layouts per
+    split): the run finishes, its result is written and the analysis reads it."""
+    base, out = tmp_path / "pl", tmp_path / "out" / "potential_learning.md"
+    argv = ["--iterations", "1", "--num-groups", "2", "--group-size", "2", "--num-tasks", "4",
+            "--eval-episodes", "1", "--seeds", "0", "--arm", "mvpo-pooled-td-split",
+            "--base", str(base), "--reuse-base", str(tmp_path / "none"), "--out", str(out)]  # fmt: skip
+    pl.main(argv)
+    run = base / "mvpo-pooled-td-split" / "seed0"
+    assert (run / "result.json").is_file(), (
+        base / "mvpo-pooled-td-split" / "seed0.log"
+    ).read_text()
+    config = (run / "config.yaml").read_text()
+    assert "pooled" in config and "td" in config and "milestones" in config
+    table = json.loads(out.with_suffix(".json").read_text())
+    arm = table["arms"]["mvpo-pooled-td-split"]
+    assert arm["seeds"] == [0] and arm["advantage_s"] > 0
+    assert 0.0 <= arm["area"]["mean"] <= 1.0
+    assert table["progress"]["runs_done"] == 1
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
+    pl.main(argv)  # a finished run is skipped, not rerun
+    assert {p.name: p.stat().st_mtime_ns for p in run.iterdir()} == before
