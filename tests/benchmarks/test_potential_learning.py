@@ -166,3 +166,15 @@ def test_a_tiny_real_run_of_the_combination(tmp_path: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
     pl.main(argv)  # a finished run is skipped, not rerun
     assert {p.name: p.stat().st_mtime_ns for p in run.iterdir()} == before
+
+
+def test_cost_measures_every_new_arm_against_the_paper_form(tmp_path: Path) -> None:
+    args = pl.parse_args(["--cost", "2", "--num-groups", "2", "--group-size", "2",
+                          "--base", str(tmp_path)])  # fmt: skip
+    out = pl.cost(args)
+    assert set(out["arms"]) == {"mvpo"} | {a.name for a in pl.new_arms()}
+    assert all(len(r["ms"]) == 2 and r["mean"] > 0 for r in out["arms"].values())
+    assert json.loads((tmp_path / "cost.json").read_text())["batches"] == 2
+    lines = pl.cost_lines(tmp_path)
+    assert "## Estimator cost" in lines and any(ln.startswith("| mvpo | ") for ln in lines)
+    assert pl.cost_lines(tmp_path / "none") == []
