@@ -28,7 +28,8 @@ on train splits:
 Rows: the MVPO paper's form (the default), each option of docs/estimators.md's "Potential
 options" (``region_stats="pooled"``: pooled, cross-fitted region statistics;
 ``pool_decay=0``: cross-fitting alone; ``potential_split="milestones"``: credit where progress
-becomes possible), the progress-carrying signatures (``milestone-chain-progress`` on the
+becomes possible; ``potential_estimate="td"``: the value of the pooled chain), the
+progress-carrying signatures (``milestone-chain-progress`` on the
 control task, ``alfworld-progress`` on ALFWorld: the same states, signatures computed by the
 other abstraction), their combination, and, as a reference, the paper's form on 32 rollouts
 per task (4 consecutive batches of a same-task source merged into one).
@@ -97,6 +98,8 @@ WARM_CONFIG = "benchmarks/results/learning_full_runs/mvpo-seed0/config.yaml"
 TASKS, ROLLOUTS, STEPS = 8, 8, 50
 MERGE = 4  # batches merged into one for the 32-rollout reference row
 
+#: the combination of every estimator option (docs/estimators.md §3.11-§3.13)
+ALL = "region_stats=pooled,potential_estimate=td,potential_split=milestones"
 #: (row name, estimator variant, signature: "env" | "progress", batches merged per batch)
 ROWS: tuple[tuple[str, str, str, int], ...] = (
     ("the paper's form (default)", "mvpo", "env", 1),
@@ -111,6 +114,9 @@ ROWS: tuple[tuple[str, str, str, int], ...] = (
         "progress",
         1,
     ),
+    ("pooled TD value", "mvpo:region_stats=pooled,potential_estimate=td", "env", 1),
+    ("all three: pooled TD + split", f"mvpo:{ALL}", "env", 1),
+    ("all three + progress signature", f"mvpo:{ALL}", "progress", 1),
     ("reference: the paper's form, 32 rollouts per task", "mvpo", "env", MERGE),
 )
 
