@@ -55,6 +55,7 @@ import numpy as np
 from mvpo_train.metrics import read_metrics
 from mvpo_train.stats import censored, curve_band, first_reach
 from mvpo_train.study.curve_panels import plot_panels
+from mvpo_train.study.paired import SEEDS
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import fmt_interval as _fmt
 from mvpo_train.study.paired import interval as _ci
@@ -66,7 +67,6 @@ ENV_ID = "mvpo/MilestoneChain-v0"
 MAIN_RHOS = (0.0, 0.25, 0.5, 0.75, 1.0)
 THRESHOLDS = (0.05, 0.10)
 FINAL = 5  # iterations of the "final" mean
-SEEDS = "seeds"  # the results key listing the random seeds a row or pair averages
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_train.study.paired import check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -285,7 +285,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
         "policy, history-aware head `--history-length 2`, warm start `alfworld-encoder-warm`, "
         f"16 tasks x 8 rollouts x 50 steps), `--env-kwargs '{json.dumps(st['env_kwargs'])}'` (the "
         f"full train split, plan lengths in the infos), lr {st['lr']}, KL {st['kl_coef']}, "
-        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st['seeds']}, "
+        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st[SEEDS]}, "
         f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
         f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
         '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
@@ -306,7 +306,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
     for name, a in out["arms"].items():
         auc = "-" if a["auc"] is None or not np.isfinite(a["auc"]) else f"{a['auc']:.3f}"
         lines.append(
-            f"| {name} | {len(a['seeds'])} | {fmt_interval(a['area'])} | "
+            f"| {name} | {len(a[SEEDS])} | {fmt_interval(a['area'])} | "
             f"{fmt_interval(a['final'])} | {fmt_interval(a['heldout'])} | {auc} |"
         )
     lines += [
@@ -319,7 +319,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
     ]
     for name, p in out["pairs"].items():
         lines.append(
-            f"| {name} | {len(p['seeds'])} | {fmt_interval(p['area'])} | "
+            f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | "
             f"{_boot(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
             f"{_boot(p['heldout'])} |"
         )

@@ -52,7 +52,7 @@ import oracle_gain as og  # the study whose settings and runs this one shares (a
 
 from mvpo_train.stats import curve_band
 from mvpo_train.study.curve_panels import plot_panels
-from mvpo_train.study.paired import check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
 from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
 
@@ -341,7 +341,7 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
         f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}), "
         f"{st['num_groups']} layouts x {st['group_size']} rollouts x {st['max_steps']} steps per "
         f"iteration, {st['iterations']} iterations, lr {st['lr']}, {st['ppo_epochs']} PPO "
-        f"epochs, seeds {st['seeds']}; held-out: the final checkpoint on the `eval` layouts, "
+        f"epochs, seeds {st[SEEDS]}; held-out: the final checkpoint on the `eval` layouts, "
         f"sampled, {st['eval_episodes']} episode(s) per layout. The runs of "
         f"{', '.join(f'`{n}`' for n in REUSED)} are the oracle-gain study's, read from "
         f"`{out['reuse_base']}`; the new arms run in their own folder.",
@@ -350,7 +350,7 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
     if prog["partial"]:
         lines += [
             f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs exist.** The "
-            "numbers below are over the finished runs only (the seeds column says which); the "
+            "numbers below are over the finished runs only (the seed-count column says which); the "
             "command resumes the sweep.",
             "",
         ]
@@ -362,7 +362,7 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
         ]
     lines += [
         "Runs that exist: "
-        + "; ".join(f"`{n}` seeds {a['seeds']}" for n, a in out["arms"].items())
+        + "; ".join(f"`{n}` seeds {a[SEEDS]}" for n, a in out["arms"].items())
         + ("." if out["arms"] else "none."),
         "",
         f"![learning curves]({Path('potential_learning.png')})",
@@ -381,7 +381,7 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
         kw = json.dumps(a["kwargs"], sort_keys=True) if a["kwargs"] else "-"
         adv = "-" if a["advantage_s"] is None else f"{a['advantage_s']:.4f}"
         lines.append(
-            f"| {name}{' (reused)' if a['reused'] else ''} | `{kw}` | {len(a['seeds'])} | "
+            f"| {name}{' (reused)' if a['reused'] else ''} | `{kw}` | {len(a[SEEDS])} | "
             f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
             f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
             f"{fmt_interval(a['heldout'])} | {fmt_interval(a['auc'])} | {adv} | "
@@ -403,7 +403,7 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
             b = p["area"]["boot95"]
             boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
             lines.append(
-                f"| {name} | {len(p['seeds'])} | {fmt_interval(p['area'])} | {boot} | "
+                f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | {boot} | "
                 f"{fmt_interval(p['final'])} | {fmt_interval(p['it10'], 1)} | "
                 f"{fmt_interval(p['heldout'])} |"
             )

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.study.paired import SEEDS
+
 __all__ = ["plot_panels"]
 
 
@@ -38,7 +40,7 @@ def plot_panels(
                 continue
             c = a["curve"]
             x = np.arange(1, len(c["mean"]) + 1)
-            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a['seeds'])})", lw=1.2)
+            (line,) = ax.plot(x, c["mean"], label=f"{n} ({len(a[SEEDS])})", lw=1.2)
             ax.fill_between(x, c["lo"], c["hi"], alpha=0.15, color=line.get_color())
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("iteration")

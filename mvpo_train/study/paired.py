@@ -6,6 +6,7 @@ of a study's run folder (the oracle-gain studies, docs/alignment.md).
 * :func:`fmt_interval`: the table cell of an :func:`interval` (``mean [lo, hi]``, t-based);
 * :func:`json_clean`: a results dict as JSON keeps it (floats to 6 digits, NaN and inf as
   ``null``);
+* :data:`SEEDS`: the results key of those random seeds;
 * :func:`check_settings`: record a study's settings and fingerprint in ``<base>/settings.json``
   on first use and refuse, in one line, a later call with other settings.
 """
@@ -20,7 +21,10 @@ from typing import Any
 
 from mvpo_train.stats import bootstrap_ci, t_interval
 
-__all__ = ["check_settings", "fmt_interval", "interval", "json_clean"]
+__all__ = ["SEEDS", "check_settings", "fmt_interval", "interval", "json_clean"]
+
+#: the results key listing the random seeds a row or pair averages
+SEEDS = "seeds"
 
 
 def interval(values: list[float]) -> dict[str, Any]:

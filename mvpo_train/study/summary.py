@@ -63,7 +63,7 @@ def paired(
 def pair_rows(
     arms: Mapping[str, Mapping[str, Any]], a: str, b: str
 ) -> tuple[list[int], list[Mapping[str, Any]], list[Mapping[str, Any]]] | None:
-    """The seeds both arms ``a`` and ``b`` of a table's ``arms`` have (each arm's ``seeds``, in
+    """The random seeds both arms ``a`` and ``b`` of a table's ``arms`` have (each arm's ``seeds``, in
     ``a``'s order) and each arm's ``per_seed`` values on them (keyed by the seed as a string,
     as JSON keeps them); None when either arm is not in the table."""
     if a not in arms or b not in arms:
