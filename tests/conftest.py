@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the real third-party samples are (skip when absent)."""
+"""Shared test fixtures: where the real third-party samples are (``MVPO_REALDATA``; skip when
+unset)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-REPO = Path(__file__).resolve().parents[1]
-REALDATA = Path(os.environ.get("MVPO_REALDATA", REPO.parent / "shared" / "realdata"))
-
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
-    if not REALDATA.is_dir():
-        pytest.skip(f"real benchmark samples not present at {REALDATA}")
-    return REALDATA
+    """The real third-party samples' folder (``MVPO_REALDATA``, opt-in: no default)."""
+    from mvpo_envs.realdata import ENV_VAR, realdata_dir
+
+    folder = realdata_dir()
+    if folder is None:
+        pytest.skip(f"real samples: set {ENV_VAR} to their folder")
+    if not folder.is_dir():
+        pytest.skip(f"real samples: {ENV_VAR}={folder} is not a folder")
+    return folder
 
 
 @pytest.fixture(scope="module")
