@@ -23,7 +23,6 @@ Subclasses implement :meth:`_start` and :meth:`_act`.
 
 from __future__ import annotations
 
-import copy
 import numbers
 import re
 from collections.abc import Mapping, Sequence
@@ -34,6 +33,7 @@ import gymnasium as gym
 
 from mvpo_abstraction.base import Abstraction, AbstractionTracker
 from mvpo_abstraction.registry import make_abstraction
+from mvpo_envs.info_copy import copy_plain
 from mvpo_envs.spaces import AnyText
 
 _WS = re.compile(r"\s+")
@@ -342,9 +342,10 @@ class TextEnv(gym.Env[str, str]):
             "anchor": transition.observation,
             "won": bool(transition.won),
             "invalid_action": bool(invalid),
-            # fresh objects every call: users keep infos (Gymnasium's env checker demands it)
-            "state": copy.deepcopy(transition.state),
-            **copy.deepcopy(transition.extras),
+            # fresh objects every call: users keep infos (Gymnasium's env checker demands it);
+            # copy_plain is deepcopy's result for plain data at a third of its cost
+            "state": copy_plain(transition.state),
+            **copy_plain(transition.extras),
         }
 
     def render(self) -> str | None:
