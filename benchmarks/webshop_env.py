@@ -1,18 +1,12 @@
 """Speed of mvpo/WebShop-v0: start-up, steps per second, search latency, expert/random scores.
 
-Measures, in one run:
+docs/webshop.md. Start-up with the BM25 index built and from the disk cache, the first reward
+(loads the noun extractor), steps/s of random and expert play, uncached search latency on the
+bundled catalog and on the 1,000 real products of ``<realdata>/webshop`` (``--realdata`` or
+``MVPO_REALDATA``; ``--no-realdata`` leaves that row out), mean scores on the test split.
 
-* start-up: ``gym.make("mvpo/WebShop-v0")`` in a fresh process-level cache, with the BM25
-  index built from scratch (empty cache folder) and loaded from the on-disk cache;
-* the first reward (it loads the noun extractor: spaCy when installed);
-* steps/s of random play and of the scripted expert (one env, one process);
-* search latency of uncached queries (bm25s), on the bundled catalog and, when present, on the
-  1000 real WebShop products of ``$MVPO_REALDATA/webshop`` (the test suite's optional real
-  sample; skipped when absent);
-* mean scores: expert and random play on the bundled test split.
-
-Run from the repository root: ``python benchmarks/webshop_env.py`` (writes
-``benchmarks/results/webshop_env.md``); ``--quick`` plays fewer episodes.
+``python benchmarks/webshop_env.py`` writes ``benchmarks/results/webshop_env.md``; ``--quick``
+plays fewer episodes.
 """
 
 from __future__ import annotations
@@ -29,14 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mvpo_envs.measure import time_calls
+from mvpo_envs.realdata import add_realdata_argument, require_realdata
+
 RESULTS = Path(__file__).resolve().parent / "results" / "webshop_env.md"
-#: the optional real sample, as the tests find it (tests/conftest.py); read only when present
-REALDATA = (
-    Path(
-        os.environ.get("MVPO_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata")
-    )
-    / "webshop"
-)
 
 
 def _startup(cache_dir: str) -> dict[str, float]:
@@ -111,12 +101,7 @@ def _search_latency(products, queries: list[str]) -> dict[str, float]:
     t = time.perf_counter()
     retriever = make_retriever(products, cache_dir=False)
     build = time.perf_counter() - t
-    times = []
-    for q in queries:
-        t = time.perf_counter()
-        retriever.search(q)
-        times.append(time.perf_counter() - t)
-    ms = np.array(times) * 1000
+    ms = np.array(time_calls(retriever.search, queries))
     return {
         "docs": len(products),
         "build_s": build,
@@ -129,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", type=Path, default=RESULTS)
+    add_realdata_argument(p)
     args = p.parse_args(argv)
+    real_dir = (
+        None if args.no_realdata else require_realdata(args.realdata, "webshop", "webshop_env")
+    )
     episodes = 100 if args.quick else 500
 
     from mvpo_envs.webshop.data import load_bundled, load_data_dir
@@ -153,8 +142,8 @@ def main(argv: list[str] | None = None) -> None:
             bundled.products, [g["instruction_text"] for g in bundled.goals[:300]]
         )
     }
-    if (REALDATA / "items_processed_1000.json").exists():
-        real = load_data_dir(REALDATA)
+    if real_dir is not None:
+        real = load_data_dir(real_dir)
         searches["real (1000 products)"] = _search_latency(
             real.products, [g["instruction_text"] for g in real.goals[:300]]
         )
