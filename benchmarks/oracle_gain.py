@@ -17,7 +17,13 @@ options), arms x seeds:
 
 Runs go to ``--base`` (default ``runs/oracle-gain-route``, git-ignored): a finished run (its
 ``result.json`` written) is skipped, an interrupted one resumes from its checkpoint, and a
-settings fingerprint (``settings.json``) refuses a changed setting. The order puts the main arms
+settings fingerprint (``settings.json``) refuses a changed setting. Each finished run's compact
+result is also written to ``--archive`` (default ``benchmarks/results/oracle_gain_runs/``,
+committed; :mod:`mvpo_train.study.result_archive`): a run found there is finished on any
+machine, and the tables are built from it, so the sweep continues across sessions whose run
+folders are gone. The 50 main-arm runs of the sweep of 2026-12-03 were made before the archive
+existed: their per-seed metrics and curve bands are carried in ``oracle_gain_runs/carried.json``
+(taken from that sweep's committed oracle_gain.json) and used as they are. The order puts the main arms
 x seeds first, seed by seed, so a partial sweep is paired. ``--analyze-only`` (or any call once
 runs exist) writes ``benchmarks/results/oracle_gain.{md,json,png}`` from the finished runs: per
 arm the batch-success curve with a bootstrap band, area, final, iterations to 5% and 10%,
@@ -60,6 +66,7 @@ from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import fmt_interval as _fmt
 from mvpo_train.study.paired import interval as _ci
 from mvpo_train.study.paired import json_clean as _clean
+from mvpo_train.study.result_archive import load_carried, load_result, save_result
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -165,6 +172,37 @@ def run_dir(base: Path, arm: Arm, seed: int) -> Path:
     return base / arm.name / f"seed{seed}"
 
 
+def archive_dir(args: argparse.Namespace) -> Path:
+    """The committed per-run results (``--archive``; default: ``<out stem>_runs`` beside
+    ``--out``)."""
+    if args.archive:
+        return Path(args.archive)
+    out = Path(args.out)
+    return out.with_name(out.stem + "_runs")
+
+
+def finished(
+    args: argparse.Namespace, arm: Arm, seed: int, archive_it: bool = False
+) -> dict[str, Any] | None:
+    """The result of a finished run: the archive's, else the run folder's ``result.json``
+    (archived too when ``archive_it``: the sweep does, the analysis only reads); None when the
+    run is not finished."""
+    archive = archive_dir(args)
+    res = load_result(archive, arm.name, seed, args.iterations)
+    if res is not None:
+        return res
+    p = run_dir(Path(args.base), arm, seed) / "result.json"
+    if not p.is_file():
+        return None
+    res = json.loads(p.read_text())
+    if "entropy" not in res:  # results written before the field existed
+        rows = [r for r in read_metrics(p.parent) if "success" in r]
+        res["entropy"] = _mean_finite([r.get("loss/entropy") for r in rows[-FINAL:]])
+    if archive_it:
+        save_result(archive, arm.name, seed, res, args.iterations)
+    return res
+
+
 def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
     env_kwargs = {"difficulty": arm.difficulty, "num_milestones": 4}
     if args.show_progress:
@@ -209,6 +247,7 @@ def summarise_run(path: Path, iterations: int) -> dict[str, Any]:
         "zero_credit": float(np.mean([r.get("adv/zero_credit_ratio", 0.0) for r in rows[:FINAL]])),
         "kappa": float(np.mean([r["adv/kappa"] for r in rows if "adv/kappa" in r] or [0.0])),
         "repaired_ratio": float(np.mean([r.get("adv/repaired_ratio", 0.0) for r in rows])),
+        "advantage_s": _mean_finite([r.get("time/advantage") for r in rows]),
         "entropy": _mean_finite([r.get("loss/entropy", np.nan) for r in rows[-FINAL:]]),
         "minutes": float(sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows))
         / 60.0,
@@ -224,8 +263,15 @@ def _mean_finite(values: list[Any]) -> float | None:
 def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
     base = Path(args.base)
     check_settings(base, settings(args))
+    check_settings(archive_dir(args), settings(args))
+    carried = load_carried(archive_dir(args), fingerprint(settings(args)))
     running: list[tuple[subprocess.Popen, Arm, int, Path]] = []
-    todo = [(a, s) for a, s in plan if not (run_dir(base, a, s) / "result.json").is_file()]
+    todo = [
+        (a, s)
+        for a, s in plan
+        if s not in carried.get(a.name, {}).get(SEEDS, [])
+        and finished(args, a, s, archive_it=True) is None
+    ]
     print(f"oracle_gain: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
 
     def finish(proc: subprocess.Popen, arm: Arm, seed: int, path: Path) -> None:
@@ -235,6 +281,7 @@ def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
             return
         res = summarise_run(path, args.iterations)
         (path / "result.json").write_text(json.dumps(res) + "\n")
+        save_result(archive_dir(args), arm.name, seed, res, args.iterations)
         print(f"oracle_gain: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
               flush=True)  # fmt: skip
         if args.analyze_every:
@@ -261,18 +308,27 @@ def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
 # ------------------------------------------------------------------ analysis
 
 
-def load(base: Path, arm_list: list[Arm], seeds: list[int]) -> dict[str, dict[int, dict]]:
+def load(args: argparse.Namespace, arm_list: list[Arm]) -> dict[str, dict[int, dict]]:
+    """The finished runs' results, per arm and seed (:func:`finished`)."""
     out: dict[str, dict[int, dict]] = {}
     for arm in arm_list:
-        for s in seeds:
-            p = run_dir(base, arm, s) / "result.json"
-            if p.is_file():
-                res = json.loads(p.read_text())
-                if "entropy" not in res:  # results written before the field existed
-                    rows = [r for r in read_metrics(p.parent) if "success" in r]
-                    res["entropy"] = _mean_finite([r.get("loss/entropy") for r in rows[-FINAL:]])
+        for s in args.seeds:
+            res = finished(args, arm, s)
+            if res is not None:
                 out.setdefault(arm.name, {})[s] = res
     return out
+
+
+def carried_metrics(
+    entry: dict[str, Any], metrics: tuple[str, ...] | None = None
+) -> dict[int, dict[str, float]]:
+    """Per-seed ``metrics`` (default :data:`METRICS`) of a carried arm (``carried.json``), as
+    :func:`per_run` gives them (a missing value is NaN)."""
+    ps = entry["per_seed"]
+    return {
+        s: {k: float("nan") if ps[k][i] is None else float(ps[k][i]) for k in metrics or METRICS}
+        for i, s in enumerate(entry[SEEDS])
+    }
 
 
 def per_run(res: dict[str, Any], iterations: int) -> dict[str, float]:
@@ -291,14 +347,21 @@ METRICS = ("area", "final", "it5", "it10", "heldout")
 
 
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
-    base = Path(args.base)
     arm_list = arms()
     by_name = {a.name: a for a in arm_list}
-    data = load(base, arm_list, args.seeds)
-    n_runs = sum(len(v) for v in data.values())
+    data = load(args, arm_list)
+    carried = load_carried(archive_dir(args), fingerprint(settings(args)))
+    carried = {k: v for k, v in carried.items() if k in by_name and k not in data}
+    metrics = {name: {s: per_run(r, args.iterations) for s, r in runs.items()}
+               for name, runs in data.items()}  # fmt: skip
+    metrics.update({name: carried_metrics(e) for name, e in carried.items()})
+    n_runs = sum(len(v) for v in metrics.values())
     n_plan = len(arm_list) * len(args.seeds)
     arms_out: dict[str, Any] = {}
     for arm in arm_list:
+        if arm.name in carried:
+            arms_out[arm.name] = {**carried[arm.name], "carried": True}
+            continue
         runs = data.get(arm.name, {})
         if not runs:
             continue
@@ -325,11 +388,11 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
         ref = reference(by_name[name])
         if name == ref or ref not in arms_out:
             continue
-        common = sorted(set(data[name]) & set(data[ref]))
+        common = sorted(set(metrics[name]) & set(metrics[ref]))
         if not common:
             continue
-        mine = [per_run(data[name][s], args.iterations) for s in common]
-        theirs = [per_run(data[ref][s], args.iterations) for s in common]
+        mine = [metrics[name][s] for s in common]
+        theirs = [metrics[ref][s] for s in common]
         pairs[f"{name} - {ref}"] = {
             "seeds": common,
             **{k: _ci([m[k] - t[k] for m, t in zip(mine, theirs, strict=True)]) for k in METRICS},
@@ -446,13 +509,21 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
     for name, a in out["arms"].items():
         rho = "-" if a["rho"] is None else f"{a['rho']:g}"
         auc = "-" if a["auc"] is None else f"{a['auc']:.3f}"
+        mark = " (c)" if a.get("carried") else ""
         lines.append(
-            f"| {name} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {_fmt(a['area'])} | "
+            f"| {name}{mark} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {_fmt(a['area'])} | "
             f"{_fmt(a['final'])} | {_fmt(a['it5'], 1)} | {_fmt(a['it10'], 1)} | "
             f"{_fmt(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
             f"{'-' if a['entropy'] is None else format(a['entropy'], '.2f')} | "
             f"{a['minutes_per_run']:.1f} |"
         )
+    if any(a.get("carried") for a in out["arms"].values()):
+        lines += [
+            "",
+            "(c): carried from the sweep of 2026-12-03, whose run folders were not kept: per-seed "
+            f"metrics and curve bands from `{archive_dir(args).name}/carried.json`; every other "
+            f"arm is built from its runs' compact results in `{archive_dir(args).name}/`.",
+        ]
     lines += [
         "",
         "Paired against GiGPO at the same difficulty (per seed: same initial head and task "
@@ -541,6 +612,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain-route"),
                    help="run folder (the first setting's runs: runs/oracle-gain)")  # fmt: skip
     p.add_argument("--out", default=str(RESULTS / "oracle_gain.md"))
+    p.add_argument("--archive", default=None,
+                   help="committed per-run results (default: <out stem>_runs/ beside --out)")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
     p.add_argument("--analyze-every", action="store_true",
                    help="rewrite the results after every finished run")  # fmt: skip

@@ -53,6 +53,7 @@ import oracle_gain as og  # the study whose settings and runs this one shares (a
 from mvpo_train.stats import curve_band
 from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.result_archive import load_carried, save_result
 from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
 
@@ -123,7 +124,14 @@ def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
     base = Path(args.base)
     s = og.settings(args)
     check_settings(base, s, og.fingerprint(s), WHO)
-    todo = [(a, k) for a, k in plan if not (og.run_dir(base, a, k) / "result.json").is_file()]
+    check_settings(og.archive_dir(args), s, og.fingerprint(s), WHO)
+    carried = load_carried(og.archive_dir(args), og.fingerprint(s))
+    todo = [
+        (a, k)
+        for a, k in plan
+        if k not in carried.get(a.name, {}).get(SEEDS, [])
+        and og.finished(args, a, k, archive_it=True) is None
+    ]
     print(f"{WHO}: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
     seed_embedding_cache(Path(args.reuse_base), base)
     running: list[tuple[subprocess.Popen, og.Arm, int, Path]] = []
@@ -148,6 +156,7 @@ def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
                 continue
             res = og.summarise_run(path, args.iterations)
             (path / "result.json").write_text(json.dumps(res) + "\n")
+            save_result(og.archive_dir(args), arm.name, seed, res, args.iterations)
             print(f"{WHO}: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
                   flush=True)  # fmt: skip
             if args.analyze_every:
@@ -163,7 +172,7 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
     uniform-policy batches of the study's env and sizes (``num_groups`` tasks drawn from the
     train layouts per batch, as ``mvpo-train`` draws them, ``group_size`` rollouts, 50 steps;
     :func:`mvpo_train.scripted_batches.noisy_expert_batch` at ``p = 0``, seeded ``(0, batch)``).
-    Written to ``<base>/cost.json`` (the analysis shows it)."""
+    Written to ``<archive>/cost.json`` (the analysis shows it)."""
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
@@ -194,14 +203,14 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
     )
     out = {"batches": args.cost, "command": command_line("benchmarks/potential_learning.py", flags),
            "arms": rows}  # fmt: skip
-    Path(args.base).mkdir(parents=True, exist_ok=True)
-    (Path(args.base) / "cost.json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
+    og.archive_dir(args).mkdir(parents=True, exist_ok=True)
+    (og.archive_dir(args) / "cost.json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     return out
 
 
-def cost_lines(base: Path) -> list[str]:
-    """The cost section of the results page from ``<base>/cost.json`` (none without it)."""
-    path = Path(base) / "cost.json"
+def cost_lines(archive: Path) -> list[str]:
+    """The cost section of the results page from ``<archive>/cost.json`` (none without it)."""
+    path = Path(archive) / "cost.json"
     if not path.is_file():
         return []
     c = json.loads(path.read_text())
@@ -237,16 +246,30 @@ def estimator_seconds(path: Path, iterations: int) -> float | None:
     return float(np.mean(t)) if t else None
 
 
+def reuse_args(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` as the oracle-gain study sees its own runs: ``--reuse-base`` and that study's
+    committed archive (``--reuse-archive``, default ``benchmarks/results/oracle_gain_runs``)."""
+    return argparse.Namespace(
+        **{**vars(args), "base": args.reuse_base, "archive": args.reuse_archive,
+           "out": str(RESULTS / "oracle_gain.md")}
+    )  # fmt: skip
+
+
 def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict[str, str]]:
-    """Per arm: seed -> compact result (with ``advantage_s``), the reused arms from
-    ``--reuse-base`` and the new ones from ``--base``; and each arm's source folder."""
+    """Per arm: seed -> compact result (with ``advantage_s``), the reused arms from the
+    oracle-gain study's runs (its archive, else ``--reuse-base``) and the new ones from this
+    study's (its archive, else ``--base``); and each arm's source. An arm with no run there is
+    taken from this study's ``carried.json`` (:func:`analyze`)."""
     data: dict[str, dict[int, dict]] = {}
     source: dict[str, str] = {}
-    for base, arm_list in ((Path(args.reuse_base), reused_arms()), (Path(args.base), new_arms())):
-        for name, runs in og.load(base, arm_list, args.seeds).items():
+    for a, arm_list in ((reuse_args(args), reused_arms()), (args, new_arms())):
+        for name, runs in og.load(a, arm_list).items():
             for seed, res in runs.items():
-                res["advantage_s"] = estimator_seconds(base / name / f"seed{seed}", args.iterations)
-            data[name], source[name] = runs, _shown(base)
+                if res.get("advantage_s") is None:
+                    res["advantage_s"] = estimator_seconds(
+                        og.run_dir(Path(a.base), og.Arm(name, ""), seed), args.iterations
+                    )
+            data[name], source[name] = runs, _shown(og.archive_dir(a))
     return data, source
 
 
@@ -269,8 +292,17 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     data, source = load_all(args)
     order = [a.name for a in reused_arms()] + [a.name for a in new_arms()]
     specs = {a.name: a for a in reused_arms() + new_arms()}
+    carried = load_carried(og.archive_dir(args), og.fingerprint(s))
+    carried = {k: v for k, v in carried.items() if k in specs and k not in data}
+    table = {
+        n: {k: per_seed(r, args.iterations) for k, r in runs.items()} for n, runs in data.items()
+    }
+    table.update({n: og.carried_metrics(e, METRICS) for n, e in carried.items()})
     arms_out: dict[str, Any] = {}
     for name in order:
+        if name in carried:
+            arms_out[name] = {**carried[name], "carried": True}
+            continue
         runs = data.get(name)
         if not runs:
             continue
@@ -290,18 +322,18 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     pairs: dict[str, Any] = {}
     for ref in REFERENCES:
         for name in arms_out:
-            common = sorted(set(data.get(name, {})) & set(data.get(ref, {})))
+            common = sorted(set(table.get(name, {})) & set(table.get(ref, {})))
             if name == ref or not common or (ref == "mvpo" and specs[name].estimator != "mvpo"):
                 continue
-            mine = [per_seed(data[name][k], args.iterations) for k in common]
-            theirs = [per_seed(data[ref][k], args.iterations) for k in common]
+            mine = [table[name][k] for k in common]
+            theirs = [table[ref][k] for k in common]
             pairs[f"{name} - {ref}"] = {
                 "reference": ref, "seeds": common,
                 **{m: interval([a[m] - b[m] for a, b in zip(mine, theirs, strict=True)])
                    for m in og.METRICS},
             }  # fmt: skip
     planned = {a.name for a in new_arms()} | set(REUSED)
-    n_done = sum(len(data.get(n, {})) for n in planned)
+    n_done = sum(len(table.get(n, {})) for n in planned)
     out = {
         "settings": {**s, "seeds": args.seeds, "fingerprint": og.fingerprint(s)},
         "reuse_base": _shown(Path(args.reuse_base)),
@@ -315,10 +347,10 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     machine = machine_line(out_path, args.analyze_only, f" (shared), {args.jobs} run(s) at a "
                            "time, 1 torch thread each")  # fmt: skip
-    cost_file = Path(args.base) / "cost.json"
+    cost_file = og.archive_dir(args) / "cost.json"
     if cost_file.is_file():
         out["cost"] = json.loads(cost_file.read_text())
-    md = markdown(out, machine, cost_lines(Path(args.base)))
+    md = markdown(out, machine, cost_lines(og.archive_dir(args)))
     out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     out_path.with_suffix(".md").write_text(md)
     plot(out, out_path.with_suffix(".png"))
@@ -380,13 +412,22 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
     for name, a in out["arms"].items():
         kw = json.dumps(a["kwargs"], sort_keys=True) if a["kwargs"] else "-"
         adv = "-" if a["advantage_s"] is None else f"{a['advantage_s']:.4f}"
+        mark = (" (reused)" if a["reused"] else "") + (" (c)" if a.get("carried") else "")
         lines.append(
-            f"| {name}{' (reused)' if a['reused'] else ''} | `{kw}` | {len(a[SEEDS])} | "
+            f"| {name}{mark} | `{kw}` | {len(a[SEEDS])} | "
             f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
             f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
             f"{fmt_interval(a['heldout'])} | {fmt_interval(a['auc'])} | {adv} | "
             f"{a['minutes_per_run']:.1f} |"
         )
+    if any(a.get("carried") for a in out["arms"].values()):
+        lines += [
+            "",
+            "(c): carried from the runs of 2026-12-03, whose run folders were not kept: per-seed "
+            "values and curve bands from `potential_learning_runs/carried.json`; every other arm "
+            "is built from its runs' compact results in the committed archives "
+            "(`potential_learning_runs/`, `oracle_gain_runs/`).",
+        ]
     for ref, title in (("gigpo", "GiGPO"), ("mvpo", "the paper's form (`mvpo`)")):
         lines += [
             "",
@@ -446,9 +487,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="the oracle-gain study's run folder, read only: the runs of "
                    f"{', '.join(REUSED)} and the settings fingerprint they must match")  # fmt: skip
     p.add_argument("--out", default=str(RESULTS / "potential_learning.md"))
+    p.add_argument("--reuse-archive", default=str(RESULTS / "oracle_gain_runs"),
+                   help="the oracle-gain study's committed per-run results")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
     p.add_argument("--cost", type=int, default=0, metavar="BATCHES",
-                   help="only measure the estimator's cost on this many batches (<base>/cost.json; "
+                   help="only measure the estimator's cost on this many batches (<archive>/cost.json; "
                    "no runs)")  # fmt: skip
     p.add_argument("--analyze-every", action="store_true",
                    help="rewrite the results after every finished run")  # fmt: skip
@@ -465,7 +508,7 @@ def main(argv: list[str] | None = None) -> None:
     check_reuse(Path(args.reuse_base), og.settings(args))
     if args.cost:
         cost(args)
-        print("\n".join(cost_lines(Path(args.base))))
+        print("\n".join(cost_lines(og.archive_dir(args))))
         return
     if not args.analyze_only:
         sweep(args, plan_runs(args))

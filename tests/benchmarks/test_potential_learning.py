@@ -88,7 +88,7 @@ def test_analysis_reuses_the_other_base_and_pairs_by_seed(tmp_path: Path) -> Non
     args = pl.parse_args(
         ["--iterations", str(ITER), "--seeds", "0", "1", "2", "--base", str(base),
          "--reuse-base", str(reuse), "--out", str(tmp_path / "out" / "potential_learning.md"),
-         "--analyze-only"]
+         "--reuse-archive", str(tmp_path / "og_runs"), "--analyze-only"]
     )  # fmt: skip
     og.check_settings(reuse, og.settings(args))
     for seed in (0, 1, 2):
@@ -150,7 +150,8 @@ def test_a_tiny_real_run_of_the_combination(tmp_path: Path) -> None:
     base, out = tmp_path / "pl", tmp_path / "out" / "potential_learning.md"
     argv = ["--iterations", "1", "--num-groups", "2", "--group-size", "2", "--num-tasks", "4",
             "--eval-episodes", "1", "--seeds", "0", "--arm", "mvpo-pooled-td-split",
-            "--base", str(base), "--reuse-base", str(tmp_path / "none"), "--out", str(out)]  # fmt: skip
+            "--base", str(base), "--reuse-base", str(tmp_path / "none"), "--out", str(out),
+            "--reuse-archive", str(tmp_path / "none_runs")]  # fmt: skip
     pl.main(argv)
     run = base / "mvpo-pooled-td-split" / "seed0"
     assert (run / "result.json").is_file(), (
@@ -170,11 +171,39 @@ def test_a_tiny_real_run_of_the_combination(tmp_path: Path) -> None:
 
 def test_cost_measures_every_new_arm_against_the_paper_form(tmp_path: Path) -> None:
     args = pl.parse_args(["--cost", "2", "--num-groups", "2", "--group-size", "2",
-                          "--base", str(tmp_path)])  # fmt: skip
+                          "--base", str(tmp_path), "--out", str(tmp_path / "pl.md")])  # fmt: skip
     out = pl.cost(args)
     assert set(out["arms"]) == {"mvpo"} | {a.name for a in pl.new_arms()}
     assert all(len(r["ms"]) == 2 and r["mean"] > 0 for r in out["arms"].values())
-    assert json.loads((tmp_path / "cost.json").read_text())["batches"] == 2
-    lines = pl.cost_lines(tmp_path)
+    assert json.loads((tmp_path / "pl_runs" / "cost.json").read_text())["batches"] == 2
+    lines = pl.cost_lines(tmp_path / "pl_runs")
     assert "## Estimator cost" in lines and any(ln.startswith("| mvpo | ") for ln in lines)
     assert pl.cost_lines(tmp_path / "none") == []
+
+
+def test_carried_arms_fill_in_for_runs_not_kept(tmp_path: Path) -> None:
+    """An arm with no run anywhere comes from the archive's carried.json as it is, and pairs
+    with run-built arms on its per-seed values; an arm with runs is never taken from it."""
+    args = pl.parse_args(
+        ["--iterations", str(ITER), "--seeds", "0", "1", "--base", str(tmp_path / "pl"),
+         "--reuse-base", str(tmp_path / "og"), "--reuse-archive", str(tmp_path / "og_runs"),
+         "--out", str(tmp_path / "out" / "potential_learning.md"), "--analyze-only"]
+    )  # fmt: skip
+    for seed in (0, 1):
+        _fake_run(tmp_path / "pl", "mvpo-pooled", seed, [0.5] * ITER, 0.6)
+    per_seed = {m: [0.1, 0.2] for m in pl.METRICS}
+    entry = {"estimator": "gigpo", "kwargs": {}, "reused": True, "source": "x", "seeds": [0, 1],
+             **{m: {"mean": 0.15, "t95": None, "boot95": None, "n": 2} for m in pl.METRICS},
+             "per_seed": per_seed, "advantage_s": None, "minutes_per_run": 1.0,
+             "curve": {"mean": [0.0] * ITER, "lo": [0.0] * ITER, "hi": [0.0] * ITER}}  # fmt: skip
+    archive = tmp_path / "out" / "potential_learning_runs"
+    archive.mkdir(parents=True)
+    carried = {"gigpo": entry, "mvpo-pooled": {**entry, "estimator": "mvpo"}}
+    fp = og.fingerprint(og.settings(args))
+    (archive / "carried.json").write_text(json.dumps({"fingerprint": fp, "arms": carried}))
+    out = pl.analyze(args)
+    assert out["arms"]["gigpo"]["carried"] and "carried" not in out["arms"]["mvpo-pooled"]
+    assert out["arms"]["mvpo-pooled"]["area"]["mean"] == pytest.approx(0.5)
+    assert out["pairs"]["mvpo-pooled - gigpo"]["area"]["mean"] == pytest.approx(0.35)
+    assert out["progress"]["runs_done"] == 4
+    assert "| gigpo (reused) (c) |" in (tmp_path / "out" / "potential_learning.md").read_text()
