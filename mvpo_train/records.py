@@ -171,8 +171,9 @@ def write_batch_record(
 
     ``estimator``: the trained estimator (its ``name`` and dataclass ``config`` are stored);
     ``estimator_state``: its ``state_dict()`` taken *before* it was called on ``batch`` (needed
-    to recompute a stateful estimator such as MVPO); ``advantages``/``diagnostics``: what that
-    call returned. ``observations``: one text per row (default: ``batch.extras["observation"]``
+    to recompute a stateful estimator such as MVPO; an estimator with a ``record_state(state,
+    batch)`` method stores what that returns: MVPO's pooled region statistics cut to the
+    batch's share); ``advantages``/``diagnostics``: what that call returned. ``observations``: one text per row (default: ``batch.extras["observation"]``
     when present, else none: the page then shows the anchor), each cut to ``max_obs_chars``.
     ``meta``: JSON-serialisable run facts (env id, abstraction, seed, ...). Anchors, signatures,
     actions and milestones are stored exactly. The file is written atomically (temp + rename).
@@ -188,6 +189,9 @@ def write_batch_record(
             )
         if estimator is None:
             raise ValueError("write_batch_record: advantages given without the estimator")
+    thin = getattr(estimator, "record_state", None)
+    if estimator_state is not None and callable(thin):
+        estimator_state = thin(dict(estimator_state), batch)
     if observations is None and "observation" in batch.extras:
         observations = list(batch.extras["observation"])
     arrays: dict[str, np.ndarray] = {
@@ -348,10 +352,6 @@ def read_batch_record(path: str | os.PathLike) -> BatchRecord:
     }
     for name in _STRING_COLUMNS:
         cols[name] = _decode_strings(data[f"{name}_codes"], tables[name])
-    try:
-        batch = StepBatch(**cols)
-    except ValueError as err:
-        raise RecordError(f"{p}: the recorded batch is invalid: {err}") from None
     extras: dict[str, np.ndarray] = {}
     for name, kind in header.get("extras", {}).items():
         if kind == "str":
@@ -361,6 +361,10 @@ def read_batch_record(path: str | os.PathLike) -> BatchRecord:
             extras[name] = _decode_strings(data[f"extra.{name}_codes"], table)  # type: ignore[arg-type]
         else:
             extras[name] = data[f"extra.{name}"]
+    try:  # the batch carries its recorded extras: an estimator may read them (the task labels)
+        batch = StepBatch(**cols, extras=dict(extras))
+    except ValueError as err:
+        raise RecordError(f"{p}: the recorded batch is invalid: {err}") from None
     obs = None
     if "observation_codes" in data:
         obs = _decode_strings(data["observation_codes"], tables["observation"])

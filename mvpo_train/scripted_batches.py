@@ -39,7 +39,13 @@ from mvpo_train.batch import (
 )
 from mvpo_train.rollout import _plan_decrease
 
-__all__ = ["SIGNATURE_PREFIX", "ScriptedBatch", "noisy_expert_batch", "with_signatures"]
+__all__ = [
+    "SIGNATURE_PREFIX",
+    "ScriptedBatch",
+    "noisy_expert_batch",
+    "uniform_batch",
+    "with_signatures",
+]
 
 #: extras column prefix of another abstraction's signatures (``signature:alfworld-progress``)
 SIGNATURE_PREFIX = "signature:"
@@ -116,6 +122,16 @@ def noisy_expert_batch(
     extras["task_index"] = np.asarray(task_of_row, dtype=np.int64)
     extras.update({f"{SIGNATURE_PREFIX}{name}": sigs for name, sigs in other.items()})
     return ScriptedBatch(StepBatch.from_steps(rows, extras=extras), list(tasks), expert_steps)
+
+
+def uniform_batch(
+    env: Any, tasks: Sequence[int], rollouts: int, seed: int, iteration: int, steps: int = 50
+) -> StepBatch:
+    """Batch ``iteration`` of a seeded uniform policy: every task of ``tasks`` played
+    ``rollouts`` times (:func:`noisy_expert_batch` at ``p = 0``, its generator seeded
+    ``(seed, iteration, 1)``), with ``extras["task_index"]`` and the oracle columns."""
+    rng = np.random.default_rng([seed, iteration, 1])
+    return noisy_expert_batch(env, tasks, rollouts, steps, 0.0, rng).batch
 
 
 def with_signatures(batch: StepBatch, name: str) -> StepBatch:

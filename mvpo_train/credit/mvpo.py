@@ -74,6 +74,7 @@ __all__ = [
     "PotentialTerms",
     "REGION_STATS",
     "SPLITS",
+    "TD_CHAINS",
     "milestones_done",
     "non_circular_statistic",
     "potential_terms",
@@ -142,6 +143,8 @@ REGION_STATS = ("batch", "pooled")
 SPLITS = ("none", "milestones")
 #: ``potential_estimate`` (§3.13): mean return-to-go of the visits, or the pooled chain's value
 ESTIMATES = ("mc", "td")
+#: ``td_chain`` (§3.13): the chain's states are the keys, or the keys the loop rule merges
+TD_CHAINS = ("keys", "regions")
 _CHOICES = {
     "value": ("progress", "shaping"),
     "loop_stat": LOOP_STATS,
@@ -211,7 +214,11 @@ class MVPOConfig(StepConfig):
     (:mod:`mvpo_train.credit.td_potential`); the pool then also holds the transitions, each
     table capped at ``pool_max_entries``). ``td_folds`` (int >= 2, default 2, read only by
     ``"td"``): the folds of each rollout group's trajectories (rank mod ``td_folds``), one fit
-    per fold; the group size makes it leave-one-trajectory-out.
+    per fold; the group size makes it leave-one-trajectory-out. ``td_chain`` (str, default
+    ``"keys"``, read only by ``"td"``): the chain's states are the pool's keys (as first
+    measured: the loop rule's merges do not enter it); ``"regions"``: the keys the batch's
+    regions merge (§3.1's loop rule, and the split with ``potential_split``) are one state, in
+    the fit and in the scoring (:func:`~mvpo_train.credit.td_potential.region_representatives`).
     """
 
     scope: str = "group"
@@ -244,6 +251,7 @@ class MVPOConfig(StepConfig):
     potential_split: str = "none"
     potential_estimate: str = "mc"
     td_folds: int = 2
+    td_chain: str = "keys"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "form", FORM_ALIASES.get(self.form, self.form))
@@ -306,6 +314,7 @@ class MVPOConfig(StepConfig):
             ("region_stats", REGION_STATS),
             ("potential_split", SPLITS),
             ("potential_estimate", ESTIMATES),
+            ("td_chain", TD_CHAINS),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
@@ -441,8 +450,9 @@ def _shaping_terms(
     fallback = None
     if pooled is not None and isinstance(pooled[0], TransitionPool):
         fold = _traj_in_group(batch) % cfg.td_folds
+        states = region if cfg.td_chain == "regions" else None
         phi, fallback = td_potential(
-            pooled[1], ~last, u, big_u, fold, scope, batch.layout.traj_index, pooled[0]
+            pooled[1], ~last, u, big_u, fold, scope, batch.layout.traj_index, pooled[0], states
         )
         n_r = int(region.max()) + 1
         visits = np.maximum(np.bincount(region, minlength=n_r), 1)
@@ -731,9 +741,10 @@ class MVPO(BaseEstimator):
             return TransitionPool(self.config.pool_max_entries)
         return RegionPool(self.config.pool_max_entries)
 
-    def _pool_keys(self, batch: StepBatch) -> np.ndarray:
-        """:func:`key_hashes` of the canonical batch's rows (§3.11)."""
-        task = self._task_sorted
+    def _pool_keys(self, batch: StepBatch, task: np.ndarray | None = None) -> np.ndarray:
+        """:func:`key_hashes` of the canonical batch's rows (§3.11); ``task``: their task
+        labels (default: those :meth:`__call__` read from the caller's batch)."""
+        task = self._task_sorted if task is None else task
         if task is None or len(task) != len(batch):  # compute() called without __call__
             raise ValueError(
                 "mvpo: region_stats='pooled' reads the batch's task labels: call the estimator "
@@ -742,6 +753,25 @@ class MVPO(BaseEstimator):
         split = milestones_done(batch) if self.config.potential_split == "milestones" else None
         split = np.full(len(batch), -1, dtype=np.int64) if split is None else split
         return key_hashes(task, batch.signature, split)
+
+    def record_state(self, state: dict[str, Any], batch: StepBatch) -> dict[str, Any]:
+        """``state`` (a :meth:`state_dict` taken before the call on ``batch``) cut to what
+        scoring ``batch`` reads, for a batch record (docs/inspect.md): with
+        ``region_stats="pooled"`` the pool's entries of the batch's keys (with ``"td"``: of
+        the keys reachable from them, :meth:`TransitionPool.scored_part`), so a record carries
+        a batch's share of the pool, not the pool; the advantages recomputed from it are the
+        same bit for bit. Other states are returned as they are."""
+        if "pool" not in state or not len(batch):
+            return state
+        pool = self._new_pool()
+        pool.load_state_dict(state["pool"])
+        sb = batch.canonical()
+        keys = self._pool_keys(sb, _pool_tasks(batch, self.config)[batch.order])
+        if isinstance(pool, TransitionPool):
+            part: RegionPool | TransitionPool = pool.scored_part(keys, ~sb.is_last)
+        else:
+            part = pool.restricted(np.unique(keys))
+        return {**state, "pool": part.state_dict()}
 
     def _oracle_decrease(self, n: int) -> np.ndarray:
         d = self._decrease_sorted

@@ -117,6 +117,16 @@ class RegionPool:
         found = self.keys[idx] == keys
         return np.where(found, self.sums[idx], 0.0), np.where(found, self.weights[idx], 0.0)
 
+    def restricted(self, keys: np.ndarray) -> RegionPool:
+        """A copy holding only the entries of ``keys`` (sorted; with ``width=2`` the pairs
+        whose first key is one of them), in the same order: what a lookup of ``keys`` reads."""
+        first = self.keys if self.width == 1 else self.keys[:, 0]
+        idx = np.minimum(np.searchsorted(keys, first), max(len(keys) - 1, 0))
+        keep = keys[idx] == first if len(keys) else np.zeros(len(first), dtype=bool)
+        out = RegionPool(self.max_entries, self.width)
+        out.keys, out.sums, out.weights = self.keys[keep], self.sums[keep], self.weights[keep]
+        return out
+
     def update(self, keys: np.ndarray, values: np.ndarray, decay: float) -> None:
         """Add one batch (a key and a value of ``U`` per row), then decay, prune and cap."""
         axis = None if self.width == 1 else 0

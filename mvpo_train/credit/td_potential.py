@@ -11,8 +11,20 @@ and ``w_{k,k'}`` the (decayed) number of those visits whose next step was at ``k
 a trajectory's last step has no successor (the chain ends there, as ``U`` does). This is the
 certainty-equivalent value of the rewards ``u`` (Sutton 1988; a batch TD(0) fixed point): each
 key borrows the visits of every key that follows it instead of averaging the noisy returns of
-its own visits only, so a place is valued by where it leads. Regions' loop merges are not used
-(the chain is over keys, loops are part of it).
+its own visits only, so a place is valued by where it leads.
+
+Loop merges (``td_chain``): with ``"keys"`` (the default, as first measured) the chain's states
+are the keys, and the loop rule's merges (§3.1) do not enter it; with ``"regions"`` the keys the
+batch's regions join are one state (:func:`region_representatives`: the keys of a region, and
+the regions that share a key, merged by Union-Find), in the fit and in the scoring, as the
+Monte-Carlo estimate sums the keys of a region: the steps inside a loop become the state's
+dwell, and every row of a region gets one value per fold. The pool keeps the keys unmerged (the
+regions are the batch's), so the merge is redone per batch.
+
+Only the keys reachable from the batch's keys (along the pool's transitions and the batch's
+own) enter a fit (:meth:`TransitionPool.restricted`): the others cannot change a scored value,
+and the stopping rule then reads the scored part of the chain only, so the values depend on
+that part alone (a batch record carries just it, docs/inspect.md).
 
 Cross-fitting: the trajectories of each rollout group are split in ``K = td_folds`` folds by
 their rank in the group (rank mod K); the rows of one fold are scored by the chain fitted on the
@@ -31,10 +43,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import breadth_first_order
 
 from mvpo_train.credit.pooled_potential import RegionPool, others_in_region
+from mvpo_train.credit.regions import UnionFind
 
-__all__ = ["MAX_SWEEPS", "TransitionPool", "chain_values", "td_potential"]
+__all__ = [
+    "MAX_SWEEPS",
+    "TransitionPool",
+    "chain_values",
+    "reachable",
+    "region_representatives",
+    "td_potential",
+]
 
 #: the most Jacobi sweeps of one fit (the change left is then reported as not converged)
 MAX_SWEEPS = 5000
@@ -62,6 +84,22 @@ class TransitionPool:
         self.nodes.update(key, u, decay)
         pairs = np.stack([key, nxt], axis=1)[has_next]
         self.edges.update(pairs, np.zeros(len(pairs)), decay)
+
+    def restricted(self, keys: np.ndarray) -> TransitionPool:
+        """A copy holding only the entries of ``keys`` (sorted): their nodes and the
+        transitions that leave them (with ``keys`` closed under the transitions, see
+        :func:`reachable`, everything a fit scoring them reads)."""
+        out = TransitionPool(self.nodes.max_entries)
+        out.nodes = self.nodes.restricted(keys)
+        out.edges = self.edges.restricted(keys)
+        return out
+
+    def scored_part(self, key: np.ndarray, has_next: np.ndarray) -> TransitionPool:
+        """:meth:`restricted` to the keys reachable from a batch's rows ``key`` (rows sorted by
+        trajectory and step; ``has_next``: not a trajectory's last row)."""
+        batch_edges = np.stack([key, np.roll(key, -1)], axis=1)[has_next]
+        edges = np.concatenate([self.edges.keys.reshape(-1, 2), batch_edges])
+        return self.restricted(reachable(key, edges))
 
     def state_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes.state_dict(), "edges": self.edges.state_dict()}
@@ -107,6 +145,41 @@ def chain_values(
     return keys, phi
 
 
+def reachable(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The sorted keys reachable from ``start`` along ``edges`` (pairs of keys, from, to),
+    ``start`` included (one breadth-first search from a node joined to every start key)."""
+    start = np.unique(start)
+    if not len(edges):
+        return start
+    nodes = np.unique(np.concatenate([start, edges.reshape(-1)]))
+    root = len(nodes)
+    src = np.concatenate([np.searchsorted(nodes, edges[:, 0]), np.full(len(start), root)])
+    dst = np.concatenate([np.searchsorted(nodes, edges[:, 1]), np.searchsorted(nodes, start)])
+    graph = csr_array((np.ones(len(src), np.int8), (src, dst)), shape=(root + 1, root + 1))
+    seen = breadth_first_order(graph, root, directed=True, return_predecessors=False)
+    return np.sort(nodes[seen[seen != root]])
+
+
+def region_representatives(key: np.ndarray, region: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys, rep)``: the batch's sorted distinct keys and, per key, the smallest key of its
+    state when the loop rule's regions are the chain's states (``td_chain="regions"``): the keys
+    of one region are one state, and so are two regions that share a key (a key the batch saw
+    in two regions: same task in two rollout groups, or a key without its task)."""
+    keys, k_of = np.unique(key, return_inverse=True)
+    regions, r_of = np.unique(region, return_inverse=True)
+    pairs = np.unique(np.stack([k_of.reshape(-1), r_of.reshape(-1) + len(keys)], 1), axis=0)
+    uf = UnionFind(len(keys) + len(regions))
+    uf.union_many(pairs[:, 0], pairs[:, 1])
+    _, first, state = np.unique(uf.roots()[: len(keys)], return_index=True, return_inverse=True)
+    return keys, keys[first][state.reshape(-1)]  # keys sorted: a state's first key is its least
+
+
+def _renamed(x: np.ndarray, keys: np.ndarray, rep: np.ndarray) -> np.ndarray:
+    """``x`` with each key of ``keys`` replaced by its ``rep`` (other keys kept)."""
+    idx = np.minimum(np.searchsorted(keys, x), len(keys) - 1)
+    return np.where(keys[idx] == x, rep[idx], x)
+
+
 def td_potential(
     key: np.ndarray,
     has_next: np.ndarray,
@@ -116,26 +189,32 @@ def td_potential(
     scope: np.ndarray,
     traj: np.ndarray,
     pool: TransitionPool,
+    region: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the cross-fitted ``phi`` of its key (module docstring; a trajectory lies in one
     fold, so its next row's ``phi`` is the same fit's value of the next key), and which rows
     fell back to the scope's mean. Rows sorted by (trajectory, step); ``has_next``: the row is
-    not its trajectory's last; ``fold`` ``0..K-1`` per row (one chain fitted per fold); the
-    pool is not updated here."""
+    not its trajectory's last; ``fold`` ``0..K-1`` per row (one chain fitted per fold);
+    ``region``: the rows' regions, whose keys are then one state of the chain
+    (``td_chain="regions"``; None: the chain over keys). The pool is not updated here."""
     prior_sum, prior_n = others_in_region(scope, traj, big_u)
     phi = np.where(prior_n > 0, prior_sum / np.maximum(prior_n, 1.0), 0.0)
     known = np.zeros(len(key), dtype=bool)
+    part = pool.scored_part(key, has_next)
+    node_key, edge_key = part.nodes.keys, part.edges.keys.reshape(-1, 2)
+    if region is not None:
+        keys, rep = region_representatives(key, region)
+        key, node_key, edge_key = (_renamed(x, keys, rep) for x in (key, node_key, edge_key))
     nxt = np.roll(key, -1)
-    nodes, edges = pool.nodes, pool.edges
     for f in range(int(fold.max()) + 1):
         fit = fold != f
         fit_edge = fit & has_next
         keys, values = chain_values(
-            np.concatenate([nodes.keys, key[fit]]),
-            np.concatenate([nodes.sums, u[fit]]),
-            np.concatenate([nodes.weights, np.ones(int(fit.sum()))]),
-            np.concatenate([edges.keys.reshape(-1, 2), np.stack([key, nxt], 1)[fit_edge]]),
-            np.concatenate([edges.weights, np.ones(int(fit_edge.sum()))]),
+            np.concatenate([node_key, key[fit]]),
+            np.concatenate([part.nodes.sums, u[fit]]),
+            np.concatenate([part.nodes.weights, np.ones(int(fit.sum()))]),
+            np.concatenate([edge_key, np.stack([key, nxt], 1)[fit_edge]]),
+            np.concatenate([part.edges.weights, np.ones(int(fit_edge.sum()))]),
         )
         rows = np.flatnonzero(~fit)
         if not len(keys) or not len(rows):
