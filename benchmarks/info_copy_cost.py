@@ -4,10 +4,11 @@
 Per env, single ``gym.make`` envs and the trainer's ALFWorld vector env (``GroupedVectorEnv``,
 16 groups x 8 rollouts, sync, only the rollout's info keys): the same seeded episodes (a
 random admissible action per step, an invalid one every 7th step) are played with each copy,
-alternating ``--repeats`` times after an untimed round; the median steps per CPU second of
-each and their ratio. The two variants' observations, rewards and infos are asserted equal,
-so only the cost differs. One process, one thread, process CPU time (other jobs on the
-machine do not count)::
+alternating ``--repeats`` times after an untimed round, timing the ``step`` calls alone; the
+median steps per CPU second of each and their ratio. The two variants' observations, rewards
+and infos are asserted equal, so only the cost differs. One process, one thread, process CPU
+time (other jobs on the machine do not count, though they slow its caches: compare the two
+columns of one run, not runs)::
 
     nice -n 10 python benchmarks/info_copy_cost.py --out benchmarks/results/info_copy_cost.md
 """
@@ -52,39 +53,41 @@ def _action(info: dict[str, Any], rng: np.random.Generator, t: int) -> str:
 
 
 def play_single(env_id: str, steps: int) -> tuple[int, float, bytes]:
-    """``steps`` steps of seeded episodes on one env: (steps, their process-CPU seconds, a
-    pickle of what they returned)."""
+    """``steps`` steps of seeded episodes on one env: (steps, the process-CPU seconds of the
+    ``step`` calls alone, a pickle of what they returned)."""
     env = gym.make(env_id, **ENVS[env_id])
-    trace, done, episode = [], 0, 0
-    start = time.process_time()
+    trace, done, episode, took = [], 0, 0, 0.0
     while done < steps:
         rng = np.random.default_rng(episode)
-        obs, info = env.reset(seed=episode)
+        obs, info = env.reset(seed=episode)  # not timed: a reset may load a game
         for t in range(steps - done):
-            obs, reward, term, trunc, info = env.step(_action(info, rng, t))
+            action = _action(info, rng, t)
+            start = time.process_time()
+            out = env.step(action)
+            took += time.process_time() - start
+            obs, reward, term, trunc, info = out
             trace.append((obs, reward, info))
             done += 1
             if term or trunc:
                 break
         episode += 1
-    took = time.process_time() - start
     env.close()
     return done, took, pickle.dumps(trace)
 
 
 def play_vector(steps: int) -> tuple[int, float, bytes]:
-    """``steps`` vector steps of ALFWorld's 16 x 8 vector env after a reset: (env steps,
-    their process-CPU seconds, a pickle of the observations and rewards)."""
+    """``steps`` vector steps of ALFWorld's 16 x 8 vector env after a reset: (env steps, the
+    process-CPU seconds of the ``step`` calls alone, a pickle of observations and rewards)."""
     venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 16, 8, info_keys=ROLLOUT_INFO_KEYS)
     rng = np.random.default_rng(0)
     _, infos = venv.reset_groups(list(range(16)))  # loads the games: not timed
-    start = time.process_time()
-    trace = []
+    trace, took = [], 0.0
     for t in range(steps):
         acts = [_action(i, rng, t) for i in unbatch_infos(infos, venv.num_envs)]
+        start = time.process_time()
         obs, rewards, _, _, infos = venv.step(acts)
+        took += time.process_time() - start
         trace.append((list(obs), rewards.tolist()))
-    took = time.process_time() - start
     venv.close()
     return steps * venv.num_envs, took, pickle.dumps(trace)
 
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         "# Env steps per CPU second: the info copy as deepcopy and as copy_plain",
         "",
         f"Command: `nice -n 10 {cmd}` (benchmarks/info_copy_cost.py docstring). Median of "
-        f"{args.repeats} alternating rounds of the same seeded episodes ({args.steps} steps per "
+        f"{args.repeats} alternating rounds of the same seeded episodes, the `step` calls alone ({args.steps} steps per "
         f"single env, {args.vector_steps} vector steps of 128 envs), process CPU time; the "
         "two variants' results are asserted equal.",
         "",
