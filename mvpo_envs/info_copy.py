@@ -3,10 +3,12 @@
 Every info a :class:`mvpo_envs.base.TextEnv` returns holds objects of its own: users keep
 infos (Gymnasium's env checker compares two resets' infos), and an engine may change its own
 lists after a step. :func:`copy.deepcopy` gives that, but its generic dispatch (a memo, a
-``__deepcopy__`` / ``__reduce_ex__`` look-up per object) was about a sixth of an env step.
-Env states are trees of plain data (docs/environments.md, "Info contract": ``dict``, ``list``,
-``str``, ``int``, ``float``, ``bool``), which :func:`copy_plain` copies with a type check per
-node, ~3.5x faster on the four envs' states, to equal values of the same types.
+``__deepcopy__`` / ``__reduce_ex__`` look-up per object) made the copy 11-30% of a single
+env's step. Env states are trees of plain data (docs/environments.md, "Info contract":
+``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``), which :func:`copy_plain` copies
+with a type check per node, about 3.5x faster, to equal values of the same types: steps per
+CPU second x1.08 (ALFWorld) to x1.45 (WebShop), x1.02 through the trainer's vector env
+(``benchmarks/results/info_copy_cost.md``).
 
 What differs from :func:`copy.deepcopy`, and why it does not matter here:
 

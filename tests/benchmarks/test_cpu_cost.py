@@ -1,69 +1,75 @@
-"""``benchmarks/cpu_cost.py``: phases are exclusive process-CPU time (a nested phase is not
-counted in its parent), iterations are split at the trainer's rollout phase, and the table
-sums the trainer's phases into the iteration (setup apart)."""
+"""``benchmarks/cpu_cost.py``: phases are exclusive CPU time (a nested phase is not counted in
+its parent; an opaque one holds what runs inside it), iterations are split at the trainer's
+rollout phase, and the tables sum the trainer's phases into the iteration (setup apart).
+The phases run on a fake clock that moves only when told to: no timing in these tests."""
 
 from __future__ import annotations
-
-import time
 
 from .helpers import load_benchmark
 
 
-def _burn(seconds: float) -> None:
-    end = time.process_time() + seconds
-    while time.process_time() < end:
-        pass
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def test_phases_are_exclusive_and_split_per_iteration():
     bench = load_benchmark("cpu_cost")
-    ph = bench.Phases()
+    clock = Clock()
+    ph = bench.Phases(clock=clock)
 
     class Work:
-        def inner(self) -> None:
-            _burn(0.05)
+        def inner(self) -> str:
+            clock.spend(5.0)
+            return "vec"
 
     ph.wrap(Work, "inner", "minilm")
-    for _ in range(2):  # two iterations: rollout (with a nested minilm call), then update
+    for k in range(2):  # two iterations: rollout (with a nested minilm call), then update
         ph.enter("rollout")
-        _burn(0.03)
-        Work().inner()
+        clock.spend(3.0)
+        assert Work().inner() == "vec"
+        clock.spend(1.0 + k)
         ph.exit()
-        ph.enter("update")
-        _burn(0.02)
-        ph.exit()
-    its = ph.iterations()
-    assert len(its) == 2
-    for it in its:
-        assert 0.045 <= it["minilm"] < 0.08
-        assert 0.025 <= it["rollout"] < 0.05  # the nested call is not counted twice
-        assert 0.015 <= it["update"] < 0.04
-    md = "\n".join(bench.table("t", {"a": {"setup": 1.0, **its[0]}}))
-    total = its[0]["minilm"] + its[0]["rollout"] + its[0]["update"]
-    assert f"**{total:.2f}**" in md and "| setup | 1.00 |" in md
+        with ph.phase("update"):
+            clock.spend(2.0)
+    assert ph.iterations() == [
+        {"rollout": 4.0, "minilm": 5.0, "update": 2.0},
+        {"rollout": 5.0, "minilm": 5.0, "update": 2.0},
+    ]
+    assert ph.first == 100.0 and ph.stack == []
+    md = "\n".join(bench.table("t", {"a": {"setup": 1.0, **ph.iterations()[0]}}))
+    assert "| **iteration** | **11.00** |" in md and "| setup | 1.00 |" in md
 
 
 def test_an_opaque_phase_holds_what_runs_inside_it():
     bench = load_benchmark("cpu_cost")
-    ph = bench.Phases()
+    clock = Clock()
+    ph = bench.Phases(clock=clock)
 
     class Work:
         def embed(self) -> None:
-            _burn(0.04)
+            clock.spend(4.0)
 
         def evaluate(self) -> None:
-            _burn(0.02)
+            clock.spend(2.0)
             self.embed()
+            with ph.phase("rollout"):  # a rollout inside the evaluation: no iteration
+                clock.spend(1.0)
 
     ph.wrap(Work, "embed", "minilm")
     ph.wrap(Work, "evaluate", "eval")
     Work().evaluate()  # an evaluation before the first iteration (the showcase's start)
-    ph.enter("rollout")
-    Work().embed()
-    ph.exit()
-    assert 0.055 <= ph.seconds["eval"] < 0.1  # the nested embedding stays inside eval
-    assert 0.035 <= ph.seconds["minilm"] < 0.07  # only the call outside the evaluation
-    assert sum(ph.marks[0].values()) == ph.seconds["eval"]  # what ran before iteration 1
+    with ph.phase("rollout"):
+        Work().embed()
+    assert ph.seconds == {"eval": 7.0, "minilm": 4.0, "rollout": 0.0}
+    assert ph.marks == [{"eval": 7.0}]  # what ran before iteration 1
+    assert ph.first == 107.0
 
 
 def test_showcase_estimate_adds_the_missing_iterations_at_the_last_ones_cost():
