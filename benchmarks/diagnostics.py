@@ -1,70 +1,14 @@
 """The MVPO paper's training diagnostics, measured and drawn: GRPO vs GiGPO vs MVPO on ALFWorld and WebShop.
 
-From the runs on disk (each run folder: ``metrics.jsonl``, one JSON line per iteration, and
-``config.yaml``), per environment:
+Read from the runs on disk (``metrics.jsonl``, ``config.yaml``; nothing is trained here): per
+run set, zero-advantage and zero-credit ratios of the first iterations, kappa and EMA success,
+the grouping ratios, the potential's checks, the step-level alignment of MVPO's repair
+(``--alignment-json``), AMP weights and time per phase. Written to
+``benchmarks/results/diagnostics.md`` (+ ``.json``, one ``diagnostics_<set>.png`` per set). The
+sets, what each table means and the commands: docs/learning_study.md, "Diagnostics"::
 
-* zero-advantage ratio (rows whose advantage is exactly 0) and zero-credit ratio (rows of
-  step groups whose returns do not vary) over the first iterations, per estimator: mean over
-  seeds and the per-seed spread (docs/estimators.md §2/§3.7);
-* MVPO's kappa and EMA success over training;
-* MVPO's mean prefix potential Phi of successful vs failed trajectories over training, and the
-  check whether the sign of the gap ever flips (circular by construction, docs/estimators.md
-  §3.7: kept for the MVPO paper's Figure 3);
-* MVPO's non-circular statistic ``adv/phi_split_spearman_failed`` over training (first -> last,
-  mean, share above 0, the rows ``adv/phi_split_rows`` it is computed on; docs/estimators.md
-  §3.7): on failed trajectories, the Spearman correlation between a region's value estimated
-  from the *other* half of the rollout group and the milestones the row's own trajectory
-  still fires;
-* the step-level alignment of MVPO's repair with the ALFWorld progress oracle (docs/
-  alignment.md), read from ``--alignment-json`` files of ``python benchmarks/alignment.py
-  --run-dir RUN --relabel --json OUT`` (mean AUC over iterations per variant, min..max, the
-  command); a run without a file is "not measured yet";
-* the grouping ratio over training: GiGPO's and MVPO's step groups (rows whose anchor-state
-  group holds at least 2 rows, ``1 - adv/singleton_ratio``) and MVPO's regions
-  (``adv/grouping_ratio``);
-* MVPO's AMP weights per milestone over training;
-* the share of each phase of an iteration (rollout / reference log-probs / advantage / update /
-  eval; docs/training.md, "One iteration") per estimator: mean seconds and % of the iteration.
-
-Written to ``benchmarks/results/diagnostics.md`` (+ ``.json``) with one figure per run set,
-``diagnostics_<set>.png``. A run set that is missing is written as "not run yet"; one with
-fewer seeds or iterations than asked is marked partial; config fields that differ between the
-runs of a set are listed ("not like for like").
-
-Run sets, the headline first (the studies in the MVPO paper's regime, docs/learning_study.md; their
-arms, seeds 0-4 and 60 iterations as ``benchmarks/learning.py`` plans them, so a set in
-progress is marked partial):
-
-* ``alfworld-full`` (``--alfworld-full-base``, default ``runs/full/learning``): the ALFWorld
-  full-split study, arms ``grpo``, ``gigpo``, ``mvpo``, 16 x 8 x 50. Its committed compact
-  copies (``benchmarks/study_archive.py export``) redraw it from the repository alone:
-  ``--alfworld-full-base benchmarks/results/learning_full_runs``.
-* ``webshop-study`` (``--webshop-study-base``, default ``runs/webshop/learning``): the WebShop
-  study (the MVPO paper's Table 2), arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor``,
-  ``mvpo-no-kappa-decay``; its tables show the MVPO paper's early zero-advantage ratios beside ours.
-
-The earlier sets (committed history; a history set whose runs are not on disk is carried over,
-marked, from ``--previous-json``, default the committed ``diagnostics.json``):
-
-* ``alfworld``: the learning sweep of ``python benchmarks/learning.py`` (its defaults), run
-  folders ``runs/learning-study/<arm>-seed<k>/`` with arms ``grpo``, ``gigpo``, ``mvpo``,
-  ``mvpo-learned``; this script never trains them. While the study is incomplete, the
-  sweep's smoke runs (``--quick``, ``runs/learning-quick/``) are shown too, as the set
-  ``alfworld-quick`` marked as a preview.
-* ``webshop`` and ``webshop-score``: GRPO, GiGPO and MVPO on WebShop, 5 iterations of 8 x 8
-  from a fresh encoder head, with the MVPO paper's success reward and with WebShop's score
-  (``runs/diagnostics-webshop/[score/]<estimator>-seed<k>/``), made by this script's former
-  ``--run-webshop`` (git history; the env it registered is ``mvpo/WebShop-v0`` with
-  ``search_query="instruction"`` and, for the first set, ``reward="success"`` today). This
-  script only analyses them.
-
-Commands (from the repository root)::
-
-    python benchmarks/learning.py                      # the ALFWorld sweep (the lead's)
-    python benchmarks/diagnostics.py --analyze-only    # rebuild md + figures from the runs
     python benchmarks/diagnostics.py --analyze-only \
-        --alfworld-full-base benchmarks/results/learning_full_runs \
-        --alignment-json OUT                           # the full study from the repository
+        --alfworld-full-base benchmarks/results/learning_full_runs [--alignment-json OUT ...]
 """
 
 from __future__ import annotations

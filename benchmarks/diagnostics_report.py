@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +16,17 @@ from diagnostics_data import (
     PAPER_ZERO_ADV_WEBSHOP,
 )
 
-from mvpo_train.study.run_set_report import cell, phi_split_lines, seed_order
-from mvpo_train.study.run_sets import (
-    ALIGNMENT_CMD,
-    PHASES,
-    STEP_GROUPING,
+from mvpo_train.study.run_set_report import (
+    alignment_lines,
+    amp_lines,
+    cell,
+    kappa_lines,
+    phase_lines,
+    phi_sign_lines,
+    phi_split_lines,
+    spread,
 )
 from mvpo_train.study.tables import n_seeds
-
-
-def _r(x: float, nd: int) -> float:
-    """``x`` rounded, without a negative zero (-0.00 -> 0.00)."""
-    return round(x, nd) + 0.0
-
-
-def _spread(d: dict[str, Any] | None) -> str:
-    if not d:
-        return "-"
-    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=seed_order))
-    return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
-
 
 #: under the heading of a carried-over history set (its runs predate MVPO's paper form)
 FORM_V1_NOTE = (
@@ -64,57 +54,6 @@ SET_NOTES = {
     "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
     "all equal.",
 }
-
-
-def alignment_lines(s: dict[str, Any]) -> list[str]:
-    """The step-level alignment table of one set from the ``--alignment-json`` files matched
-    to it; "not measured yet" for its MVPO runs without one."""
-    lines = [
-        "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
-        "",
-    ]
-    missing = s.get("alignment_missing", [])
-    if not s.get("oracle", True) and not s["alignment"]:
-        return lines + [
-            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
-            "(docs/alignment.md), so this set's repair has no step-level label.",
-            "",
-        ]
-    if not s["alignment"]:
-        return lines + [
-            "**Not measured yet**: no `--alignment-json` file for this set's MVPO runs"
-            + (f" ({', '.join(f'`{m}`' for m in missing)})" if missing else "")
-            + f". Measure a run with `{ALIGNMENT_CMD}`, then pass `--alignment-json OUT` here.",
-            "",
-        ]
-    lines += [
-        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
-        "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
-        "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
-        "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
-        "Mean over the iterations with an AUC (NaN where the repaired rows' known labels are "
-        "all of one kind). Read from the files named below, not recomputed here.",
-        "",
-        "| run | variant | iterations with an AUC, of scored | AUC, mean over iterations "
-        "| min..max | repaired rows per iteration (mean) | unverified trajectories, of all |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for al in s["alignment"]:
-        unv = al.get("unverified_trajectories")
-        tot = al.get("trajectories")
-        unv_s = "-" if unv is None else f"{unv} of {'-' if tot is None else tot}"
-        for v, d in al["variants"].items():
-            lines.append(
-                f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
-                f"| {cell(d['mean'])} | {cell(d['min'])}..{cell(d['max'])} "
-                f"| {cell(d['repaired_mean'], 0)} | {unv_s} |"
-            )
-    lines += ["", "Made by:"]
-    lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
-              for al in s["alignment"]]  # fmt: skip
-    if missing:
-        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
-    return lines + [""]
 
 
 def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
@@ -171,9 +110,9 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         row = (
             f"| {arm} | {early_n} of {n_seeds(a)} "
             f"| {min(a['iterations'])}..{max(a['iterations'])} "
-            f"| {cell(a.get('zero_adv_first_iteration'))} | {_spread(a.get('adv/zero_adv_ratio'))} "
-            f"| {_spread(a.get('adv/zero_credit_ratio'))} | {cell(a.get('success_first_iteration'))} "
-            f"| {_spread(a.get('success'))} |"
+            f"| {cell(a.get('zero_adv_first_iteration'))} | {spread(a.get('adv/zero_adv_ratio'))} "
+            f"| {spread(a.get('adv/zero_credit_ratio'))} | {cell(a.get('success_first_iteration'))} "
+            f"| {spread(a.get('success'))} |"
         )
         if seeds_col:
             row += f" {PAPER_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
@@ -186,106 +125,15 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     else:
         lines += [f"For reference, the MVPO paper reports the early zero-advantage ratio on "
                   f"WebShop only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
-    # --- kappa / EMA / grouping
+    lines += kappa_lines(arms)
     lines += [
-        "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
-        "",
-        "Last = the longest run's last iteration, mean over seeds that have reached it.",
-        "",
-        "| estimator | kappa | EMA success | grouping ratio, step groups | grouping ratio, MVPO regions |",
-        "|---|---|---|---|---|",
-    ]
-    for arm, a in arms.items():
-
-        def fl(key: str, a: dict[str, Any] = a) -> str:
-            d = a.get(key)
-            return "-" if not d else f"{cell(d['first'])} -> {cell(d['last'])}"
-
-        lines.append(
-            f"| {arm} | {fl('adv/kappa')} | {fl('adv/ema_success')} | {fl(STEP_GROUPING)} "
-            f"| {fl('adv/grouping_ratio')} |"
-        )
-    lines.append("")
-    lines.append(
-        f"The MVPO paper: kappa {PAPER_KAPPA.get(env.split('-')[0], '-')} over 150 iterations."
-    )
-    lines.append("")
-    # --- Phi
-    lines += [
-        "### Prefix potential Phi: successful vs failed trajectories",
-        "",
-        "Circular by construction, kept for the MVPO paper's Figure 3: the potential averages the "
-        "returns of the trajectories through a region, so successful trajectories raise their "
-        "own regions' Phi (docs/estimators.md §3.7). "
-        + (
-            "The non-circular check is the next table."
-            if any(a.get("phi_split") for a in arms.values())
-            else "The trainer's non-circular statistic (`adv/phi_split_spearman_failed`) is "
-            "not in these runs' metrics."
-        ),
+        f"The MVPO paper: kappa {PAPER_KAPPA.get(env.split('-')[0], '-')} over 150 iterations.",
         "",
     ]
-    any_phi = False
-    for arm, a in arms.items():
-        p = a.get("phi")
-        if not p:
-            continue
-        any_phi = True
-        if p["iterations_with_both"] == 0:
-            lines.append(f"* `{arm}`: no iteration had both successful and failed trajectories.")
-            continue
-        verdict = (
-            "never flips: successful trajectories always have the higher mean Phi"
-            if not p["flips"]
-            else f"**flips** in {len(p['flips'])} of {p['iterations_with_both']} iterations "
-            f"(seed, iteration): {[tuple(f) for f in p['flips'][:12]]}"
-            f"{' ...' if len(p['flips']) > 12 else ''}"
-        )
-        lines.append(
-            f"* `{arm}`: {p['iterations_with_both']} (seed, iteration) pairs with both kinds; "
-            f"gap Phi(success) - Phi(failure) mean {cell(p['gap_mean'])}, min {cell(p['gap_min'])}; "
-            f"the sign {verdict}."
-        )
-    if not any_phi:
-        lines.append("No MVPO run in this set.")
-    lines.append("")
-    lines += phi_split_lines(arms)
+    lines += phi_sign_lines(arms) + phi_split_lines(arms)
     if s.get("alignment") is not None:
         lines += alignment_lines(s)
-    # --- AMP
-    for arm, a in arms.items():
-        if not a.get("amp_weights"):
-            continue
-        lines += [f"### AMP weights per milestone (arm `{arm}`, mean over seeds)", "",
-                  "| milestone | first iteration | last iteration |", "|---|---|---|"]  # fmt: skip
-        for m, d in a["amp_weights"].items():
-            if not (math.isnan(d["first"]) and math.isnan(d["last"])):  # a learned one, gone
-                lines.append(f"| {m} | {cell(d['first'])} | {cell(d['last'])} |")
-        lines.append("")
-    # --- phases
-    labels = [
-        p for p in [*PHASES.values(), "other"] if any(p in a["phases"] for a in arms.values())
-    ]
-    lines += [
-        "### One iteration's phases (Table 3 style): mean seconds (% of the iteration)",
-        "",
-        "Mean over every iteration of every seed. The iteration = `time/total` + `time/eval` "
-        "(the trainer's total leaves evaluation out; evaluation, run every `eval_every`-th "
-        "iteration, is averaged over all iterations); *other* = logging and checkpoints. "
-        "Wall-clock seconds on a shared machine: read the shares, not the seconds.",
-        "",
-        "| estimator | " + " | ".join(labels) + " | iteration |",
-        "|---|" + "---|" * (len(labels) + 1),
-    ]
-    for arm, a in arms.items():
-        ph = a["phases"]
-        cells = [
-            "-" if lab not in ph else f"{_r(ph[lab][0], 2):.2f} ({_r(100 * ph[lab][1], 1):.1f}%)"
-            for lab in labels
-        ]
-        tot = ph.get("total", (float("nan"), 1.0))[0]
-        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {tot:.2f} |")
-    lines.append("")
+    lines += amp_lines(arms) + phase_lines(arms)
     return lines
 
 

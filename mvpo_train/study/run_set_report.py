@@ -1,6 +1,7 @@
 """Markdown pieces of a run set's diagnostics (:mod:`mvpo_train.study.run_sets`): number cells,
-the table of MVPO's non-circular potential check, and the sets carried over from the previous
-results file when their runs are not on this machine."""
+the tables of one set's summary (:func:`mvpo_train.study.run_sets.summarize`: kappa and grouping,
+the potential's checks, the step-level alignment, AMP weights, time per phase), and the sets
+carried over from the previous results file when their runs are not on this machine."""
 
 from __future__ import annotations
 
@@ -10,7 +11,22 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["carry", "cell", "phi_split_lines", "read_previous", "seed_order", "signed"]
+from mvpo_train.study.run_sets import ALIGNMENT_CMD, PHASES, STEP_GROUPING
+
+__all__ = [
+    "alignment_lines",
+    "amp_lines",
+    "carry",
+    "cell",
+    "kappa_lines",
+    "phase_lines",
+    "phi_sign_lines",
+    "phi_split_lines",
+    "read_previous",
+    "seed_order",
+    "signed",
+    "spread",
+]
 
 
 def cell(x: float | None, nd: int = 3) -> str:
@@ -26,6 +42,84 @@ def signed(x: float | None) -> str:
 def seed_order(item: tuple[Any, Any]) -> int:
     """Sort key of a per-seed item whose seed may be a JSON string (a carried-over set)."""
     return int(item[0])
+
+
+def _rounded(x: float, nd: int) -> float:
+    """``x`` rounded, without a negative zero (-0.00 -> 0.00)."""
+    return round(x, nd) + 0.0
+
+
+def spread(d: dict[str, Any] | None) -> str:
+    """An early-iterations statistic over seeds: ``mean (min..max; per seed)``, ``-`` for none."""
+    if not d:
+        return "-"
+    per = ", ".join(f"{v:.3f}" for _, v in sorted(d["per_seed"].items(), key=seed_order))
+    return f"{d['mean']:.3f} ({d['min']:.3f}..{d['max']:.3f}; {per})"
+
+
+def kappa_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The table of MVPO's kappa, EMA success and the grouping ratios, first -> last iteration."""
+    lines = [
+        "### kappa, EMA success and grouping ratios (mean over seeds, first -> last iteration)",
+        "",
+        "Last = the longest run's last iteration, mean over seeds that have reached it.",
+        "",
+        "| estimator | kappa | EMA success | grouping ratio, step groups | grouping ratio, MVPO regions |",
+        "|---|---|---|---|---|",
+    ]
+    for arm, a in arms.items():
+
+        def fl(key: str, a: dict[str, Any] = a) -> str:
+            d = a.get(key)
+            return "-" if not d else f"{cell(d['first'])} -> {cell(d['last'])}"
+
+        lines.append(
+            f"| {arm} | {fl('adv/kappa')} | {fl('adv/ema_success')} | {fl(STEP_GROUPING)} "
+            f"| {fl('adv/grouping_ratio')} |"
+        )
+    return lines + [""]
+
+
+def phi_sign_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The (circular) check whether successful trajectories have the higher mean Phi."""
+    lines = [
+        "### Prefix potential Phi: successful vs failed trajectories",
+        "",
+        "Circular by construction, kept for the MVPO paper's Figure 3: the potential averages the "
+        "returns of the trajectories through a region, so successful trajectories raise their "
+        "own regions' Phi (docs/estimators.md §3.7). "
+        + (
+            "The non-circular check is the next table."
+            if any(a.get("phi_split") for a in arms.values())
+            else "The trainer's non-circular statistic (`adv/phi_split_spearman_failed`) is "
+            "not in these runs' metrics."
+        ),
+        "",
+    ]
+    any_phi = False
+    for arm, a in arms.items():
+        p = a.get("phi")
+        if not p:
+            continue
+        any_phi = True
+        if p["iterations_with_both"] == 0:
+            lines.append(f"* `{arm}`: no iteration had both successful and failed trajectories.")
+            continue
+        verdict = (
+            "never flips: successful trajectories always have the higher mean Phi"
+            if not p["flips"]
+            else f"**flips** in {len(p['flips'])} of {p['iterations_with_both']} iterations "
+            f"(seed, iteration): {[tuple(f) for f in p['flips'][:12]]}"
+            f"{' ...' if len(p['flips']) > 12 else ''}"
+        )
+        lines.append(
+            f"* `{arm}`: {p['iterations_with_both']} (seed, iteration) pairs with both kinds; "
+            f"gap Phi(success) - Phi(failure) mean {cell(p['gap_mean'])}, min {cell(p['gap_min'])}; "
+            f"the sign {verdict}."
+        )
+    if not any_phi:
+        lines.append("No MVPO run in this set.")
+    return lines + [""]
 
 
 def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
@@ -64,6 +158,101 @@ def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
             f"| {per or '-'} | {cell(p['rows_mean'], 0)} ({cell(p['rows_min'], 0)}.."
             f"{cell(p['rows_max'], 0)}) |"
         )
+    return lines + [""]
+
+
+def alignment_lines(s: dict[str, Any]) -> list[str]:
+    """The step-level alignment table of one set from the ``--alignment-json`` files matched
+    to it; "not measured yet" for its MVPO runs without one."""
+    lines = [
+        "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
+        "",
+    ]
+    missing = s.get("alignment_missing", [])
+    if not s.get("oracle", True) and not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
+            "(docs/alignment.md), so this set's repair has no step-level label.",
+            "",
+        ]
+    if not s["alignment"]:
+        return lines + [
+            "**Not measured yet**: no `--alignment-json` file for this set's MVPO runs"
+            + (f" ({', '.join(f'`{m}`' for m in missing)})" if missing else "")
+            + f". Measure a run with `{ALIGNMENT_CMD}`, then pass `--alignment-json OUT` here.",
+            "",
+        ]
+    lines += [
+        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
+        "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
+        "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
+        "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
+        "Mean over the iterations with an AUC (NaN where the repaired rows' known labels are "
+        "all of one kind). Read from the files named below, not recomputed here.",
+        "",
+        "| run | variant | iterations with an AUC, of scored | AUC, mean over iterations "
+        "| min..max | repaired rows per iteration (mean) | unverified trajectories, of all |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for al in s["alignment"]:
+        unv = al.get("unverified_trajectories")
+        tot = al.get("trajectories")
+        unv_s = "-" if unv is None else f"{unv} of {'-' if tot is None else tot}"
+        for v, d in al["variants"].items():
+            lines.append(
+                f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
+                f"| {cell(d['mean'])} | {cell(d['min'])}..{cell(d['max'])} "
+                f"| {cell(d['repaired_mean'], 0)} | {unv_s} |"
+            )
+    lines += ["", "Made by:"]
+    lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
+              for al in s["alignment"]]  # fmt: skip
+    if missing:
+        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
+    return lines + [""]
+
+
+def amp_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """One table of AMP weights per milestone for each arm that logged them."""
+    lines: list[str] = []
+    for arm, a in arms.items():
+        if not a.get("amp_weights"):
+            continue
+        lines += [f"### AMP weights per milestone (arm `{arm}`, mean over seeds)", "",
+                  "| milestone | first iteration | last iteration |", "|---|---|---|"]  # fmt: skip
+        for m, d in a["amp_weights"].items():
+            if not (math.isnan(d["first"]) and math.isnan(d["last"])):  # a learned one, gone
+                lines.append(f"| {m} | {cell(d['first'])} | {cell(d['last'])} |")
+        lines.append("")
+    return lines
+
+
+def phase_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """Mean seconds and share of each phase of an iteration, per arm (:data:`PHASES`)."""
+    labels = [
+        p for p in [*PHASES.values(), "other"] if any(p in a["phases"] for a in arms.values())
+    ]
+    lines = [
+        "### One iteration's phases (Table 3 style): mean seconds (% of the iteration)",
+        "",
+        "Mean over every iteration of every seed. The iteration = `time/total` + `time/eval` "
+        "(the trainer's total leaves evaluation out; evaluation, run every `eval_every`-th "
+        "iteration, is averaged over all iterations); *other* = logging and checkpoints. "
+        "Wall-clock seconds on a shared machine: read the shares, not the seconds.",
+        "",
+        "| estimator | " + " | ".join(labels) + " | iteration |",
+        "|---|" + "---|" * (len(labels) + 1),
+    ]
+    for arm, a in arms.items():
+        ph = a["phases"]
+        cells = [
+            "-"
+            if lab not in ph
+            else f"{_rounded(ph[lab][0], 2):.2f} ({_rounded(100 * ph[lab][1], 1):.1f}%)"
+            for lab in labels
+        ]
+        tot = ph.get("total", (float("nan"), 1.0))[0]
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {tot:.2f} |")
     return lines + [""]
 
 
