@@ -1,37 +1,28 @@
 """Benchmark: Union-Find viability regions and region potential (docs/estimators.md §3.1-§3.3).
 
-Times each stage MVPO runs on top of GiGPO, on the same synthetic ALFWorld-like batches as
-``benchmarks/credit.py`` (6,400 and 64,000 steps), median of interleaved repeats, each on a
-newly built batch. Run from the repository root: ``python benchmarks/abstraction.py`` (writes
-``benchmarks/results/abstraction.md``).
+Times each stage MVPO runs on top of GiGPO on the batches of ``benchmarks/credit.py``
+(:mod:`mvpo_train.study.synthetic`). ``python benchmarks/abstraction.py`` (from the repository
+root) writes ``benchmarks/results/abstraction.md``.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from mvpo_train.batch import StepBatch
+from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms
+from mvpo_train.credit.potential import AMPWeights, region_potential, viability_values
+from mvpo_train.credit.regions import viability_regions
+from mvpo_train.segments import factorize
+from mvpo_train.study.synthetic import REFERENCE_STEP_S, fresh, synthetic_batch
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-
-from credit import REFERENCE_STEP_S, fresh, synthetic_batch  # noqa: E402
-
-from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms  # noqa: E402
-from mvpo_train.credit.potential import (  # noqa: E402
-    AMPWeights,
-    region_potential,
-    viability_values,
-)
-from mvpo_train.credit.regions import viability_regions  # noqa: E402
-from mvpo_train.segments import factorize  # noqa: E402
 
 
 def stages() -> dict[str, Callable[[StepBatch], object]]:

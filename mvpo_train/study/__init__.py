@@ -15,7 +15,7 @@ arms and texts of each study: the trainer's package names no env):
 * :mod:`mvpo_train.study.run_sets`: run sets on disk and the training diagnostics drawn from
   them (zero-advantage ratios, kappa, the potential's checks, time per phase);
   :mod:`mvpo_train.study.run_set_plot` their figure, :mod:`mvpo_train.study.run_set_report`
-  the cells and the potential-check table of their markdown;
+  the cells and tables of their markdown;
 * :mod:`mvpo_train.study.arms`: arms given as ``[NAME=]ESTIMATOR:KEY=VALUE``;
 * :mod:`mvpo_train.study.compact`: a run's compact ``result.json``, written from its metrics
   and read back only for the same arm and settings;
@@ -32,5 +32,6 @@ arms and texts of each study: the trainer's package names no env):
   kept by ``--analyze-only``, and the results writer (markdown + ``.json`` + ``.png``);
 * :mod:`mvpo_train.study.tuning_grid`: the tuning grid over ``benchmarks/learning.py``.
 * :mod:`mvpo_train.study.bench`: the speed and scale benchmarks' resumable results store,
-  results pages and scale-table cells (what they measure with: :mod:`mvpo_envs.measure`).
+  results pages and scale-table cells (what they measure with: :mod:`mvpo_envs.measure`);
+  :mod:`mvpo_train.study.synthetic` the synthetic rollout batch the estimators are timed on.
 """
