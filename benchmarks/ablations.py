@@ -1,24 +1,12 @@
 """Why does MVPO trail GiGPO in the learning study? Ablations of MVPO on the *train* split only.
 
-docs/learning_study.md, "Ablations". Every variant is the study's ``mvpo`` arm (same policy, warm
-start, rooms, batch, iterations, learning rate and seeds as ``benchmarks/learning.py``) with one
-MVPO option changed; nothing here looks at a held-out split: no evaluation during training
-(``--eval-every 0``) and no final evaluation. Reported per variant: training success (area =
-mean over all iterations, final = last 5 iterations, iterations until the 5-iteration moving
-average reaches 20%), the early zero-advantage ratio, the repaired share and kappa, and the
-paired difference against plain ``mvpo`` on the same seeds (bootstrap 95% CI over seeds). The
-study's GiGPO and MVPO values on the same seeds (``benchmarks/results/learning.json``) are shown
-for reference, and the ``mvpo`` rerun here is checked against the study's (same seed, same
-trajectories: the inline evaluation of the study runs on its own random generator).
-
-Run from the repository root::
+Each variant is the study's ``mvpo`` arm (``benchmarks/learning_env.py``: same policy, warm
+start, rooms, batch and seeds) with one MVPO option changed, chosen on training success; the
+variants named with ``--test`` are then evaluated once on the held-out splits. What it reports
+and what it found: docs/learning_study.md, "Ablations". Resumable like the study::
 
     python benchmarks/ablations.py                 # table + plot: benchmarks/results/ablations.md
     python benchmarks/ablations.py --analyze-only  # rebuild them from runs/ablations/
-    python benchmarks/ablations.py --seeds 3 4     # add seeds to a finished sweep
-
-Resumable like the study: finished runs are skipped, interrupted ones resume from their
-checkpoint. Runs share the study's embedding cache (``runs/learning-study/embeddings.npz``).
 """
 
 from __future__ import annotations
@@ -29,16 +17,16 @@ import shlex
 import sys
 from pathlib import Path
 
-import learning
 import numpy as np
+from learning_env import ALFWORLD, ARMS, FINAL_EVALS, RESULTS, ROOT
+from learning_report import summarize
+from learning_runs import eval_cmd, run_all, warm_start_and_eval
 
 from mvpo_train.stats import SMOOTH, bootstrap_ci, moving_average
 from mvpo_train.study.credit_mass import credit_alignment
 from mvpo_train.study.runs import eval_file, load_runs, n_metrics, run_dir, run_local
 from mvpo_train.study.summary import paired
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _kw(**kwargs: object) -> list[str]:
@@ -72,17 +60,22 @@ VARIANTS: dict[str, tuple[list[str], str]] = {
 }
 #: the first sweep (``python benchmarks/ablations.py``): every variant but the combination
 DEFAULT_VARIANTS = tuple(v for v in VARIANTS if v != "mvpo-lambdaL0-kappa0.25")
-for _name, (_flags, _) in VARIANTS.items():
-    learning.ARMS[_name] = [*learning.ARMS["mvpo"], *_flags]
+#: the learning study's ALFWorld settings with every variant as an arm
+STUDY_ENV = ALFWORLD._replace(
+    arm_flags={name: [*ARMS["mvpo"], *flags] for name, (flags, _) in VARIANTS.items()}
+)
 
 
 def sweep_args(args: argparse.Namespace) -> argparse.Namespace:
     """The learning study's arguments for this sweep (study settings, train split only)."""
+    env = STUDY_ENV
     return argparse.Namespace(
-        arms=["mvpo", *args.variants], seeds=args.seeds, iterations=args.iterations,
-        num_groups=8, group_size=8, lr=2e-3, eval_every=0, threshold=0.2, jobs=args.jobs,
-        ray=args.ray, base=args.base, embedding_cache=args.embedding_cache, fresh=False,
-        eval=False, study=True, extra=[],
+        study_env=env, arms=["mvpo", *args.variants], seeds=args.seeds,
+        iterations=args.iterations, num_groups=8, group_size=8, lr=2e-3, eval_every=0,
+        eval_episodes=env.eval_episodes, threshold=0.2, jobs=args.jobs, ray=args.ray,
+        base=args.base, embedding_cache=args.embedding_cache, fresh=False, eval=False,
+        study=True, extra=[], warm=env.warm, warm_args=env.warm_args, warm_checked=False,
+        env_kwargs=env.env_kwargs,
     )  # fmt: skip
 
 
@@ -121,7 +114,7 @@ def analyse(args: argparse.Namespace) -> dict:
     arms, seeds = runs_on_disk(base)
     runs = load_runs(base, arms, seeds, args.iterations)
     pairs = [(v, "mvpo") for v in arms if v != "mvpo"]
-    table = learning.summarize(runs, base, 0.2, args.iterations, pairs=pairs)
+    table = summarize(runs, base, 0.2, args.iterations, pairs=pairs)
     ref = reference(seeds)
     common = sorted(set.intersection(*(set(runs[a]) for a in table["arms"]))) if runs else []
     table["common_seeds"] = common
@@ -174,7 +167,7 @@ def test_held_out(args: argparse.Namespace) -> None:
             path = run_dir(base, arm, seed)
             if n_metrics(path) < args.iterations:
                 continue
-            cmds = [learning.eval_cmd(path, sp, e) for sp, e in learning.FINAL_EVALS
+            cmds = [eval_cmd(path, sp, e) for sp, e in FINAL_EVALS
                     if not eval_file(path, sp).is_file()]  # fmt: skip
             if cmds:
                 script = " && ".join(shlex.join(c) for c in cmds)
@@ -274,7 +267,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         lines += [
             "",
             "Held-out test of the chosen variants (the final checkpoint, as in the study: "
-            + " / ".join(f"{s} x {e} sampled episodes per task" for s, e in learning.FINAL_EVALS)
+            + " / ".join(f"{s} x {e} sampled episodes per task" for s, e in FINAL_EVALS)
             + "):",
             "",
             "| arm | seeds | valid_unseen | valid_seen | paired vs mvpo: valid_unseen "
@@ -340,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         "variants and of mvpo on their finished runs (as in the learning study)",
     )
     p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
-    p.add_argument("--out", default=str(learning.RESULTS / "ablations.md"))
+    p.add_argument("--out", default=str(RESULTS / "ablations.md"))
     args = p.parse_args(argv)
     args.argv = [a for a in argv if a != "--analyze-only"]
     if not args.analyze_only:
@@ -352,9 +345,9 @@ def main(argv: list[str] | None = None) -> int:
             with log.open("a") as f:
                 f.write(cmd.strip() + "\n")
         sa = sweep_args(args)
-        learning.warm_start_and_eval(sa, base)  # the cached warm start
+        warm_start_and_eval(sa, base)  # the cached warm start
         Path(args.embedding_cache).parent.mkdir(parents=True, exist_ok=True)
-        learning.run_all(sa, base)
+        run_all(sa, base)
         if args.test:
             test_held_out(args)
     table = analyse(args)

@@ -3,8 +3,8 @@ analysis recomputes a real run's records (docs/learning_study.md, "Ablations")."
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,15 +22,14 @@ TINY = ["--num-groups", "2", "--group-size", "4", "--max-steps", "6", "--ppo-epo
 @pytest.fixture(scope="module")
 def ablations():
     yield study_module("ablations")
-    sys.modules.pop("learning", None)
 
 
 def test_every_variant_is_the_mvpo_arm_plus_one_valid_change(ablations):
-    learning = ablations.learning
-    base = build_estimator(config_from_args(build_parser().parse_args([*learning.ARMS["mvpo"]])))
+    mvpo = study_module("learning_env").ARMS["mvpo"]
+    base = build_estimator(config_from_args(build_parser().parse_args(mvpo)))
     for name, (flags, what) in ablations.VARIANTS.items():
-        arm = learning.ARMS[name]
-        assert arm[: len(learning.ARMS["mvpo"])] == learning.ARMS["mvpo"] and what
+        arm = ablations.STUDY_ENV.arm(name)
+        assert arm == [*mvpo, *flags] and what
         cfg = config_from_args(build_parser().parse_args(arm))
         est = build_estimator(cfg)  # raises on an unknown or mistyped estimator option
         assert est.name == "mvpo"
@@ -40,6 +39,22 @@ def test_every_variant_is_the_mvpo_arm_plus_one_valid_change(ablations):
             assert any(getattr(base.config, k) != v for k, v in changed.items())
         else:
             assert cfg.abstraction == flags[flags.index("--abstraction") + 1]
+
+
+def test_the_sweep_trains_the_study_arm_with_the_variant_on_the_train_split_only(
+    ablations, tmp_path
+):
+    args = argparse.Namespace(variants=["mvpo-lambdaL0"], seeds=[0], iterations=3, jobs=1,
+                              ray=None, base=str(tmp_path), embedding_cache="e.npz")  # fmt: skip
+    sweep = ablations.sweep_args(args)
+    cmd = study_module("learning_runs").train_cmd(tmp_path / "r", "mvpo-lambdaL0", 0, sweep)
+    flags = ablations.VARIANTS["mvpo-lambdaL0"][0]
+    assert cmd[cmd.index("--estimator-kwargs") : cmd.index("--estimator-kwargs") + 2] == flags
+    assert cmd[cmd.index("--eval-every") + 1] == "0" and "--model" in cmd
+    assert "--estimator-kwargs" not in study_module("learning_runs").train_cmd(
+        tmp_path / "r", "mvpo", 0, sweep
+    )
+    assert sweep.arms == ["mvpo", "mvpo-lambdaL0"] and not sweep.eval
 
 
 def _train(run: Path, *extra: str) -> None:
