@@ -756,11 +756,12 @@ class MVPO(BaseEstimator):
 
     def record_state(self, state: dict[str, Any], batch: StepBatch) -> dict[str, Any]:
         """``state`` (a :meth:`state_dict` taken before the call on ``batch``) cut to what
-        scoring ``batch`` reads, for a batch record (docs/inspect.md): with
-        ``region_stats="pooled"`` the pool's entries of the batch's keys (with ``"td"``: of
-        the keys reachable from them, :meth:`TransitionPool.scored_part`), so a record carries
-        a batch's share of the pool, not the pool; the advantages recomputed from it are the
-        same bit for bit. Other states are returned as they are."""
+        scoring ``batch`` reads, for a batch record (docs/inspect.md); call it right after the
+        call on ``batch``. With ``region_stats="pooled"`` the pool's entries of the batch's
+        keys (with ``"td"``: :meth:`TransitionPool.share_state`, the keys reachable from them
+        and the call's sweeps), so a record carries a batch's share of the pool, not the pool;
+        the advantages recomputed from it are the same bit for bit. Other states are returned
+        as they are."""
         if "pool" not in state or not len(batch):
             return state
         pool = self._new_pool()
@@ -768,10 +769,11 @@ class MVPO(BaseEstimator):
         sb = batch.canonical()
         keys = self._pool_keys(sb, _pool_tasks(batch, self.config)[batch.order])
         if isinstance(pool, TransitionPool):
-            part: RegionPool | TransitionPool = pool.scored_part(keys, ~sb.is_last)
-        else:
-            part = pool.restricted(np.unique(keys))
-        return {**state, "pool": part.state_dict()}
+            if not self.pool.last_sweeps:  # not called yet: nothing to replay
+                return state
+            pool.last_sweeps = self.pool.last_sweeps  # the call's, on the whole pool
+            return {**state, "pool": pool.share_state(keys, ~sb.is_last)}
+        return {**state, "pool": pool.restricted(np.unique(keys)).state_dict()}
 
     def _oracle_decrease(self, n: int) -> np.ndarray:
         d = self._decrease_sorted

@@ -21,10 +21,11 @@ Monte-Carlo estimate sums the keys of a region: the steps inside a loop become t
 dwell, and every row of a region gets one value per fold. The pool keeps the keys unmerged (the
 regions are the batch's), so the merge is redone per batch.
 
-Only the keys reachable from the batch's keys (along the pool's transitions and the batch's
-own) enter a fit (:meth:`TransitionPool.restricted`): the others cannot change a scored value,
-and the stopping rule then reads the scored part of the chain only, so the values depend on
-that part alone (a batch record carries just it, docs/inspect.md).
+A batch's share of the pool (:meth:`TransitionPool.share_state`, what a batch record carries,
+docs/inspect.md): the keys reachable from the batch's keys along the pool's transitions and the
+batch's own, and the number of sweeps each fold's fit took. The other keys cannot change a
+scored value within a sweep; they only take part in the stopping rule, so replaying the
+recorded number of sweeps on the share gives the same values bit for bit.
 
 Cross-fitting: the trajectories of each rollout group are split in ``K = td_folds`` folds by
 their rank in the group (rank mod K); the rows of one fold are scored by the chain fitted on the
@@ -53,6 +54,7 @@ __all__ = [
     "MAX_SWEEPS",
     "TransitionPool",
     "chain_values",
+    "fit_chain",
     "reachable",
     "region_representatives",
     "td_potential",
@@ -69,6 +71,10 @@ class TransitionPool:
     def __init__(self, max_entries: int) -> None:
         self.nodes = RegionPool(max_entries)
         self.edges = RegionPool(max_entries, width=2)
+        #: the sweeps each fold's fit took in the last :func:`td_potential` call
+        self.last_sweeps: list[int] = []
+        #: a batch's share (:meth:`share_state`): the next call replays these sweeps per fold
+        self.replay_sweeps: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.nodes) + len(self.edges)
@@ -85,30 +91,35 @@ class TransitionPool:
         pairs = np.stack([key, nxt], axis=1)[has_next]
         self.edges.update(pairs, np.zeros(len(pairs)), decay)
 
-    def restricted(self, keys: np.ndarray) -> TransitionPool:
-        """A copy holding only the entries of ``keys`` (sorted): their nodes and the
-        transitions that leave them (with ``keys`` closed under the transitions, see
-        :func:`reachable`, everything a fit scoring them reads)."""
-        out = TransitionPool(self.nodes.max_entries)
-        out.nodes = self.nodes.restricted(keys)
-        out.edges = self.edges.restricted(keys)
-        return out
-
-    def scored_part(self, key: np.ndarray, has_next: np.ndarray) -> TransitionPool:
-        """:meth:`restricted` to the keys reachable from a batch's rows ``key`` (rows sorted by
-        trajectory and step; ``has_next``: not a trajectory's last row)."""
+    def share_state(self, key: np.ndarray, has_next: np.ndarray) -> dict[str, Any]:
+        """The :meth:`state_dict` of a batch's share (module docstring), for the pool as it was
+        *before* the :func:`td_potential` call on that batch, whose sweeps it stores: ``key``
+        the batch's rows (sorted by trajectory and step), ``has_next`` not a trajectory's last
+        row. Loaded, it scores that batch exactly as the whole pool did."""
         batch_edges = np.stack([key, np.roll(key, -1)], axis=1)[has_next]
-        edges = np.concatenate([self.edges.keys.reshape(-1, 2), batch_edges])
-        return self.restricted(reachable(key, edges))
+        keep = reachable(key, np.concatenate([self.edges.keys.reshape(-1, 2), batch_edges]))
+        return {
+            "nodes": self.nodes.restricted(keep).state_dict(),
+            "edges": self.edges.restricted(keep).state_dict(),
+            "sweeps": [int(x) for x in self.last_sweeps],
+        }
 
     def state_dict(self) -> dict[str, Any]:
         return {"nodes": self.nodes.state_dict(), "edges": self.edges.state_dict()}
 
     def load_state_dict(self, d: dict[str, Any]) -> None:
-        if not isinstance(d, dict) or set(d) != {"nodes", "edges"}:
+        """Restore :meth:`state_dict`, or a batch's :meth:`share_state` (its sweeps kept for
+        the next call)."""
+        if not isinstance(d, dict) or set(d) - {"sweeps"} != {"nodes", "edges"}:
             raise ValueError("mvpo: the pooled transitions are damaged (expected nodes, edges)")
+        sweeps = d.get("sweeps")
+        if sweeps is not None and not (
+            isinstance(sweeps, list) and all(isinstance(x, int) and x >= 1 for x in sweeps)
+        ):
+            raise ValueError("mvpo: the pooled transitions are damaged (sweeps: whole numbers)")
         self.nodes.load_state_dict(d["nodes"])
         self.edges.load_state_dict(d["edges"])
+        self.replay_sweeps = sweeps
 
 
 def chain_values(
@@ -118,9 +129,23 @@ def chain_values(
     edge: np.ndarray,
     edge_w: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(keys, phi)``: the sorted distinct keys of ``node_key`` and the chain's value at each
-    (module docstring). Several entries of one key or one edge are summed; an edge whose target
-    is no node counts as an end."""
+    """``(keys, phi)`` of :func:`fit_chain`, until converged."""
+    keys, phi, _ = fit_chain(node_key, node_sum, node_w, edge, edge_w)
+    return keys, phi
+
+
+def fit_chain(
+    node_key: np.ndarray,
+    node_sum: np.ndarray,
+    node_w: np.ndarray,
+    edge: np.ndarray,
+    edge_w: np.ndarray,
+    sweeps: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(keys, phi, sweeps done)``: the sorted distinct keys of ``node_key`` and the chain's
+    value at each (module docstring). Several entries of one key or one edge are summed; an
+    edge whose target is no node counts as an end. ``sweeps``: exactly that many (a batch's
+    share replayed); None: until converged."""
     keys, inv = np.unique(node_key, return_inverse=True)
     inv = inv.reshape(-1)
     s = np.bincount(inv, weights=node_sum, minlength=len(keys))
@@ -135,14 +160,16 @@ def chain_values(
     src, dst, ew = src[~self_loop], dst[~self_loop], ew[~self_loop]
     leave = np.maximum(w - stay, 1e-12 * np.maximum(w, 1.0))
     phi = s / leave
-    for _ in range(MAX_SWEEPS):
+    done_sweeps = 0
+    for _ in range(MAX_SWEEPS if sweeps is None else sweeps):
         new = (s + np.bincount(src, weights=ew * phi[dst], minlength=len(keys))) / leave
+        done_sweeps += 1
         scale = max(1.0, float(np.max(np.abs(new), initial=0.0)))
         done = float(np.max(np.abs(new - phi), initial=0.0)) <= 1e-12 * scale
         phi = new
-        if done:
+        if done and sweeps is None:
             break
-    return keys, phi
+    return keys, phi, done_sweeps
 
 
 def reachable(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -196,12 +223,18 @@ def td_potential(
     fell back to the scope's mean. Rows sorted by (trajectory, step); ``has_next``: the row is
     not its trajectory's last; ``fold`` ``0..K-1`` per row (one chain fitted per fold);
     ``region``: the rows' regions, whose keys are then one state of the chain
-    (``td_chain="regions"``; None: the chain over keys). The pool is not updated here."""
+    (``td_chain="regions"``; None: the chain over keys). The pool is not updated here; its
+    ``last_sweeps`` are set, and a loaded share's ``replay_sweeps`` used up."""
     prior_sum, prior_n = others_in_region(scope, traj, big_u)
     phi = np.where(prior_n > 0, prior_sum / np.maximum(prior_n, 1.0), 0.0)
     known = np.zeros(len(key), dtype=bool)
-    part = pool.scored_part(key, has_next)
-    node_key, edge_key = part.nodes.keys, part.edges.keys.reshape(-1, 2)
+    node_key, edge_key = pool.nodes.keys, pool.edges.keys.reshape(-1, 2)
+    replay, pool.replay_sweeps, pool.last_sweeps = pool.replay_sweeps, None, []
+    if replay is not None and len(replay) != int(fold.max()) + 1:
+        raise ValueError(
+            f"mvpo: a batch's share of the pool replays {len(replay)} fits, this batch has "
+            f"{int(fold.max()) + 1} folds (a record's pool scores its own batch only)"
+        )
     if region is not None:
         keys, rep = region_representatives(key, region)
         key, node_key, edge_key = (_renamed(x, keys, rep) for x in (key, node_key, edge_key))
@@ -209,13 +242,15 @@ def td_potential(
     for f in range(int(fold.max()) + 1):
         fit = fold != f
         fit_edge = fit & has_next
-        keys, values = chain_values(
+        keys, values, sweeps = fit_chain(
             np.concatenate([node_key, key[fit]]),
-            np.concatenate([part.nodes.sums, u[fit]]),
-            np.concatenate([part.nodes.weights, np.ones(int(fit.sum()))]),
+            np.concatenate([pool.nodes.sums, u[fit]]),
+            np.concatenate([pool.nodes.weights, np.ones(int(fit.sum()))]),
             np.concatenate([edge_key, np.stack([key, nxt], 1)[fit_edge]]),
-            np.concatenate([part.edges.weights, np.ones(int(fit_edge.sum()))]),
+            np.concatenate([pool.edges.weights, np.ones(int(fit_edge.sum()))]),
+            None if replay is None else replay[f],
         )
+        pool.last_sweeps.append(sweeps)
         rows = np.flatnonzero(~fit)
         if not len(keys) or not len(rows):
             continue
