@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import re
 import statistics
 import sys
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
 from pathlib import Path
 
-from mvpo_envs.alfworld.data import TASK_TYPES, collect_games
-from mvpo_envs.alfworld.engine import AlfworldEngine, read_game_file
+from mvpo_envs.alfworld.data import TASK_TYPES
+from mvpo_envs.alfworld.game_stats import SetStats, measure_set
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,83 +89,6 @@ def react_numbers(path: Path) -> dict:
         kind = REACT_KIND[key.split("_")[1]]
         out["commands"][kind].append(sum(1 for ln in text.split("\n") if ln.startswith("> ")))
     out["commands"] = dict(out["commands"])
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# per-game measurements
-
-
-@dataclass
-class GameStats:
-    task_type: str
-    receptacles: int
-    objects: int
-    per_receptacle_max: int
-    per_receptacle_mean: float
-    admissible: int
-    walkthrough: int
-    random_wins: int = 0
-    random_episodes: int = 0
-
-
-@dataclass
-class SetStats:
-    name: str
-    games: list[GameStats] = field(default_factory=list)
-
-
-def problem_counts(problem: str) -> tuple[int, int, int, float]:
-    """Receptacles, objects in receptacles, most and mean objects per receptacle (from :init)."""
-    init = problem.split("(:init", 1)[1].split("(:goal", 1)[0]
-    recs = set(re.findall(r"\(receptacleType (\S+) \S+\)", init))
-    held = re.findall(r"\(inReceptacle (\S+) (\S+)\)", init)
-    per = Counter(r for _, r in held)
-    objects = {o for o, _ in held}
-    return len(recs), len(objects), max(per.values(), default=0), len(held) / max(1, len(recs))
-
-
-def random_policy(
-    engine: AlfworldEngine, episodes: int, steps: int, seed: int, key: str
-) -> tuple[int, int]:
-    """Wins of a uniform-random policy over the admissible commands (seeded per game)."""
-    rng = random.Random(f"{seed}:{key}")
-    wins = 0
-    for _ in range(episodes):
-        state = engine.reset()
-        for _ in range(steps):
-            state = engine.step(rng.choice(sorted(state.admissible)))
-            if state.won:
-                wins += 1
-                break
-    return wins, episodes
-
-
-def measure_set(name: str, folders: list[Path], episodes: int, steps: int, seed: int) -> SetStats:
-    out = SetStats(name)
-    engine = AlfworldEngine(cached=True)
-    for folder in folders:
-        for game in collect_games(folder):
-            data = read_game_file(game.game_file)
-            recs, objs, most, mean = problem_counts(data["pddl_problem"])
-            engine.load(game.game_file)
-            first = engine.reset()
-            stats = GameStats(
-                task_type=game.task_type,
-                receptacles=recs,
-                objects=objs,
-                per_receptacle_max=most,
-                per_receptacle_mean=mean,
-                admissible=len(first.admissible),
-                walkthrough=len(data.get("walkthrough") or []),
-            )
-            if episodes:
-                key = f"{name}:{game.task_id}"
-                stats.random_wins, stats.random_episodes = random_policy(
-                    engine, episodes, steps, seed, key
-                )
-            out.games.append(stats)
-    engine.close()
     return out
 
 
