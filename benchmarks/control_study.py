@@ -1,43 +1,14 @@
 """Control-task study: does MVPO learn on ``mvpo/MilestoneChain-v0`` where GRPO and GiGPO do not?
 
-docs/control_task.md, "Results". Every arm trains the same policy on the same layouts with the
-same hyper-parameters and seeds; only the credit estimator (and its keywords) differs:
-
-* policy: the ``encoder`` policy (docs/policies.md) with a *fresh* head (``--model fresh``,
-  initialised from the run's seed): near uniform over the admissible actions at the start, the
-  regime in which GRPO and GiGPO see almost no success;
-* data: ``mvpo/MilestoneChain-v0`` at ``--difficulty`` with K = ``--num-milestones``, all 128
-  *train* layouts, 50-step episodes; held-out: the ``eval`` split (64 other layouts), sampled,
-  on the final checkpoint;
-* batch: ``--num-groups`` layouts x ``--group-size`` rollouts per iteration, ``--iterations``
-  iterations, ``--lr``, ``--ppo-epochs``; one torch thread per run.
-
-Arms are estimator specs, ``--arm SPEC`` (repeatable): ``ESTIMATOR``, ``NAME=ESTIMATOR`` or
-``[NAME=]ESTIMATOR:KEY=VALUE[,KEY=VALUE...]`` (values are JSON when they parse as JSON, else
-strings; a JSON object after the colon works too), e.g. ``--arm grpo --arm gigpo --arm mvpo
---arm 'mvpo-paper=mvpo:form=paper'``; each becomes ``--estimator`` + ``--estimator-kwargs``.
-
-Logged per run and iteration (from ``metrics.jsonl``): batch success, GiGPO's zero-credit
-ratio (``adv/zero_credit_ratio``), the share of exactly-zero advantages
-(``adv/zero_adv_ratio``) and ``align/*`` when the trainer reports them. Reported per arm over
-seeds (percentile-bootstrap 95% CIs over seeds, seeded): the success curve with a band, its
-area, final success (last 5 iterations), iterations to ``--threshold``, held-out success; and
-paired differences per seed (same seed = same initial head and the same task draws).
-
-Run from the repository root::
+Arms differ only in the credit estimator: ``--arm [NAME=]ESTIMATOR[:KEY=VALUE,...]``
+(repeatable; values are JSON when they parse as JSON, else strings), each passed to
+``mvpo-train`` as ``--estimator`` + ``--estimator-kwargs``. Every run trains the encoder policy
+from a fresh head; a run is finished when its compact ``result.json`` is written, and one made
+with other settings or another spec is refused. The settings, what is reported and the reading:
+docs/control_task.md, "Results". From the repository root::
 
     nice -n 19 python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo
     python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo --analyze-only
-
-Runs go to ``--base`` (``runs/control-study``) as ``<arm>-seed<k>/``. The sweep is resumable: a
-run is finished when its compact result (``result.json``: the spec, the settings, the
-per-iteration curves and the held-out success) is written, which happens as the run ends; a
-finished run is skipped, an interrupted one continues from its checkpoint. A run folder whose
-result was made with other settings or another spec is refused with one line, never mixed in.
-Resuming does not see code changes: a result made with other credit-estimator code (a hash of
-``mvpo_train/credit/*.py``) is flagged in the table; delete its folder to retrain it. A run that
-fails is named on stderr (exit status 1) and left out of the table. Runs are queued seed by
-seed, so an interrupted study has every arm on the first seeds.
 """
 
 from __future__ import annotations

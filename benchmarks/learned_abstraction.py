@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,21 +32,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_abstraction.base import Abstraction, AbstractionTracker
+from mvpo_abstraction.learned import EmbeddingClusterAbstraction
+from mvpo_abstraction.learned_milestones import MilestoneLearner
+from mvpo_envs.webshop.expert import expert_episode
+from mvpo_train.credit.potential import region_potential, viability_values
+from mvpo_train.credit.regions import viability_regions
+from mvpo_train.stats import auc
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-import mvpo_envs  # noqa: E402,F401
-from mvpo_abstraction.base import Abstraction, AbstractionTracker  # noqa: E402
-from mvpo_abstraction.learned import EmbeddingClusterAbstraction  # noqa: E402
-from mvpo_abstraction.learned_milestones import MilestoneLearner  # noqa: E402
-from mvpo_envs.webshop.expert import expert_episode  # noqa: E402
-
-try:  # the credit code may live in mvpo_train.credit or (older trees) mvpo_abstraction
-    from mvpo_train.credit.potential import region_potential, viability_values
-    from mvpo_train.credit.regions import viability_regions
-except ImportError:  # pragma: no cover
-    from mvpo_abstraction.potential import region_potential, viability_values  # type: ignore
-    from mvpo_abstraction.regions import viability_regions  # type: ignore
 
 Episode = dict[str, Any]  # states, actions, return, won, group
 
@@ -160,16 +154,9 @@ def phi_separation(episodes, labels, names: list[str]) -> dict[str, float]:
     per_traj = np.bincount(traj_a, weights=phi[region]) / np.bincount(traj_a)
     won = np.asarray([ep["won"] for ep in episodes])
     return {
-        "auc": _auc(per_traj[won], per_traj[~won]),
+        "auc": auc(per_traj[won], per_traj[~won]),
         "gap": float(per_traj[won].mean() - per_traj[~won].mean()),
     }
-
-
-def _auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    if not len(pos) or not len(neg):
-        return float("nan")
-    diff = pos[:, None] - neg[None, :]
-    return float(((diff > 0) + 0.5 * (diff == 0)).mean())
 
 
 # -- main ----------------------------------------------------------------------------------------
@@ -225,14 +212,15 @@ def main() -> None:
     write(rows, counts, args)
 
 
+#: the columns of the table, in order
+COLUMNS = ("env", "abstraction", "milestones", "steps_per_class", "signatures", "auc", "gap",
+           "precision", "recall", "expert_eps_with_firing")  # fmt: skip
+
+
 def _f(x: Any) -> str:
-    return (
-        "n/a"
-        if isinstance(x, float) and np.isnan(x)
-        else f"{x:.3f}"
-        if isinstance(x, float)
-        else str(x)
-    )
+    if isinstance(x, float):
+        return "n/a" if np.isnan(x) else f"{x:.3f}"
+    return str(x)
 
 
 def write(rows, counts, args) -> None:
@@ -254,25 +242,7 @@ def write(rows, counts, args) -> None:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                _f(r.get(k, "-"))
-                for k in (
-                    "env",
-                    "abstraction",
-                    "milestones",
-                    "steps_per_class",
-                    "signatures",
-                    "auc",
-                    "gap",
-                    "precision",
-                    "recall",
-                    "expert_eps_with_firing",
-                )
-            )
-            + " |"
-        )
+        lines.append("| " + " | ".join(_f(r.get(k, "-")) for k in COLUMNS) + " |")
     lines += ["", "Learned milestones (fit split):", ""]
     for r in rows:
         if "names" in r:

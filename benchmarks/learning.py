@@ -1,47 +1,15 @@
 """Learning study: GRPO vs GiGPO vs MVPO (and MVPO with a learned abstraction) on ALFWorld-scale rooms.
 
-docs/learning_study.md. Every arm trains the same policy on the same data with the same
-hyper-parameters and the same seeds; only the credit estimator (and, for ``mvpo-learned``, the
-abstraction) differs:
-
-* policy: the ``encoder`` policy (docs/policies.md), warm-started by behaviour cloning on the
-  expert walkthroughs of the *train* split (``python -m mvpo_train.encoder_policy --out
-  runs/encoder-warm``, cached; this script runs it first);
-* data: ``mvpo/ALFWorld-v0`` defaults (the bundled ALFWorld-scale ``alfworld`` preset), all
-  train tasks, 50-step episodes; held-out: ``valid_unseen`` (scenes never seen in train);
-* batch: ``--num-groups`` tasks x ``--group-size`` rollouts per iteration, ``--iterations``
-  iterations (sized so that the whole study fits about 2 hours on 2 cores; docs/learning_study.md
-  says how).
-
-Reported per arm, over seeds (bootstrap 95% CIs over seeds, seeded): training success per
-iteration (curve with a band), its area (mean success over all iterations), iterations until
-the 5-iteration moving average of batch success reaches ``--threshold`` (per seed), final
-training success (last 5 iterations), held-out success (sampled, ``valid_unseen`` and
-``valid_seen``, on the final checkpoint; and of the warm start), early zero-advantage ratio;
-and paired differences between arms (same seed = same warm start, same first task draw).
-
-Run from the repository root::
+Every arm trains the same encoder policy from the same warm start on the same tasks and seeds;
+only the credit estimator (and, for ``mvpo-learned``, the abstraction) differs. ``--env webshop``
+is the MVPO paper's WebShop ablation (their Table 2). The settings, what is reported and how to
+read it: docs/learning_study.md. Runs go to ``--base`` as ``<arm>-seed<k>/``; rerunning the
+command skips finished runs and resumes interrupted ones. From the repository root::
 
     python benchmarks/learning.py                  # the study: table + plots in benchmarks/results/
-    python benchmarks/learning.py --analyze-only   # rebuild the table and plots from runs/
+    python benchmarks/learning.py --analyze-only   # rebuild the table and plots from the runs
     python benchmarks/learning.py --quick          # smoke test: 1 seed, 3 iterations
-
-``--env webshop`` is the MVPO paper's WebShop ablation (their Table 2; docs/learning_study.md,
-"WebShop study"): arms ``gigpo``, ``mvpo``, ``mvpo-no-anchor`` ("w/o GiGPO anchor") and
-``mvpo-no-kappa-decay`` ("w/o kappa decay"), the MVPO paper's success reward, 15-step episodes,
-16 x 8 x 60 iterations, warm start cloned from the train goals' expert plans, held-out on the
-``test`` split (the original's 500 test goals) with WebShop's score beside success; every run
-goes through ``benchmarks/learning_webshop.py``. ``--warm-candidates STEPS...`` measures warm
-starts on the train split only (how the study's BC steps were chosen)::
-
-    python benchmarks/learning.py --env webshop                       # the WebShop study
-    python benchmarks/learning.py --env webshop --warm-candidates 0 50 --candidate-tasks 100
-
-Runs go to ``runs/learning-study/<arm>-seed<k>/`` (``runs/learning-webshop/`` for WebShop). The sweep is resumable: a finished run (and
-its evaluation) is skipped, an interrupted one continues from its checkpoint (``--resume``), so
-rerunning the same command after a kill continues the study. Runs are queued seed by seed, so
-an interrupted study still has every arm on the first seeds. ``--ray [ADDRESS]`` runs each run
-as a Ray task (docs/scaling.md, "Sweeps on Ray").
+    python benchmarks/learning.py --env webshop    # the WebShop study
 """
 
 from __future__ import annotations
