@@ -1,21 +1,12 @@
 """Speed of ``mvpo-alfworld-generate`` (the ``alfworld`` preset), in one run.
 
-docs/alfworld_generator.md, "Verification and speed". On one sample of ALFWorld's train split
-(games ``first .. first + n - 1``, index-addressable: any slice of the full split):
+docs/alfworld_generator.md, "Verification and speed". On train games ``first .. first + n - 1``:
+games/s and CPU time (this process and its workers) per worker count on the ``fast`` verifier,
+the old ``pddl`` verifier against ``fast`` in one process, a check that every variant writes
+byte-identical games, and the CPU time extrapolated to the full train split.
 
-* **games/s per worker count** (1, 2, 4 processes), walkthroughs verified on the default
-  ``fast`` engine: wall clock and CPU time (user + sys of this process and of the worker
-  processes, start-up included). On a machine shared with other jobs the wall clock counts
-  their time too; the CPU time does not.
-* **old verifier vs new**: the same sample in this process, one worker, verified on ALFWorld's
-  ``pddl`` engine (TextWorld + Fast Downward's translator, the generator's verifier before) and
-  on the ``fast`` engine: CPU per game and their ratio.
-
-The run checks that every variant writes byte-identical games (a hash of every file), and
-extrapolates the CPU time to the full train split (3,553 games).
-
-Run from the repository root: ``python benchmarks/alfworld_generate.py`` (writes
-``benchmarks/results/alfworld_generate.md``); ``--quick`` uses smaller samples.
+``python benchmarks/alfworld_generate.py`` writes ``benchmarks/results/alfworld_generate.md``;
+``--quick`` uses smaller samples.
 """
 
 from __future__ import annotations

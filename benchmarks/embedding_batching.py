@@ -1,15 +1,9 @@
 """How the encoder policy's MiniLM forward passes are batched (docs/policies.md, "Embedding
-cache"): the earlier scheme (every pass 8 rows of one token length, the last text repeated as
-padding) against the current one (8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces,
-one row above), on the texts real rollouts ask for.
-
-Both schemes give every text a pass whose shape depends on its own length only, so both keep
-an embedding independent of the texts embedded with it; they differ in how much padding they
-compute. The script records, call by call, the texts a rollout had to embed (new to the
-cache): one training iteration of ``mvpo-train --policy encoder`` per env, fresh head, 1
-thread. It then embeds the same calls under both schemes in one process, alternating, with
-the CPU time of each, and compares the vectors (float rounding only: the same texts and
-weights in passes of other shapes).
+cache"): the earlier scheme (every pass 8 rows of one token length) against the current one
+(8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces, one row above), on the texts one
+training iteration of ``mvpo-train --policy encoder`` per env had to embed, recorded call by
+call; both schemes embed the same calls in one process, alternating (CPU time), and the
+vectors are compared.
 
     python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
     python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run

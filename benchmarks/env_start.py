@@ -1,19 +1,11 @@
 """Env start and stepping cost of the trainer's ALFWorld vector env (``cpu-showcase``: the
 full train split, 16 groups x 8 rollouts, sync), process CPU seconds, one thread.
 
-* **start**: ``make_venv`` (the probe env and 128 sub-envs) in this process, first (the
-  listing read once: ~7,100 JSON files) and again (listing cached); and the same 128
-  ``gym.make`` calls outside / inside one :func:`~mvpo_envs.build_batch.build_batch`
-  (each env verifying the cached listing against the files, or the batch verifying it once);
-* **steps**: env steps per CPU second through ``GroupedVectorEnv.step`` + ``unbatch_infos``
-  (what the rollout pays), a seeded random admissible action per env, with every info key
-  merged (Gymnasium's default) and with only the rollout's keys (``info_keys=``, what
-  ``make_venv`` passes), the median of ``--repeats`` alternating runs each after an untimed
-  one that loads the games; the two variants' observations and rewards are asserted equal.
-
-``--before-tree DIR`` also measures ``make_venv`` (first and again) with the code of another
-checkout, in a child process importing from ``DIR`` (the code before this benchmark:
-``git archive ab44c75 | tar -x -C /tmp/mvpo-before``).
+docs/environments.md. Start: ``make_venv`` first and again (listing cached), and 128
+``gym.make`` outside / inside one :func:`~mvpo_envs.build_batch.build_batch`. Steps: env steps
+per CPU second through ``GroupedVectorEnv.step`` + ``unbatch_infos``, every info key merged
+against only the rollout's keys (their episodes asserted equal). ``--before-tree DIR`` also
+measures ``make_venv`` with another checkout's code (``git archive ab44c75 | tar -x -C DIR``).
 
     python benchmarks/env_start.py --before-tree /tmp/mvpo-before \
         --out benchmarks/results/env_start.json

@@ -1,17 +1,12 @@
 """Overhead of the scale-out paths on this machine (docs/scaling.md, "Measured overhead").
 
-**Env workers**: env steps/s of one ``GroupedVectorEnv`` played with seeded random admissible
-actions, per vectorization backend: ``sync`` (one process), ``async`` (one worker process per
-sub-env) and ``ray`` (Ray actors on a local, loopback-only Ray instance; one actor per sub-env,
-and ``--envs-per-actor`` sub-envs per actor). Every backend plays the same seeds; the run checks
-that every observation and reward equals the sync run's, so only speed differs.
+Env steps/s of one ``GroupedVectorEnv`` played with seeded random admissible actions per
+vectorization backend (``sync``, ``async``, ``ray`` with 1 and ``--envs-per-actor`` sub-envs
+per actor), every observation and reward checked equal to the sync run's; with ``--ddp`` the
+wall time of one PPO update of the micro model on 1 and 2 gloo processes (:func:`time_update`).
 
-**Data-parallel update** (``--ddp``): wall time of one policy update of the micro model
-(:func:`mvpo_train.update.ppo_update` with its :mod:`mvpo_train.distributed` context) with 1
-process and with 2 gloo processes on loopback, same global batch (:func:`time_update`).
-
-Run from the repository root (needs ``ray``: the verl venv has it):
-``.venv-verl/bin/python benchmarks/scaling.py`` (writes ``benchmarks/results/scaling.md``).
+``.venv-verl/bin/python benchmarks/scaling.py`` (needs ``ray``) writes
+``benchmarks/results/scaling.md``.
 """
 
 from __future__ import annotations
@@ -156,9 +151,9 @@ def _time_worker(rank: int, world: int, port: int, tmp: str, repeats: int) -> No
 
 
 def _synthetic_batch(policy: Any, groups: int, group_size: int, steps: int):
+    """A score-mode batch of fixed prompts and candidates (token ids from the tokenizer)."""
     from mvpo_train.batch import StepBatch
 
-    """A score-mode batch of fixed prompts and candidates (token ids from the tokenizer)."""
     rows, prompt_ids, cand_ids, choice, old = [], [], [], [], []
     cands = [policy.encode(f" go to drawer {k}") for k in range(4)]
     for g in range(groups):

@@ -1,20 +1,12 @@
 """Speed and quality of mvpo/SearchQA-v0 per retrieval backend, on the bundled set.
 
-docs/environments.md, "mvpo/SearchQA-v0". For each backend (``bm25`` = bm25s,
-``dense`` = faiss + all-MiniLM-L6-v2 on CPU, ``http`` = our ``POST /retrieve`` server on
-loopback in front of bm25s):
+docs/searchqa.md. Per backend (``bm25``, ``dense``, ``http``: our ``POST /retrieve`` server on
+loopback in front of bm25s): index build and cached load, query latency and batch throughput
+(query cache off), recall@3 (:mod:`mvpo_envs.searchqa.evaluation`), the scripted oracle's EM
+and env steps/s with the query cache off and warm. The page says what each column is.
 
-* index build time (fresh cache folder) and load time (cached index);
-* query latency, one query per call (mean / p50 / p95 over the test questions, query cache
-  off), and throughput for batches of 64 queries;
-* recall@3 on the test questions (FlashRAG's answer recall; first supporting passage; bridge
-  passage when the bridge's name is the query), see :mod:`mvpo_envs.searchqa.evaluation`;
-* the scripted oracle (search the question, search the bridge, answer from the passages): EM
-  overall and per type, and env steps/s with the query cache off (every step retrieves) and on
-  (a second pass: what G rollouts repeating the same queries cost).
-
-Run from the repository root: ``python benchmarks/searchqa_env.py`` (writes
-``benchmarks/results/searchqa_env.md``); ``--backends bm25`` to run fewer.
+``python benchmarks/searchqa_env.py`` writes ``benchmarks/results/searchqa_env.md``;
+``--backends bm25`` runs fewer.
 """
 
 from __future__ import annotations
@@ -32,6 +24,7 @@ from typing import Any
 import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
+from mvpo_envs.measure import percentile, time_calls
 from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path, load_corpus, load_qa
 from mvpo_envs.searchqa.evaluation import oracle_em, retrieval_recall
 from mvpo_envs.searchqa.retrievers import make_retriever
@@ -49,18 +42,14 @@ def timed(fn, *args, **kwargs) -> tuple[Any, float]:
 
 def latency(retriever: Retriever, queries: list[str]) -> dict[str, float]:
     retriever.query_cache_size = 0
-    single = []
-    for q in queries:
-        _, dt = timed(retriever.search, [q], 3)
-        single.append(dt * 1000)
+    single = time_calls(lambda q: retriever.search([q], 3), queries)
     batches = [queries[i : i + 64] for i in range(0, len(queries), 64)]
     _, total = timed(lambda: [retriever.search(b, 3) for b in batches])
     retriever.query_cache_size = Retriever.query_cache_size
-    single.sort()
     return {
         "mean_ms": statistics.fmean(single),
-        "p50_ms": single[len(single) // 2],
-        "p95_ms": single[int(0.95 * (len(single) - 1))],
+        "p50_ms": percentile(single, 0.5),
+        "p95_ms": percentile(single, 0.95),
         "batch_qps": len(queries) / total,
     }
 

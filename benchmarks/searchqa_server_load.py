@@ -1,24 +1,14 @@
 """Load on the retrieval server: requests/s, latency and memory under many concurrent clients.
 
-docs/searchqa.md, "Server". Starts ``mvpo-searchqa-server`` (bm25 on the bundled corpus, or
-on ``--data DIR``: a ``corpus.jsonl`` with its ``test.jsonl`` questions, such as the
-1,000,394-passage corpus of ``mvpo-searchqa-generate --distractors 1000000``, served from its
-compact store and memory-mapped bm25s index in ``--cache_dir``; default limits: 256
-connections served at once, backlog 1024) in a subprocess on a free loopback port, then for each concurrency level C opens C client connections at a time from one
-asyncio process, each a fresh connection with ``Connection: close`` (what the env's HTTP client
-does), until ``--requests`` requests were answered; queries are test questions drawn with a
-fixed seed, ``topk`` 3, scores on. Reported per level: requests/s, latency from connect to the
-last byte (p50 / p99 / max), requests not answered 200 (must be 0), and the server's resident
-memory (``VmRSS`` after the level, ``VmHWM`` the peak so far, from ``/proc``).
+docs/searchqa.md, "Server"; the page's header says what is measured. Starts
+``mvpo-searchqa-server`` (bm25 on the bundled corpus, or on ``--data DIR``: ``corpus.jsonl`` and
+its ``test.jsonl``, e.g. a ``mvpo-searchqa-generate --distractors 1000000`` folder, cached in
+``--cache_dir``) on a free loopback port; per concurrency level, fresh ``Connection: close``
+requests from one asyncio process (:mod:`mvpo_envs.serve.load`) until ``--requests`` were
+answered; a last row sends ``--abusers`` 8 MiB nested bodies that must each get a ``400``.
 
-A last row sends ``--abusers`` concurrent bodies of ``max_body`` (8 MiB) that parse into millions
-of empty lists (``[[],[],...]``, about 25 times their size in memory once parsed): each must be
-a ``400``, and the peak memory shows what the parse budget (2 bodies at a time) bounds.
-
-Run from the repository root: ``python benchmarks/searchqa_server_load.py`` (writes its
-section of ``benchmarks/results/searchqa_server_load.md``, one section per corpus, the others
-kept); bounded: every request has a 60 s timeout and a
-level stops after ``--requests`` requests. Linux only (``/proc``).
+``python benchmarks/searchqa_server_load.py`` writes its corpus's section of
+``benchmarks/results/searchqa_server_load.md`` (the other sections kept). Linux only.
 """
 
 from __future__ import annotations

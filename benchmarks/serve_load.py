@@ -1,19 +1,11 @@
 """Load on ``mvpo-serve``: sessions x steps/s, step latency and server memory.
 
-docs/integrations.md ("OpenEnv", "Load"). Starts ``mvpo-serve ENV_ID --port 0`` in a subprocess
-(loopback, ``--max-sessions`` the largest level), then for each level S and each transport
-(``http``: one kept-alive connection per session; ``ws``: one WebSocket per session) runs S
-client threads at once in this process, each its own session, playing seeded random admissible
-actions (reset with a new seed whenever an episode ends) until the level has made ``--steps``
-steps in all. Reported per row: steps/s over the level, step latency (p50 / p99 / max, request
-sent to answer parsed), requests that failed (must be 0), and the server's resident memory
-(``VmRSS`` with the S sessions open, ``VmHWM`` the peak so far, from ``/proc``). A last row opens
-one session more than ``--max-sessions`` allows and checks it is refused with ``503``.
+docs/integrations.md, "Load". Starts ``mvpo-serve ENV_ID --port 0`` (``--max-sessions`` the
+largest level); per level S and transport (``http``, ``ws``) S client threads, each its own
+session, play seeded random admissible actions until ``--steps`` steps in all
+(:func:`mvpo_envs.serve.load.session_load`); a last session over the limit must get ``503``.
 
-Run from the repository root: ``python benchmarks/serve_load.py`` (writes
-``benchmarks/results/serve_load.md``); bounded: every request has a 60 s timeout and a level
-stops after ``--steps`` steps. Linux only (``/proc``). The clients share the machine (and one
-Python process) with the server, so on a small machine the numbers are a lower bound.
+``python benchmarks/serve_load.py`` writes ``benchmarks/results/serve_load.md``. Linux only.
 """
 
 from __future__ import annotations

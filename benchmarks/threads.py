@@ -1,25 +1,12 @@
 """Benchmark: ``mvpo-train``'s first iteration beside a CPU hog, old thread default vs new.
 
-A *hog* is one process spinning on CPU 0 (``os.sched_setaffinity``), as a laptop's other work
-takes a core. Each arm runs ``mvpo-train --iterations 1`` (preset ``cpu-tiny``, its default
-sizes unless ``--train-args`` shrinks them) in a fresh folder and reads the first iteration's
-own time (``time/total`` of metrics.jsonl: rollout + log-probs + advantages + update):
+docs/training.md. A hog is one process spinning on CPU 0. Each arm (:data:`ARMS`: 2 threads
+with OpenMP's default wait policy, 2 threads + ``OMP_WAIT_POLICY=PASSIVE``, the automatic
+count + passive) runs ``mvpo-train --iterations 1`` (``cpu-tiny``) idle and with the hog,
+rounds interleaved; the first iteration's ``time/total`` is reported (medians), with the
+threads used and the load average before each run. Writes ``benchmarks/results/threads.md``
+and ``.json`` (``--render`` writes the tables again from that JSON)::
 
-* ``old``: ``--threads 2`` with OpenMP's default wait policy (threads spin before sleeping;
-  ``OMP_WAIT_POLICY`` set to an empty value, which OpenMP ignores and the entry point keeps);
-* ``2 + passive``: ``--threads 2`` with ``OMP_WAIT_POLICY=PASSIVE`` (the wait policy alone);
-* ``new``: the new default (``--threads`` auto: the CPUs free now, mvpo_train/threads.py) with
-  ``OMP_WAIT_POLICY=PASSIVE`` set by the entry point.
-
-Every arm runs idle and with the hog, in one process, rounds interleaved (arm order rotated
-per round). Reported: median seconds per (arm, condition), the thread count each arm used
-(config.yaml), and the ratios hog / idle and old / new. "Idle" means no hog of ours: the
-machine's load average at the start of each run is in the table, since other work may share
-it. Writes ``benchmarks/results/threads.md`` and ``.json``.
-
-Run from the repository root::
-
-    python benchmarks/threads.py                       # default sizes, 1 round
     python benchmarks/threads.py --rounds 2 --train-args "--num-groups 2"
 """
 
