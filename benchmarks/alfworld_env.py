@@ -1,185 +1,39 @@
 """Speed of mvpo/ALFWorld-v0's two engines against ALFWorld's own loop, in one run.
 
-docs/alfworld_engine.md, "Speed". All three play the same games with the same seeded action
-script (each game's walkthrough but its last command, then seeded random admissible actions),
-and the run checks that every feedback, admissible list and ``won`` is identical:
+docs/alfworld_engine.md, "Speed". ALFWorld's own loop (``PddlEnv`` + ``AlfredDemangler`` +
+``AlfredInfos``, the game loaded at every reset), ``engine="pddl"`` and ``engine="fast"`` play
+the same games with the same seeded script (the walkthrough but its last command, then seeded
+random admissible actions); the run checks every feedback, admissible list and ``won`` agree.
+Measured: steps/s, warm reset, first load, the same through ``gym.make``, MiB per env, cost
+against room size, and sync against async batching.
 
-* **ALFWorld's own loop**: ALFWorld's engine exactly as ``AlfredTWEnv`` builds it
-  (``textworld.envs.PddlEnv`` + ``AlfredDemangler`` + ``AlfredInfos``), loading the game file at
-  every reset as TextWorld's gym loop does;
-* **pddl**: the same engine with mvpo's translation and command-text caches
-  (``engine="pddl"``, the reference);
-* **fast**: the native engine (``engine="fast"``, :mod:`mvpo_envs.alfworld.fast`).
-
-Measured: engine steps/s, warm reset, first load of a game (nothing cached in the process for
-that game), the same through ``gym.make("mvpo/ALFWorld-v0", engine=...)``, MiB per env, cost
-against room size (the bundled presets differ in room size), and batching: a sync
-``GroupedVectorEnv`` of 128 fast envs in one process against the async worker pool.
-
-Run from the repository root: ``python benchmarks/alfworld_env.py`` (writes
-``benchmarks/results/alfworld_env.md``). ``--quick`` plays fewer games and steps.
+``python benchmarks/alfworld_env.py`` writes ``benchmarks/results/alfworld_env.md``;
+``--quick`` plays fewer games and steps.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
-import json
 import os
 import platform
-import random
 import statistics
-import time
-import tracemalloc
 from pathlib import Path
 
-import gymnasium as gym
-import numpy as np
-
-import mvpo_envs  # noqa: F401
 from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
-from mvpo_envs.alfworld.fast import engine as fast_engine
+from mvpo_envs.alfworld.engine_speed import (
+    clear_fast_caches,
+    engine_speed,
+    memo_off,
+    memory_per_env,
+    play_engine,
+    play_env,
+    room_size,
+    vector_speed,
+)
 from mvpo_envs.alfworld.fast.engine import FastEngine
-from mvpo_envs.measure import play_random, rss_hwm
-from mvpo_envs.vector import GroupedVectorEnv
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_env.md"
-#: single-process timings are CPU time of this process: on a machine shared with other jobs the
-#: wall clock counts their time too (the vector envs, several processes, use the wall clock)
-CLOCK = time.process_time
-
-
-def script_for(game_file: Path, extra_random: int, seed: int):
-    """The walkthrough and ``extra_random`` seeded numbers in [0, 1) (random admissible picks)."""
-    walkthrough = json.loads(game_file.read_text())["walkthrough"]
-    rng = np.random.default_rng(seed)
-    return walkthrough, rng.random(extra_random)
-
-
-def _clear_fast_caches() -> None:
-    fast_engine._GAMES.clear()
-    fast_engine._LOGICS.clear()
-
-
-def memo_off(run, *args):
-    """``run(*args)`` with the fast engine's state memo off: every state derived anew."""
-    fast_engine.MEMO_ENABLED = False
-    try:
-        return run(*args)
-    finally:
-        fast_engine.MEMO_ENABLED = True
-
-
-def play_engine(make, games, extra: int, episodes: int, reload_each_reset: bool = False):
-    """One engine over the script. Returns trace, #steps, step time, warm-reset times and
-    first-load times (load + first reset of a game)."""
-    engine = make()
-    trace, n_steps, t_step, resets, firsts = [], 0, 0.0, [], []
-    for ep in range(episodes):
-        for i, game in enumerate(games):
-            walkthrough, randoms = script_for(game.game_file, extra, seed=i)
-            t0 = CLOCK()
-            if reload_each_reset:
-                engine._loaded = None  # TextWorld's gym loop loads the game file at every reset
-            engine.load(game.game_file)
-            state = engine.reset()
-            (firsts if ep == 0 else resets).append(CLOCK() - t0)
-            if ep == 0 and not reload_each_reset:  # a warm reset of the same game
-                t0 = CLOCK()
-                state = engine.reset()
-                resets.append(CLOCK() - t0)
-            trace.append((state.feedback, state.admissible, state.won))
-            for u in [*walkthrough[:-1], *randoms]:
-                cmd = u if isinstance(u, str) else state.admissible[int(u * len(state.admissible))]
-                t0 = CLOCK()
-                state = engine.step(cmd)
-                t_step += CLOCK() - t0
-                trace.append((state.feedback, state.admissible, state.won))
-                n_steps += 1
-    engine.close()
-    return trace, n_steps, t_step, resets, firsts
-
-
-def play_env(engine: str, games, extra: int, episodes: int, env_kwargs: dict):
-    env = gym.make("mvpo/ALFWorld-v0", engine=engine, **env_kwargs)
-    index = {g.task_id: k for k, g in enumerate(env.unwrapped.games)}
-    trace, n_steps, t_reset, n_resets, t_step = [], 0, 0.0, 0, 0.0
-    for ep in range(episodes + 1):  # pass 0 warms the caches (first loads)
-        for i, game in enumerate(games):
-            walkthrough, randoms = script_for(game.game_file, extra, seed=i)
-            t0 = CLOCK()
-            obs, info = env.reset(options={"task_index": index[game.task_id]})
-            if ep:
-                t_reset += CLOCK() - t0
-                n_resets += 1
-            trace.append((obs, info))
-            for u in [*walkthrough[:-1], *randoms]:
-                acts = info["admissible_actions"]
-                cmd = u if isinstance(u, str) else acts[int(u * len(acts))]
-                t0 = CLOCK()
-                obs, reward, term, trunc, info = env.step(cmd)
-                if ep:
-                    t_step += CLOCK() - t0
-                    n_steps += 1
-                trace.append((obs, reward, term, trunc, info))
-    env.close()
-    return trace, n_steps / t_step, n_resets / t_reset
-
-
-def memory_per_env(engine: str, games, count: int, env_kwargs: dict) -> tuple[float, float]:
-    """(RSS MiB per env, Python-heap MiB per env) for ``count`` envs, each reset on a game."""
-    gc.collect()
-    tracemalloc.start()
-    before_rss, (before_py, _) = rss_hwm()[0], tracemalloc.get_traced_memory()
-    envs = []
-    for k in range(count):
-        env = gym.make("mvpo/ALFWorld-v0", engine=engine, **env_kwargs)
-        index = {g.task_id: j for j, g in enumerate(env.unwrapped.games)}
-        env.reset(options={"task_index": index[games[k % len(games)].task_id]})
-        envs.append(env)
-    gc.collect()
-    after_rss, (after_py, _) = rss_hwm()[0], tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    for env in envs:
-        env.close()
-    return (after_rss - before_rss) / count, (after_py - before_py) / 2**20 / count
-
-
-def room_size(game_file: Path) -> int:
-    """Objects and receptacles of the game (the size of its room)."""
-    game = fast_engine.load_game(fast_engine.read_game(game_file))
-    return sum(e.type in ("object", "receptacle") for e in game.entities.values())
-
-
-def engine_speed(make, games, steps: int, seed: int) -> float:
-    engine = make()
-    rng = random.Random(seed)
-    n, t = 0, 0.0
-    for game in games:
-        engine.load(game.game_file)
-        state = engine.reset()
-        for _ in range(steps):
-            cmd = rng.choice(state.admissible)
-            t0 = CLOCK()
-            state = engine.step(cmd)
-            t += CLOCK() - t0
-            n += 1
-    engine.close()
-    return n / t
-
-
-def vector_speed(mode: str, groups: int, group_size: int, steps: int, env_kwargs: dict):
-    """(resets/s, env steps/s) of a grouped vector env after a warm-up reset (first loads)."""
-    venv = GroupedVectorEnv(
-        "mvpo/ALFWorld-v0", groups, group_size, vectorization_mode=mode, **env_kwargs
-    )
-    tasks = [k % venv.num_tasks for k in range(groups)]
-    venv.reset_groups(tasks)  # warm-up: first load of each game in each worker
-    run = play_random(venv, tasks, steps, seed=0)
-    venv.close()
-    n = groups * group_size
-    return n / run["reset_s"], n * steps / run["step_s"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,19 +56,19 @@ def main(argv: list[str] | None = None) -> None:
     # 1. engines: ALFWorld's own loop, pddl (cached), fast; the same script, traces compared
     own = play_engine(lambda: AlfworldEngine(cached=False), games, args.extra, 1, True)
     pddl = play_engine(lambda: AlfworldEngine(cached=True), games, args.extra, args.episodes)
-    _clear_fast_caches()
+    clear_fast_caches()
     cold = memo_off(play_engine, FastEngine, games, args.extra, args.episodes)
-    _clear_fast_caches()
+    clear_fast_caches()
     fast = play_engine(FastEngine, games, args.extra, args.episodes)
     n_own = len(own[0])
     identical = own[0] == pddl[0][:n_own] == fast[0][:n_own] and pddl[0] == fast[0] == cold[0]
 
     # 2. through the env wrapper
-    _clear_fast_caches()
+    clear_fast_caches()
     env_pddl = play_env("pddl", games, args.extra, args.episodes, env_kwargs)
-    _clear_fast_caches()
+    clear_fast_caches()
     env_cold = memo_off(play_env, "fast", games, args.extra, args.episodes, env_kwargs)
-    _clear_fast_caches()
+    clear_fast_caches()
     env_fast = play_env("fast", games, args.extra, args.episodes, env_kwargs)
     env_identical = env_pddl[0] == env_fast[0] == env_cold[0]
 
