@@ -21,7 +21,8 @@ from pathlib import Path
 
 from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
-from mvpo_envs.alfworld.engine_speed import (
+from mvpo_envs.alfworld.fast.engine import FastEngine
+from mvpo_envs.alfworld_engine_speed import (
     clear_fast_caches,
     engine_speed,
     memo_off,
@@ -31,7 +32,6 @@ from mvpo_envs.alfworld.engine_speed import (
     room_size,
     vector_speed,
 )
-from mvpo_envs.alfworld.fast.engine import FastEngine
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_env.md"
 

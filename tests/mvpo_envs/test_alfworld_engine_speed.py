@@ -1,4 +1,4 @@
-"""``mvpo_envs.alfworld.engine_speed``: every player follows the same seeded script, so the
+"""``mvpo_envs.alfworld_engine_speed``: every player follows the same seeded script, so the
 pddl and fast engines' traces agree step by step, and the timings it returns are counts of
 what was played."""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
-from mvpo_envs.alfworld.engine_speed import (
+from mvpo_envs.alfworld.fast import engine as fast_engine
+from mvpo_envs.alfworld.fast.engine import FastEngine
+from mvpo_envs.alfworld_engine_speed import (
     clear_fast_caches,
     engine_speed,
     memo_off,
@@ -14,8 +16,6 @@ from mvpo_envs.alfworld.engine_speed import (
     play_env,
     room_size,
 )
-from mvpo_envs.alfworld.fast import engine as fast_engine
-from mvpo_envs.alfworld.fast.engine import FastEngine
 
 
 def test_engines_agree_on_the_seeded_script() -> None:

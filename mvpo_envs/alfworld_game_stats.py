@@ -1,11 +1,13 @@
 """Per-game statistics of a set of ALFWorld games: how big a room is and how hard it is to win.
 
-For each game of some folders (generated or real ALFWorld, :func:`~mvpo_envs.alfworld.data.collect_games`):
-receptacles, objects in receptacles, objects per receptacle (mean and most on one), from the
-PDDL problem's ``:init``; admissible commands at reset and the stored walkthrough's length; and
-the wins of a uniform-random policy over the admissible commands (seeded per game), played on
-ALFWorld's engine. ``benchmarks/alfworld_stats.py`` tabulates them against real ALFWorld
-(docs/alfworld_generator.md, "Statistics").
+For each game of some folders (generated or real ALFWorld,
+:func:`~mvpo_envs.alfworld.data.collect_games`): receptacles, objects in receptacles, objects
+per receptacle (mean and most on one), from the PDDL problem's ``:init``; admissible commands at
+reset and the stored walkthrough's length; and the wins of a uniform-random policy over the
+admissible commands (seeded per game), played on ALFWorld's engine.
+``benchmarks/alfworld_stats.py`` tabulates them against real ALFWorld
+(docs/alfworld_generator.md, "Statistics"). A measuring tool, so it sits beside the layered
+``mvpo_envs.alfworld`` package (docs/architecture.md), not in it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ ALFWorld's own loop, ``engine="pddl"`` and ``engine="fast"`` can be checked iden
 step while they are timed: :func:`play_engine` (an engine: steps, warm resets, first loads),
 :func:`play_env` (through ``gym.make``), :func:`memory_per_env`, :func:`engine_speed` (random
 admissible steps), :func:`room_size` and :func:`vector_speed` (a grouped vector env).
-``benchmarks/alfworld_env.py`` writes the page (docs/alfworld_engine.md, "Speed").
+``benchmarks/alfworld_env.py`` writes the page (docs/alfworld_engine.md, "Speed"). A measuring
+tool, so it sits beside the layered ``mvpo_envs.alfworld`` package (docs/architecture.md), not
+in it.
 """
 
 from __future__ import annotations
