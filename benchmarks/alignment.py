@@ -28,21 +28,8 @@ Two sources of batches:
   estimator called on the run's batches in order (the state an MVPO would have had at that
   iteration of this run), with ``--state fresh`` a new one per batch.
 
-  The run JSON (printed, and written to ``--json OUT``)::
-
-      {"run": RUN, "command": "python benchmarks/alignment.py ...",
-       "variants": {VARIANT: {"iterations": [1, 2, ...], "auc": [...], "repaired_rows": [...],
-                              "positives": [...], "negatives": [...],
-                              "labelled_fraction": [...]}},
-       "trajectories": M, "unverified_trajectories": N,
-       "unverified": [{"iteration", "group", "traj", "reason"}, ...],
-       "relabelled": bool, "state": "chained" | "fresh", "max_unverified": 0.01,
-       "reset_map": {"tasks", "distinct_first_observations", "build_seconds", "from_cache"},
-       "iterations": [{"iteration", "rows", "unverified_trajectories", "variants": {...}}],
-       "seconds": S}
-
-  (``auc`` is NaN where a batch's labelled repaired rows hold one class only; ``reset_map``
-  only with ``--relabel``).
+  The run JSON (printed, and written to ``--json OUT`` after every batch) is described in
+  docs/alignment.md, "Relabelling a run after the fact".
 
 Variants: ``NAME`` or ``NAME:key=value,key=value`` (estimator config fields, values read as
 JSON when they parse, else as text), e.g. ``--variant mvpo --variant 'mvpo:lambda_L=0'
@@ -80,18 +67,20 @@ from mvpo_train.alignment_variants import (  # noqa: E402
     VariantError,
     make_variant,
     parse_variant,
+    recorded_variant,
 )
 from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
 from mvpo_train.config import ConfigError, load_config  # noqa: E402
-from mvpo_train.records import (  # noqa: E402
-    RecordError,
-    find_records,
-    read_batch_record,
-    write_batch_record,
-)
+from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
 from mvpo_train.run_relabeller import RelabelSetupError  # noqa: E402
 from mvpo_train.run_relabeller import RunReplayer as _RunReplayer  # noqa: E402
 from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert  # noqa: E402
+from mvpo_train.study.analyze_only import (  # noqa: E402
+    AnalyzeOnlyError,
+    kept_machine_line,
+    saved_results,
+)
+from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
 
 ENV_ID = "mvpo/ALFWorld-v0"
 DEFAULT_PS = (0.15, 0.3, 0.5)
@@ -122,44 +111,25 @@ def noisy_expert_batch(
     return played.batch, meta
 
 
-def cached_batch(
-    cache: Path, p: float, seed: int, tasks: int, rollouts: int, steps: int
-) -> tuple[StepBatch, dict[str, Any], float]:
-    """The ``(p, seed)`` batch from the cache, or played and cached; seconds spent playing."""
-    path = cache / f"p{p:g}-seed{seed}-{tasks}x{rollouts}x{steps}.npz"
-    if path.is_file():
-        try:
-            rec = read_batch_record(path)
-            labels = rec.extras[LABEL_KEY].astype(np.int64).tolist()
-            batch = StepBatch(
-                **{f: getattr(rec.batch, f) for f in FIELDS}, extras={LABEL_KEY: labels}
-            )
-            return batch, rec.meta, 0.0
-        except (RecordError, KeyError):
-            path.unlink()  # a broken cache entry is played again
-    t0 = time.process_time()
-    batch, meta = noisy_expert_batch(p, seed, tasks, rollouts, steps)
-    spent = time.process_time() - t0
-    meta["play_cpu_s"] = spent
-    write_batch_record(cache, 0, batch, meta=meta, path=path)
-    return batch, meta, spent
-
-
 def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
     variants = list(args.variant or DEFAULT_VARIANTS)
     for v in variants:
         make_variant(v)  # a bad variant fails before any rollout
     cache = Path(args.cache)
     results: dict[str, Any] = {"batches": [], "variants": variants}
+    size = (args.tasks, args.rollouts, args.steps)
     for p in args.p or DEFAULT_PS:
         if not 0.0 <= p <= 1.0:
             raise BenchError(f"--p {p}: a probability in [0, 1]")
         for seed in args.seeds:
-            batch, meta, spent = cached_batch(cache, p, seed, args.tasks, args.rollouts, args.steps)
+            batch, meta, from_cache = cached_batch(
+                cache / f"p{p:g}-seed{seed}-{size[0]}x{size[1]}x{size[2]}.npz",
+                lambda p=p, seed=seed: noisy_expert_batch(p, seed, *size),
+            )
             y = np.asarray(batch.extras[LABEL_KEY])
             entry = {
                 "p": p, "seed": seed, "rows": len(batch),
-                "play_cpu_s": float(meta.get("play_cpu_s", spent)), "from_cache": spent == 0.0,
+                "play_cpu_s": float(meta.get("play_cpu_s", 0.0)), "from_cache": from_cache,
                 "success": float(batch.traj_success.mean()),
                 "progress_rate": float((y == 1).mean()), "tasks": meta.get("tasks"),
                 "variants": {v: score_variant(batch, make_variant(v)) for v in variants},
@@ -187,31 +157,6 @@ class RunReplayer(_RunReplayer):
 
     def __init__(self, run_dir: Path, cache: Path, workers: int = 1):
         super().__init__(run_dir, cache, workers, env_ids=(ENV_ID,), overrides={"engine": "fast"})
-
-
-def _variant_estimator(v: str, rec: Any, gamma: float, chained: dict[str, Any], state: str) -> Any:
-    """The estimator of variant ``v`` for record ``rec`` (docs/alignment.md, "Relabelling a
-    run after the fact": which state): over the trained estimator's recorded config and
-    pre-call state when ``v`` names it; else with the run's ``gamma``, one estimator carried
-    over the run's batches in order (``state="chained"``) or a fresh one per batch."""
-    name, _ = parse_variant(v)
-    if name == rec.estimator_name:
-        est = make_variant(v, rec.estimator_config)
-        if rec.estimator_state:
-            try:
-                est.load_state_dict(rec.estimator_state)
-            except ValueError as err:
-                raise BenchError(f"--variant {v!r}: {err}") from None
-        return est
-    if state == "chained" and v in chained:
-        return chained[v]
-    try:
-        est = make_variant(v, {"gamma": gamma})
-    except BenchError:
-        est = make_variant(v)  # an estimator without a discount
-    if state == "chained":
-        chained[v] = est
-    return est
 
 
 def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -269,7 +214,7 @@ def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             if selected is not None and it not in selected:
                 for v in variants:  # a chained variant still sees the batch, in order
                     if parse_variant(v)[0] != rec.estimator_name and args.state == "chained":
-                        _variant_estimator(v, rec, gamma, chained, args.state)(rec.batch)
+                        recorded_variant(v, rec, gamma, chained, args.state)(rec.batch)
                 continue
             row: dict[str, Any] = {"iteration": it, "rows": len(rec.batch), "variants": {}}
             if replayer is not None:
@@ -291,13 +236,14 @@ def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     "--env-kwargs '{\"progress_oracle\": true}' (add --relabel to recover the "
                     "labels by replay)"
                 )
-            batch = StepBatch(
-                **{f: getattr(rec.batch, f) for f in FIELDS}, extras={LABEL_KEY: labels}
+            batch = StepBatch(  # the recorded extras too: a pooled MVPO reads the task labels
+                **{f: getattr(rec.batch, f) for f in FIELDS},
+                extras={**rec.batch.extras, LABEL_KEY: labels},
             )
             if trained_mvpo:
                 row["variants"]["trained"] = score_variant(batch, rec.make_estimator(), labels)
             for v in variants:
-                est = _variant_estimator(v, rec, gamma, chained, args.state)
+                est = recorded_variant(v, rec, gamma, chained, args.state)
                 row["variants"][v] = score_variant(batch, est, labels)
             for v, s in row["variants"].items():
                 series = out["variants"][v]
@@ -426,20 +372,9 @@ def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path)
         "as batch records under `runs/alignment-cache/`, so a rerun (new variants) takes seconds."
     )
     page = out.with_suffix(".md")
-    if args.analyze_only and page.is_file():
-        kept = [x for x in page.read_text().splitlines() if x.startswith("Machine: ")]
-        machine = kept[0] if kept else machine
-    lines += ["", machine, ""]
-    out.with_suffix(".md").write_text("\n".join(lines))
+    lines += ["", kept_machine_line(page, args.analyze_only, machine), ""]
+    page.write_text("\n".join(lines))
     out.with_suffix(".json").write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
-
-
-def analyzed(args: argparse.Namespace) -> dict[str, Any]:
-    """The results JSON a noisy-expert run wrote at ``--out`` (``--analyze-only``)."""
-    path = Path(args.out).with_suffix(".json")
-    if not path.is_file():
-        raise BenchError(f"--analyze-only: {path} not found (run without it first)")
-    return json.loads(path.read_text())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,8 +433,8 @@ def main(argv: list[str] | None = None) -> int:
             return status
         if args.relabel or args.json or args.iterations:
             raise BenchError("--relabel, --json and --iterations go with --run-dir")
-        res = analyzed(args) if args.analyze_only else run_noisy(args)
-    except (BenchError, RecordError, ConfigError, RelabelSetupError) as err:
+        res = saved_results(Path(args.out)) if args.analyze_only else run_noisy(args)
+    except (BenchError, RecordError, ConfigError, RelabelSetupError, AnalyzeOnlyError) as err:
         print(f"alignment: {err}", file=sys.stderr)
         return 2
     out = Path(args.out)

@@ -4,24 +4,12 @@ docs/estimators.md §3.11-§3.13. Batches of ``mvpo/MilestoneChain-v0`` (difficu
 50-step horizon, train layouts) played by a seeded uniform policy, as the trainer draws them:
 batch ``i`` plays ``--groups`` tasks drawn from the first N train layouts (N = 128, all of
 them, and N = ``--groups``, every task in every batch) with
-``numpy.random.default_rng([seed, i])``, ``--rollouts`` rollouts each, every action uniform
-among the admissible ones (``mvpo_train.scripted_batches.noisy_expert_batch`` at ``p = 0``,
-its generator seeded ``(seed, i, 1)``). The rows
-carry ``extras["task_index"]`` (the layout) and the oracle columns, as the rollout fills them.
-
-Per option (MVPO's config keywords), one estimator is called on the ``--batches`` batches in
-order (its state, the pool included, carried from batch to batch, as in a run), and:
-
-* the **per-kind table**, over the routed rows of every batch: ``go to`` into a milestone place
-  (a ``go to`` after which a milestone is made before the agent leaves the place), the milestone
-  step (a row that fires a milestone), the step leaving it (the first ``go to`` after a
-  milestone, from the place where it was made), and every other ``go to`` / other step; per kind
-  the number of rows, the mean repair (``kappa * A^Phi``, MVPO's ``last_repair``) and the share
-  below 0;
-* the **alignment**: per batch the AUC of the repair for ``extras["oracle_progress"]`` on the
-  repaired rows (``repair_alignment``, docs/alignment.md); mean and a t-based 95% interval over
-  the batches, and the mean over the batches after the first ``--burn_in`` (pooling needs
-  history).
+``numpy.random.default_rng([seed, i])``, ``--rollouts`` rollouts each
+(:func:`mvpo_train.scripted_batches.uniform_batch`). Per option (MVPO's config keywords), one
+estimator is called on the ``--batches`` batches in order: the per-kind table and the
+alignment of :func:`mvpo_train.study.step_kinds.measure` (the mean AUC over the batches with a
+t-based 95% interval, and over the batches after the first ``--burn_in``: pooling needs
+history), then the pool's decay, the folds and the pool's memory.
 
 Run from the repository root::
 
@@ -49,12 +37,10 @@ import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401  (registers the env ids)
 from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.credit import get_estimator  # noqa: E402
-from mvpo_train.credit.alignment_measure import repair_alignment  # noqa: E402
 from mvpo_train.credit.mvpo import MVPOConfig, milestones_done  # noqa: E402
 from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
-from mvpo_train.scripted_batches import noisy_expert_batch  # noqa: E402
-from mvpo_train.stats import t_interval  # noqa: E402
+from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
+from mvpo_train.study.step_kinds import KINDS, measure  # noqa: E402
 
 ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = ROOT / "benchmarks" / "results" / "potential_kinds.md"
@@ -79,85 +65,6 @@ OPTIONS: dict[str, dict[str, Any]] = {
 }
 DECAYS = (0.5, 0.9, 1.0)
 FOLDS = (4, 8)
-KINDS = (
-    "go to into a milestone place",
-    "milestone step",
-    "step leaving it",
-    "other go to",
-    "other",
-)
-
-
-def uniform_batch(
-    env: gym.Env, tasks: list[int], rollouts: int, seed: int, iteration: int
-) -> StepBatch:
-    """One batch: every task of ``tasks`` played ``rollouts`` times by the uniform policy
-    (:func:`~mvpo_train.scripted_batches.noisy_expert_batch` at ``p = 0``, its generator seeded
-    ``(seed, iteration, 1)``), with ``extras["task_index"]`` and the oracle columns."""
-    rng = np.random.default_rng([seed, iteration, 1])
-    return noisy_expert_batch(env, tasks, rollouts, 50, 0.0, rng).batch
-
-
-def step_kinds(batch: StepBatch) -> np.ndarray:
-    """Per row (batch order, rows of a trajectory consecutive and in time order): its kind
-    (an index into :data:`KINDS`)."""
-    place = np.array([s.split("|")[0] for s in batch.signature], dtype=object)
-    go = np.array([a.startswith("go to") for a in batch.action])
-    fires = batch.milestone_count > 0
-    kind = np.where(go, 3, 4)
-    kind[fires] = 1
-    n, traj = len(batch), batch.traj
-    for i in np.flatnonzero(go).tolist():
-        if i + 1 < n and traj[i + 1] == traj[i]:  # the stay at the place it goes to
-            j = i + 1
-            while j < n and traj[j] == traj[i] and place[j] == place[i + 1]:
-                if fires[j]:
-                    kind[i] = 0
-                    break
-                j += 1
-        k = i - 1  # the stay it ends: a milestone made there makes it the step leaving it
-        while kind[i] == 3 and k >= 0 and traj[k] == traj[i] and place[k] == place[i]:
-            if fires[k]:
-                kind[i] = 2
-            k -= 1
-    return kind
-
-
-def measure(batches: list[StepBatch], kwargs: dict[str, Any], burn_in: int) -> dict[str, Any]:
-    """One estimator with ``kwargs`` called on ``batches`` in order: per-batch AUC, per-kind
-    repair, and (pooled options) the pool's size at the end."""
-    est = get_estimator("mvpo", **kwargs)
-    aucs: list[float] = []
-    per_kind: dict[int, list[np.ndarray]] = {k: [] for k in range(len(KINDS))}
-    seconds = 0.0
-    for batch in batches:
-        t0 = time.perf_counter()
-        adv, _ = est(batch)
-        seconds += time.perf_counter() - t0
-        aucs.append(repair_alignment(batch, adv, est.last_gigpo).auc)
-        kind = step_kinds(batch)
-        for k in per_kind:
-            per_kind[k].append(est.last_repair[est.last_routed & (kind == k)])
-    later = [a for a in aucs[burn_in:] if np.isfinite(a)]
-    kinds = {}
-    for k, parts in per_kind.items():
-        x = np.concatenate(parts)
-        kinds[KINDS[k]] = {
-            "rows": int(len(x)),
-            "mean": float(x.mean()) if len(x) else float("nan"),
-            "negative": float((x < 0).mean()) if len(x) else float("nan"),
-        }
-    finite = [a for a in aucs if np.isfinite(a)]
-    return {
-        "kwargs": kwargs,
-        "auc": aucs,
-        "auc_mean": dict(zip(("mean", "low", "high"), t_interval(finite), strict=True)),
-        "auc_after_burn_in": float(np.mean(later)) if later else float("nan"),
-        "kinds": kinds,
-        "pool_entries": len(est.pool),
-        "pool_bytes": est.pool.nbytes,
-        "ms_per_batch": 1000.0 * seconds / max(len(batches), 1),
-    }
 
 
 def keys_per_task(batch: StepBatch) -> list[int]:

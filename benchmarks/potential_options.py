@@ -49,7 +49,6 @@ import argparse
 import json
 import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,19 +64,21 @@ import mvpo_envs  # noqa: E402, F401
 from mvpo_abstraction.registry import make_abstraction  # noqa: E402
 from mvpo_train.alignment import LABEL_KEY, score_sequence  # noqa: E402
 from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
-from mvpo_train.batch import FIELDS, ORACLE_PLAN_DECREASE, StepBatch  # noqa: E402
-from mvpo_train.records import (  # noqa: E402
-    RecordError,
-    find_records,
-    read_batch_record,
-    write_batch_record,
-)
+from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
+from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
 from mvpo_train.scripted_batches import (  # noqa: E402
     SIGNATURE_PREFIX,
+    merge_batches,
     noisy_expert_batch,
     with_signatures,
 )
 from mvpo_train.stats import t_interval  # noqa: E402
+from mvpo_train.study.analyze_only import (  # noqa: E402
+    AnalyzeOnlyError,
+    kept_machine_line,
+    saved_results,
+)
+from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
 from mvpo_train.study.tables import fmt_ci  # noqa: E402
 
 CONTROL = "mvpo/MilestoneChain-v0"
@@ -239,34 +240,6 @@ def control_run_batches(run: Path) -> list[StepBatch]:
     return out
 
 
-def cached(path: Path, play: Callable[[], StepBatch]) -> tuple[StepBatch, float]:
-    """The batch record at ``path``, or ``play()`` written there; the CPU seconds spent."""
-    if path.is_file():
-        try:
-            rec = read_batch_record(path)
-            return _from_record(rec), float(rec.meta.get("play_cpu_s", 0.0))
-        except (RecordError, KeyError):
-            path.unlink()  # a broken cache entry is played again
-    t0 = time.process_time()
-    batch = play()
-    spent = time.process_time() - t0
-    write_batch_record(path.parent, 0, batch, meta={"play_cpu_s": spent}, path=path)
-    return batch, spent
-
-
-def _from_record(rec: Any) -> StepBatch:
-    extras: dict[str, Any] = {
-        LABEL_KEY: rec.extras[LABEL_KEY].astype(np.int64),
-        "task_index": rec.extras["task_index"].astype(np.int64),
-    }
-    for k, v in rec.extras.items():
-        if k.startswith(SIGNATURE_PREFIX):
-            extras[k] = list(v)
-        elif k == ORACLE_PLAN_DECREASE:
-            extras[k] = np.asarray(v, dtype=np.float64)
-    return StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras)
-
-
 def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch], float]:
     """The batches of source ``name`` in order (played or from the cache), and the CPU
     seconds spent playing them (0 for a recorded run)."""
@@ -289,7 +262,8 @@ def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch]
         path = cache / name / f"seed{args.seed}-b{k:02d}.npz"
         if args.cached_only and not path.is_file():
             break  # --cached-only: the batches played so far (the json says how many)
-        batch, s = cached(path, lambda k=k: plays[name](k))
+        batch, meta, _ = cached_batch(path, lambda k=k: (plays[name](k), {}))
+        s = float(meta.get("play_cpu_s", 0.0))
         out.append(batch)
         spent += s
         print(f"{name}: batch {k + 1}/{n} ({len(batch)} rows, {s:.0f} s CPU)", flush=True)
@@ -297,27 +271,6 @@ def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch]
 
 
 # -- scoring -------------------------------------------------------------------------------
-def merged(batches: Sequence[StepBatch]) -> StepBatch:
-    """Consecutive batches of the same tasks as one batch: one group per task, trajectories
-    renumbered (the 32-rollout reference row)."""
-    tasks = sorted({int(x) for b in batches for x in np.unique(b.extras["task_index"])})
-    cols: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
-    extras: dict[str, list[Any]] = {k: [] for k in batches[0].extras}
-    offset = 0
-    for b in batches:
-        for f in FIELDS:
-            cols[f].append(getattr(b, f))
-        cols["group"][-1] = np.searchsorted(tasks, b.extras["task_index"])
-        cols["traj"][-1] = b.traj + offset
-        offset += int(b.traj.max()) + 1
-        for k in extras:
-            extras[k].extend(list(b.extras[k]))
-    fields = {f: np.concatenate(v) for f, v in cols.items()}
-    fields["milestones"] = [m for b in batches for m in b.milestones]
-    arrays = {k: v if k.startswith(SIGNATURE_PREFIX) else np.asarray(v) for k, v in extras.items()}
-    return StepBatch(**fields, extras=arrays)
-
-
 def score_row(
     variant: str, signature: str, merge: int, batches: Sequence[StepBatch], name: str
 ) -> dict[str, Any]:
@@ -326,7 +279,7 @@ def score_row(
         if name == "control-trained":
             return {}  # its layouts change per batch: no task has 32 rollouts
         batches = [
-            merged(batches[i : i + merge]) for i in range(0, len(batches) - merge + 1, merge)
+            merge_batches(batches[i : i + merge]) for i in range(0, len(batches) - merge + 1, merge)
         ]
         if not batches:
             return {}  # fewer than `merge` batches played
@@ -453,10 +406,7 @@ def write_page(results: dict[str, Any], out: Path, analyze_only: bool) -> None:
         )
     machine = f"Machine: {platform.machine()}, Python {platform.python_version()}."
     page = out.with_suffix(".md")
-    if analyze_only and page.is_file():
-        kept = [x for x in page.read_text().splitlines() if x.startswith("Machine: ")]
-        machine = kept[0] if kept else machine
-    lines += ["", machine, ""]
+    lines += ["", kept_machine_line(page, analyze_only, machine), ""]
     out.parent.mkdir(parents=True, exist_ok=True)
     page.write_text("\n".join(lines))
     out.with_suffix(".json").write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
@@ -484,14 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if min(args.batches, args.alfworld_batches) < 1:
             raise BenchError("--batches and --alfworld-batches must be >= 1")
-        if args.analyze_only:
-            path = out.with_suffix(".json")
-            if not path.is_file():
-                raise BenchError(f"--analyze-only: {path} not found (run without it first)")
-            results = json.loads(path.read_text())
-        else:
-            results = run(args)
-    except (BenchError, VariantError, RecordError) as err:
+        results = saved_results(out) if args.analyze_only else run(args)
+    except (BenchError, VariantError, RecordError, AnalyzeOnlyError) as err:
         print(f"potential_options: {err}", file=sys.stderr)
         return 2
     write_page(results, out, args.analyze_only)

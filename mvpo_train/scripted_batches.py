@@ -42,6 +42,7 @@ from mvpo_train.rollout import _plan_decrease
 __all__ = [
     "SIGNATURE_PREFIX",
     "ScriptedBatch",
+    "merge_batches",
     "noisy_expert_batch",
     "uniform_batch",
     "with_signatures",
@@ -132,6 +133,29 @@ def uniform_batch(
     ``(seed, iteration, 1)``), with ``extras["task_index"]`` and the oracle columns."""
     rng = np.random.default_rng([seed, iteration, 1])
     return noisy_expert_batch(env, tasks, rollouts, steps, 0.0, rng).batch
+
+
+def merge_batches(batches: Sequence[StepBatch]) -> StepBatch:
+    """Batches of the same tasks as one batch (more rollouts per task): one rollout group per
+    task (``extras["task_index"]``, groups in task order), trajectories renumbered batch after
+    batch, every extras column of the first batch concatenated (``signature:NAME`` columns as
+    lists)."""
+    tasks = sorted({int(x) for b in batches for x in np.unique(b.extras["task_index"])})
+    cols: dict[str, list[np.ndarray]] = {f: [] for f in FIELDS}
+    extras: dict[str, list[Any]] = {k: [] for k in batches[0].extras}
+    offset = 0
+    for b in batches:
+        for f in FIELDS:
+            cols[f].append(getattr(b, f))
+        cols["group"][-1] = np.searchsorted(tasks, b.extras["task_index"])
+        cols["traj"][-1] = b.traj + offset
+        offset += int(b.traj.max()) + 1
+        for k in extras:
+            extras[k].extend(list(b.extras[k]))
+    fields = {f: np.concatenate(v) for f, v in cols.items()}
+    fields["milestones"] = [m for b in batches for m in b.milestones]
+    arrays = {k: v if k.startswith(SIGNATURE_PREFIX) else np.asarray(v) for k, v in extras.items()}
+    return StepBatch(**fields, extras=arrays)
 
 
 def with_signatures(batch: StepBatch, name: str) -> StepBatch:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from mvpo_train.alignment import LABEL_KEY, gigpo_twin, repair_alignment
+from mvpo_train.alignment_variants import recorded_variant
 from mvpo_train.batch import StepBatch
 from mvpo_train.cli import train_main
 from mvpo_train.inspect.data import build_inspect_data
@@ -220,7 +221,7 @@ def test_an_mvpo_run_is_relabelled_and_chained_state_matches_the_trainers(
     chained: dict = {}
     for rec in recs:
         as_other = dataclasses.replace(rec, estimator_name="gigpo")
-        est = bench._variant_estimator("mvpo", as_other, 0.95, chained, "chained")
+        est = recorded_variant("mvpo", as_other, 0.95, chained, "chained")
         assert est.state_dict() == rec.estimator_state
         est(rec.batch)
     assert bench.main(["--run-dir", str(run), "--relabel", "--state", "chained",

@@ -13,7 +13,7 @@ import pytest
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_abstraction.registry import make_abstraction
-from mvpo_train.scripted_batches import noisy_expert_batch
+from mvpo_train.scripted_batches import merge_batches, noisy_expert_batch
 
 from .helpers import study_module
 
@@ -44,7 +44,7 @@ def test_derived_progress_signatures_equal_the_abstractions(bench, batches):
 
 
 def test_merged_batches_group_by_task(bench, batches):
-    m = bench.merged(batches)
+    m = merge_batches(batches)
     assert len(m) == sum(len(b) for b in batches)
     assert sorted(np.unique(m.group).tolist()) == [0, 1]
     for g, task in enumerate([4, 9]):

@@ -1,14 +1,12 @@
 """MVPO's potential options (docs/estimators.md §3.11-§3.13) on batches of the real control task
-played by a seeded uniform policy (benchmarks/potential_kinds.py makes them), and the pool, the
+played by a seeded uniform policy (``scripted_batches.uniform_batch``), and the pool, the
 split and the chain's value by hand: pooled statistics resume bit for bit, a trajectory never
 scores itself, the paper's form is unchanged bit for bit, memory stays under its cap."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -28,31 +26,20 @@ from mvpo_train.credit.pooled_potential import (
 )
 from mvpo_train.credit.regions import split_at_milestones
 from mvpo_train.credit.td_potential import chain_values
+from mvpo_train.scripted_batches import uniform_batch
+from mvpo_train.study.step_kinds import measure
 
-ROOT = Path(__file__).resolve().parents[3]
 POOLED = {"region_stats": "pooled"}
 BOTH = {"region_stats": "pooled", "potential_split": "milestones"}
 TD = {"region_stats": "pooled", "potential_estimate": "td"}
 ALL = {**BOTH, "potential_estimate": "td"}
 
 
-def _kinds_module():
-    spec = importlib.util.spec_from_file_location(
-        "potential_kinds_bench", ROOT / "benchmarks" / "potential_kinds.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-KINDS = _kinds_module()
-
-
 @pytest.fixture(scope="module")
 def batches() -> list[StepBatch]:
     """Three consecutive batches of the same 4 tasks x 8 uniform rollouts (difficulty 1)."""
     env = gym.make("mvpo/MilestoneChain-v0", difficulty=1, num_milestones=4)
-    out = [KINDS.uniform_batch(env, [0, 1, 2, 3], 8, 9, i) for i in range(3)]
+    out = [uniform_batch(env, [0, 1, 2, 3], 8, 9, i) for i in range(3)]
     env.close()
     return out
 
@@ -182,7 +169,7 @@ def test_groups_of_one_rollout_fall_back_to_nothing_of_their_own(kwargs):
     """One rollout per task: no other trajectory, no past; every row falls back to 0 (the
     mean of no other trajectory) and the advantages stay finite."""
     env = gym.make("mvpo/MilestoneChain-v0", difficulty=1, num_milestones=4)
-    batch = KINDS.uniform_batch(env, [0, 1], 1, 0, 0)
+    batch = uniform_batch(env, [0, 1], 1, 0, 0)
     est = get_estimator("mvpo", **kwargs)
     adv, diag = est(batch)
     assert np.all(np.isfinite(adv))
@@ -253,9 +240,9 @@ def test_split_credits_the_step_into_a_milestone_place():
     above, far fewer negative)."""
     env = gym.make("mvpo/MilestoneChain-v0", difficulty=1, num_milestones=4)
     draws = [np.random.default_rng([0, i]).choice(128, size=8, replace=False) for i in range(2)]
-    batches = [KINDS.uniform_batch(env, [int(x) for x in d], 8, 0, i) for i, d in enumerate(draws)]
-    paper = KINDS.measure(batches, {}, 1)["kinds"]["go to into a milestone place"]
-    split = KINDS.measure(batches, {"potential_split": "milestones"}, 1)["kinds"]
+    batches = [uniform_batch(env, [int(x) for x in d], 8, 0, i) for i, d in enumerate(draws)]
+    paper = measure(batches, {}, 1)["kinds"]["go to into a milestone place"]
+    split = measure(batches, {"potential_split": "milestones"}, 1)["kinds"]
     split = split["go to into a milestone place"]
     assert paper["rows"] == split["rows"] > 20
     assert split["mean"] > paper["mean"] + 0.2
