@@ -47,7 +47,6 @@ COMMAND_IVF = (
     "nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench "
     "--distractors 1000000 --dense-real"
 )
-memory = measure.memory
 
 
 def _kwargs(data: str, retriever: str, cache: str, extra: dict | None = None) -> dict[str, Any]:
@@ -84,7 +83,7 @@ def child(
         emb, index = first.retriever.encode(questions), first.retriever._index
         times = measure.time_calls(lambda i: index.search(emb[i : i + 1], 3), range(len(emb)))
         out["faiss_ms"] = measure.p50_p99(times)
-    out["mem_after_search"] = memory()
+    out["mem_after_search"] = measure.memory()
     return out
 
 
@@ -268,9 +267,6 @@ def measure_dense_real(work: Path, distractors: int, envs: int) -> dict[str, Any
     return out
 
 
-_f = bench.fmt
-
-
 def ivf_report(ivf: dict[str, Any]) -> list[str]:
     """The IVF section: recall on real embeddings, then the full-size index."""
     r, plant = ivf["recall"], ivf["plant"]
@@ -342,8 +338,8 @@ def ivf_report(ivf: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {c['retriever_kwargs'].get('nprobe', c.get('nprobe', '?'))}"
             f"{'' if 'nprobe' in c['retriever_kwargs'] else ' (default)'} | {c['first_s']:.2f} | "
-            f"{mem['1']['rss']:,.0f} | {_f(mem.get('128', {}).get('rss'))} | "
-            f"{_f(mem.get('128', {}).get('pss'))} | {c['search_ms']['p50']:.1f} | "
+            f"{mem['1']['rss']:,.0f} | {bench.fmt(mem.get('128', {}).get('rss'))} | "
+            f"{bench.fmt(mem.get('128', {}).get('pss'))} | {c['search_ms']['p50']:.1f} | "
             f"{c['search_ms']['p99']:.1f} | {c['search_first_ms']['p50']:.1f} / "
             f"{c['search_first_ms']['p99']:.1f} | {c['faiss_ms']['p50']:.2f} / "
             f"{c['faiss_ms']['p99']:.2f} | {c['mem_after_search']['rss']:,.0f} |"
@@ -389,8 +385,8 @@ def report(results: dict[str, Any]) -> str:
         c, cold = r["cached"], r.get("cold", {})
         disk = r["disk_mib"]
         lines.append(
-            f"| {c['passages']:,} | {r['generate_s']:.0f} | {_f(cold.get('first_s'), '.1f')} | "
-            f"{_f(cold.get('peak_rss'))} | {bench.env_cells(c)} | "
+            f"| {c['passages']:,} | {r['generate_s']:.0f} | {bench.fmt(cold.get('first_s'), '.1f')} | "
+            f"{bench.fmt(cold.get('peak_rss'))} | {bench.env_cells(c)} | "
             f"{disk.get('corpus', 0):,.0f} + {disk.get('bm25s', 0):,.0f} |"
         )
     sizes = sorted(bm25, key=int)
@@ -445,9 +441,9 @@ def report(results: dict[str, Any]) -> str:
             "## dense (all-MiniLM-L6-v2 + faiss `IndexFlatIP`, `IO_FLAG_MMAP_IFC`)",
             "",
             f"Embedding rate (MiniLM, CPU, 2 torch threads, batch 64): {p['subset']:,} passages "
-            f"in {_f(p.get('embed_s'), '.0f')} s = **{_f(p.get('embed_per_s'), '.0f')} "
+            f"in {bench.fmt(p.get('embed_s'), '.0f')} s = **{bench.fmt(p.get('embed_per_s'), '.0f')} "
             f"passages/s**; the whole {p['passages']:,}-passage corpus would take "
-            f"{_f(full_h, '.1f')} h at that rate (not run). The index below holds "
+            f"{bench.fmt(full_h, '.1f')} h at that rate (not run). The index below holds "
             f"{p['passages']:,} rows, the {p['subset']:,} real vectors repeated "
             f"({p['index_mib']:,.0f} MiB on disk): its load, memory and search cost are those of "
             "the real index (an exact scan reads every vector); its rankings mean nothing.",
@@ -456,8 +452,8 @@ def report(results: dict[str, Any]) -> str:
             "search p50 ms | p99 ms | first pass p50 / p99 ms | RSS after search | peak RSS |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
             f"| {c['passages']:,} | {c['first_s']:.2f} | {mem['1']['rss']:,.0f} | "
-            f"{_f(mem.get('8', {}).get('rss'))} | {_f(mem.get('128', {}).get('rss'))} | "
-            f"{_f(mem.get('128', {}).get('uss'))} | {_f(mem.get('128', {}).get('pss'))} | "
+            f"{bench.fmt(mem.get('8', {}).get('rss'))} | {bench.fmt(mem.get('128', {}).get('rss'))} | "
+            f"{bench.fmt(mem.get('128', {}).get('uss'))} | {bench.fmt(mem.get('128', {}).get('pss'))} | "
             f"{c['search_ms']['p50']:.1f} | {c['search_ms']['p99']:.1f} | "
             f"{c['search_first_ms']['p50']:.1f} / {c['search_first_ms']['p99']:.1f} | "
             f"{c['mem_after_search']['rss']:,.0f} | {c['peak_rss']:,.0f} |",

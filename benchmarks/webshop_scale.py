@@ -28,7 +28,6 @@ RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"
 #: products per type; x25 types: 10k, 50k, 200k, 500k, 1.18M (WebShop's full catalog)
 PER_TYPE = (400, 2000, 8000, 20000, 47200)
 ENV_COUNTS = (1, 8, 128)
-memory = measure.memory
 
 
 def _make_env(data_dir: str):
@@ -48,7 +47,7 @@ def child(data_dir: str, envs: int, queries: int) -> dict[str, Any]:
     step = max(1, len(goals) // queries)
     texts = [goals[i]["instruction_text"] for i in range(0, len(goals), step)][:queries]
     out.update(measure.search_passes(lambda q: retriever.search(q, 50), texts))
-    out["mem_after_search"] = memory()  # the index pages the searches touched
+    out["mem_after_search"] = measure.memory()  # the index pages the searches touched
     # a step that opens a product and renders (uncached engine path)
     first.reset(seed=1)
     t = time.perf_counter()
