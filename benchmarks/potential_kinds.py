@@ -56,6 +56,12 @@ OPTIONS: dict[str, dict[str, Any]] = {
         "potential_estimate": "td",
         "potential_split": "milestones",
     },
+    "pooled TD + split, loop-merged chain": {
+        "region_stats": "pooled",
+        "potential_estimate": "td",
+        "potential_split": "milestones",
+        "td_chain": "regions",
+    },
     "all, scope=batch": {
         "region_stats": "pooled",
         "potential_estimate": "td",
