@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -24,9 +23,16 @@ from learning_runs import eval_cmd, run_all, warm_start_and_eval
 
 from mvpo_train.stats import SMOOTH, bootstrap_ci, moving_average
 from mvpo_train.study.credit_mass import credit_alignment
-from mvpo_train.study.runs import eval_file, load_runs, n_metrics, run_dir, run_local
+from mvpo_train.study.runs import (
+    eval_file,
+    load_runs,
+    n_metrics,
+    pending_runs,
+    run_dir,
+    run_local,
+)
 from mvpo_train.study.summary import paired
-from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, save_results
+from mvpo_train.study.tables import command_line, fmt_ci, machine_line, n_seeds, save_results
 
 
 def _kw(**kwargs: object) -> list[str]:
@@ -160,18 +166,13 @@ def analyse(args: argparse.Namespace) -> dict:
 def test_held_out(args: argparse.Namespace) -> None:
     """The final held-out evaluations (as in the study) of ``mvpo`` and the ``--test`` variants,
     on their finished runs: a variant chosen on the train split, then tested once."""
-    base = Path(args.base)
-    pending = []
-    for seed in args.seeds:
-        for arm in ["mvpo", *args.test]:
-            path = run_dir(base, arm, seed)
-            if n_metrics(path) < args.iterations:
-                continue
-            cmds = [eval_cmd(path, sp, e) for sp, e in FINAL_EVALS
-                    if not eval_file(path, sp).is_file()]  # fmt: skip
-            if cmds:
-                script = " && ".join(shlex.join(c) for c in cmds)
-                pending.append((f"{arm}-seed{seed} (held-out)", path, script))
+
+    def commands(path: Path, arm: str, seed: int) -> list[list[str]]:
+        if n_metrics(path) < args.iterations:
+            return []
+        return [eval_cmd(path, sp, e) for sp, e in FINAL_EVALS if not eval_file(path, sp).is_file()]
+
+    pending = pending_runs(Path(args.base), ["mvpo", *args.test], args.seeds, commands)
     run_local(pending, args.jobs, ROOT)
 
 
@@ -339,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.analyze_only:
         base = Path(args.base)
         base.mkdir(parents=True, exist_ok=True)
-        cmd = "python benchmarks/ablations.py " + " ".join(shlex.quote(a) for a in args.argv)
+        cmd = command_line("benchmarks/ablations.py", args.argv)
         log = base / "commands.txt"
         if cmd.strip() not in (log.read_text().splitlines() if log.is_file() else []):
             with log.open("a") as f:

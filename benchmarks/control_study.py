@@ -18,20 +18,18 @@ import sys
 from pathlib import Path
 
 from control_study_report import command_line, plot, write_markdown
-from control_study_runs import (  # noqa: F401  (the names the tests and each run's script read here)
-    RESULT,
+from control_study_runs import (
     RESULTS,
     ROOT,
-    credit_code_sha256,
     default_pairs,
     load_results,
     pending_runs,
     settings,
-    summarize,
-    write_result,
 )
 
-from mvpo_train.study.arms import StudyError, parse_arm, parse_arms  # noqa: F401  (as above)
+from mvpo_train.study.arms import StudyError, parse_arms
+from mvpo_train.study.compact import RESULT, credit_code_sha256
+from mvpo_train.study.result_summary import summarize
 from mvpo_train.study.runs import run_local
 from mvpo_train.study.tables import save_results
 

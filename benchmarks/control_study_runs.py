@@ -1,35 +1,19 @@
-"""The control study's arms, runs and results: arm specs, the ``mvpo-train`` command of each run,
-its compact ``result.json``, the per-arm summary over seeds (``benchmarks/control_study.py``)."""
+"""The control study's runs (``benchmarks/control_study.py``): its settings, default pairs, the
+``mvpo-train`` command of each run and the command that writes its compact ``result.json``
+(:mod:`mvpo_train.study.compact`), and the results read back."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
-from mvpo_train.study.arms import Arm, StudyError, parse_arm, parse_arms  # noqa: F401  (the study's names)
-from mvpo_train.study.compact import (  # noqa: F401  (the study's names)
-    RESULT,
-    credit_code_sha256,
-    curve_matrix,
-    nanmean_rows,
-    read_result,
-    write_result,
-)
-from mvpo_train.study.runs import (
-    n_metrics,
-    python_entry,
-    resume_flag,
-    run_dir,
-)
-from mvpo_train.study.summary import intervals, pair_rows, paired
+from mvpo_train.study import runs as study_runs
+from mvpo_train.study.arms import Arm
+from mvpo_train.study.compact import read_result
+from mvpo_train.study.runs import Pending, n_metrics, run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -66,21 +50,19 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
     env_kwargs = {"difficulty": args.difficulty, "num_milestones": args.num_milestones}
-    cmd = [
-        *python_entry("train_main"), "--preset", "cpu-tiny", "--env-id", ENV_ID,
-        "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
+    before = [
+        "--env-id", ENV_ID, "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
         "--max-steps", str(args.max_steps), "--policy", "encoder", "--model", "fresh",
         "--num-groups", str(args.num_groups), "--group-size", str(args.group_size),
         "--ppo-epochs", str(args.ppo_epochs), "--lr", str(args.lr), *arm.flags(),
-        "--seed", str(seed), "--iterations", str(args.iterations), "--run-dir", str(path),
-        "--threads", "1", "--no-progress", "--no-tensorboard", "--save-every", "5",
+    ]  # fmt: skip
+    after = [
         "--embedding-cache", str(Path(args.base) / "embeddings.npz"),
         # the held-out evaluation: in the run, after its last iteration (one model load)
         "--eval-split", "eval", "--eval-every", str(args.iterations), "--no-eval-greedy",
         "--eval-episodes", str(args.eval_episodes), "--eval-max-tasks", str(args.eval_max_tasks),
     ]  # fmt: skip
-    # an interrupted run resumes from its checkpoint; a run folder without one starts over
-    return cmd + resume_flag(path) + list(args.extra)
+    return study_runs.train_cmd(path, seed, args.iterations, before, after) + list(args.extra)
 
 
 def compact_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
@@ -93,76 +75,18 @@ def compact_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> li
     return [sys.executable, "-c", code, json.dumps(payload)]
 
 
-def pending_runs(args: argparse.Namespace, arms: list[Arm]) -> list[tuple[str, Path, str]]:
+def pending_runs(args: argparse.Namespace, arms: list[Arm]) -> list[Pending]:
     """(name, folder, shell script) of every (arm, seed) without a result, seed by seed."""
-    base, conf = Path(args.base), settings(args)
-    out = []
-    for seed in args.seeds:
-        for arm in arms:
-            path = run_dir(base, arm.name, seed)
-            if args.fresh and path.exists():
-                shutil.rmtree(path)
-            if read_result(path, arm.spec(), conf) is not None:
-                continue
-            cmds = []
-            if n_metrics(path) < args.iterations:
-                cmds.append(train_cmd(path, arm, seed, args))
-            cmds.append(compact_cmd(path, arm, seed, args))
-            out.append((f"{arm.name}-seed{seed}", path, " && ".join(shlex.join(c) for c in cmds)))
-    return out
+    conf, by_name = settings(args), {a.name: a for a in arms}
 
+    def commands(path: Path, name: str, seed: int) -> list[list[str]]:
+        arm = by_name[name]
+        if read_result(path, arm.spec(), conf) is not None:
+            return []
+        cmds = [train_cmd(path, arm, seed, args)] if n_metrics(path) < args.iterations else []
+        return cmds + [compact_cmd(path, arm, seed, args)]
 
-def per_seed(res: dict[str, Any], threshold: float) -> dict[str, Any]:
-    succ = np.asarray(res["curves"]["success"], dtype=np.float64)
-    zc = curve_matrix([res], "zero_credit_ratio")[0]
-    return {
-        "auc": float(succ.mean()),
-        "first": float(succ[:SMOOTH].mean()),
-        "final": float(succ[-SMOOTH:].mean()),
-        "reach": first_reach(succ, threshold),
-        "zero_credit_early": float(np.nanmean(zc[:SMOOTH])) if np.isfinite(zc).any() else None,
-        "eval": res["eval"]["success"],
-        "minutes": res["minutes"],
-    }
-
-
-def summarize(results: dict[str, dict[int, dict]], threshold: float, iterations: int,
-              pairs: list[tuple[str, str]]) -> dict[str, Any]:  # fmt: skip
-    """Per arm: curves with bands and per-seed values with CIs; per pair: paired differences
-    over seeds both arms finished (the success-curve difference with a band too)."""
-    table: dict[str, Any] = {"arms": {}, "pairs": {}}
-    for arm, runs in results.items():
-        if not runs:
-            continue
-        seeds = sorted(runs)
-        rs = [runs[s] for s in seeds]
-        vals = {s: per_seed(runs[s], threshold) for s in seeds}
-        mean, lo, hi = curve_band(moving_average(curve_matrix(rs, "success")))
-        row: dict[str, Any] = {
-            "spec": rs[0]["spec"], "seeds": seeds, "per_seed": {str(s): vals[s] for s in seeds},
-            "curve": mean.tolist(), "curve_lo": lo.tolist(), "curve_hi": hi.tolist(),
-            "reached": sum(vals[s]["reach"] is not None for s in seeds),
-        }  # fmt: skip
-        keys = sorted({k for r in rs for k in r["curves"]} - {"success"})
-        row["curves"] = {k: nanmean_rows(curve_matrix(rs, k)) for k in keys}
-        keys = ("auc", "first", "final", "zero_credit_early", "eval", "minutes")
-        row.update(intervals((vals[s] for s in seeds), keys))
-        row["reach"] = bootstrap_ci([censored(vals[s]["reach"], iterations) for s in seeds])
-        table["arms"][arm] = row
-    for a, b in pairs:
-        if (both := pair_rows(table["arms"], a, b)) is None:
-            continue
-        common, pa, pb = both
-        entry: dict[str, Any] = {"seeds": common}
-        entry.update(paired(pa, pb, ("auc", "final", "eval", "reach"), iterations))
-        diff = moving_average(
-            curve_matrix([results[a][s] for s in common], "success")
-            - curve_matrix([results[b][s] for s in common], "success")
-        )
-        m, lo, hi = curve_band(diff)
-        entry.update(curve=m.tolist(), curve_lo=lo.tolist(), curve_hi=hi.tolist())
-        table["pairs"][f"{a} - {b}"] = entry
-    return table
+    return study_runs.pending_runs(Path(args.base), by_name, args.seeds, commands, args.fresh)
 
 
 def load_results(args: argparse.Namespace, arms: list[Arm]) -> dict[str, dict[int, dict]]:

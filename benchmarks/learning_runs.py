@@ -9,7 +9,6 @@ import fcntl
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,12 +23,13 @@ from learning_env import (
     study_env,
 )
 
+from mvpo_train.study import runs
 from mvpo_train.study.runs import (
     RUN_ENV,
     eval_file,
     n_metrics,
+    pending_runs,
     python_entry,
-    resume_flag,
     run_dir,
     run_local,
     run_ray,
@@ -37,19 +37,16 @@ from mvpo_train.study.runs import (
 
 
 def train_cmd(path: Path, arm: str, seed: int, args: argparse.Namespace) -> list[str]:
-    env = study_env(args)
-    cmd = [
-        *python_entry("train_main", env.child), "--preset", "cpu-tiny", *env.arm(arm), "--seed", str(seed),
-        "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--save-every", "5",
-    ]  # fmt: skip
+    """The run's ``mvpo-train`` command: the arm's flags, the study's shared ones (with
+    ``args.study``), then the extra flags and the arm's own ``--arm-flags`` (which win)."""
+    env, study = study_env(args), []
     if args.study:
-        cmd += [*env.flags, "--num-groups", str(args.num_groups), "--group-size",
-                str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
-                "--eval-episodes", str(args.eval_episodes), "--env-kwargs", args.env_kwargs,
-                "--embedding-cache", embedding_cache(args), "--model", args.warm]  # fmt: skip
-    # an interrupted run resumes from its checkpoint; a run folder without one starts over
-    return cmd + resume_flag(path) + list(args.extra) + arm_flags(args).get(arm, [])
+        study = [*env.flags, "--num-groups", str(args.num_groups), "--group-size",
+                 str(args.group_size), "--lr", str(args.lr), "--eval-every", str(args.eval_every),
+                 "--eval-episodes", str(args.eval_episodes), "--env-kwargs", args.env_kwargs,
+                 "--embedding-cache", embedding_cache(args), "--model", args.warm]  # fmt: skip
+    cmd = runs.train_cmd(path, seed, args.iterations, env.arm(arm), study, env.child)
+    return cmd + list(args.extra) + arm_flags(args).get(arm, [])
 
 
 def eval_cmd(
@@ -63,21 +60,14 @@ def eval_cmd(
 
 def run_all(args: argparse.Namespace, base: Path) -> None:
     """Train (and evaluate) every (arm, seed) pair not finished yet, seed by seed."""
-    pending = []
-    for seed in args.seeds:
-        for arm in args.arms:
-            path = run_dir(base, arm, seed)
-            if args.fresh and path.exists():
-                shutil.rmtree(path)
-            evals = final_evals(args) if args.eval else ()
-            cmds = []
-            if n_metrics(path) < args.iterations:
-                cmds.append(train_cmd(path, arm, seed, args))
-            cmds += [eval_cmd(path, s, e, env=study_env(args)) for s, e in evals
-                     if not eval_file(path, s).is_file()]  # fmt: skip
-            if cmds:
-                script = " && ".join(shlex.join(c) for c in cmds)
-                pending.append((f"{arm}-seed{seed}", path, script))
+    evals = final_evals(args) if args.eval else ()
+
+    def commands(path: Path, arm: str, seed: int) -> list[list[str]]:
+        cmds = [train_cmd(path, arm, seed, args)] if n_metrics(path) < args.iterations else []
+        return cmds + [eval_cmd(path, s, e, env=study_env(args)) for s, e in evals
+                       if not eval_file(path, s).is_file()]  # fmt: skip
+
+    pending = pending_runs(base, args.arms, args.seeds, commands, args.fresh)
     if args.ray is not None:
         run_ray(pending, args.ray, args.jobs, ROOT)
     else:

@@ -6,8 +6,8 @@ arms and texts of each study: the trainer's package names no env):
 * :mod:`mvpo_train.study.runs`: the run folders of a sweep (``<base>/<arm>-seed<k>/``), which
   runs are finished (their ``metrics.jsonl`` rows, read with
   :func:`mvpo_train.metrics.read_metrics`), the resume-or-overwrite rule (from
-  :func:`mvpo_train.checkpoint.latest_checkpoint`), a settings fingerprint, and the local or
-  Ray runner of the pending runs;
+  :func:`mvpo_train.checkpoint.latest_checkpoint`), a run's ``mvpo-train`` command, the
+  pending runs seed by seed, a settings fingerprint, and the local or Ray runner;
 * :mod:`mvpo_train.study.archive`: the compact archive of a sweep (export, import, a
   checkpoint per unfinished run) that lets a study continue on another machine;
 * :mod:`mvpo_train.stats`: every interval and rank statistic of the tables;
@@ -18,7 +18,8 @@ arms and texts of each study: the trainer's package names no env):
   the cells and tables of their markdown;
 * :mod:`mvpo_train.study.arms`: arms given as ``[NAME=]ESTIMATOR:KEY=VALUE``;
 * :mod:`mvpo_train.study.compact`: a run's compact ``result.json``, written from its metrics
-  and read back only for the same arm and settings;
+  and read back only for the same arm and settings; :mod:`mvpo_train.study.result_summary`
+  the table of such results (per-arm intervals and curves, paired differences);
 * :mod:`mvpo_train.study.curves`: the learning-curve table (per-seed values from the runs,
   per-arm intervals, pairs) and its figure;
 * :mod:`mvpo_train.study.curve_panels`: the oracle-gain studies' figure (panels of arms'

@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +29,14 @@ from mvpo_train.metrics import read_metrics
 
 __all__ = [
     "RUN_ENV",
+    "RUN_FLAGS",
     "Pending",
     "eval_file",
     "fingerprint",
     "load_runs",
     "metric_rows",
     "n_metrics",
+    "pending_runs",
     "python_entry",
     "read_eval",
     "read_eval_types",
@@ -41,12 +45,16 @@ __all__ = [
     "run_in_task",
     "run_local",
     "run_ray",
+    "train_cmd",
 ]
 
 #: environment of every run's process (on top of this one's)
 RUN_ENV = {"PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
 #: one pending run: (name, run folder, shell script)
 Pending = tuple[str, Path, str]
+#: the ``mvpo-train`` flags of every study run: one torch thread, no progress bar nor
+#: TensorBoard, a checkpoint every 5 iterations (what an interrupted run resumes from)
+RUN_FLAGS = ("--threads", "1", "--no-progress", "--no-tensorboard", "--save-every", "5")
 
 
 def run_dir(base: Path, arm: str, seed: int) -> Path:
@@ -123,6 +131,47 @@ def python_entry(entry: str, child: Path | None = None) -> list[str]:
         return [sys.executable, str(child), entry]
     code = f"import sys; from mvpo_train.cli import {entry}; sys.exit({entry}())"
     return [sys.executable, "-c", code]
+
+
+def train_cmd(
+    path: Path,
+    seed: int,
+    iterations: int,
+    before: Sequence[str],
+    after: Sequence[str] = (),
+    child: Path | None = None,
+) -> list[str]:
+    """The ``mvpo-train`` command of one study run in ``path``: the ``cpu-tiny`` preset,
+    ``before``, the seed, iterations and run folder, :data:`RUN_FLAGS`, ``after``, then how an
+    unfinished run goes on (:func:`resume_flag`); through script ``child`` when given
+    (:func:`python_entry`). Flags appended to it win over all of these."""
+    return [
+        *python_entry("train_main", child), "--preset", "cpu-tiny", *before, "--seed", str(seed),
+        "--iterations", str(iterations), "--run-dir", str(path), *RUN_FLAGS, *after,
+        *resume_flag(path),
+    ]  # fmt: skip
+
+
+def pending_runs(
+    base: Path,
+    arms: Iterable[str],
+    seeds: Iterable[int],
+    commands: Callable[[Path, str, int], list[list[str]]],
+    fresh: bool = False,
+) -> list[Pending]:
+    """The runs with work left, seed by seed (an interrupted study then has every arm on its
+    first seeds): ``(name, folder, shell script)`` of each (arm, seed) for which
+    ``commands(folder, arm, seed)`` gives commands, joined with ``&&``. ``fresh``: each run
+    folder is deleted first, so every run starts over."""
+    arms, out = list(arms), []
+    for seed in seeds:
+        for arm in arms:
+            path = run_dir(base, arm, seed)
+            if fresh and path.exists():
+                shutil.rmtree(path)
+            if cmds := commands(path, arm, seed):
+                out.append((f"{arm}-seed{seed}", path, " && ".join(shlex.join(c) for c in cmds)))
+    return out
 
 
 def fingerprint(settings: dict[str, Any]) -> str:

@@ -71,3 +71,31 @@ def test_local_runner_runs_each_script_and_names_the_failures(tmp_path: Path) ->
     assert failed == ["b"]
     assert (tmp_path / "out.txt").read_text() == "hi\n"  # ran in cwd
     assert (a / "train.log").is_file() and (b / "train.log").is_file()
+
+
+def test_train_cmd_puts_the_run_flags_before_what_may_override_them(tmp_path: Path) -> None:
+    path = runs.run_dir(tmp_path, "mvpo", 2)
+    cmd = runs.train_cmd(path, 2, 7, ["--estimator", "mvpo"], ["--lr", "0.1"])
+    at = cmd.index("--preset")
+    assert cmd[at : at + 4] == ["--preset", "cpu-tiny", "--estimator", "mvpo"]
+    assert cmd[cmd.index("--seed") + 1] == "2" and cmd[cmd.index("--iterations") + 1] == "7"
+    assert cmd[-2:] == ["--lr", "0.1"]  # a new folder: neither --resume nor --overwrite
+    _metrics(path, 1)  # a folder with rows and no checkpoint starts over
+    assert runs.train_cmd(path, 2, 7, [])[-1] == "--overwrite"
+    child = runs.train_cmd(path, 2, 7, [], child=tmp_path / "child.py")
+    assert child[1:3] == [str(tmp_path / "child.py"), "train_main"]
+
+
+def test_pending_runs_are_queued_seed_by_seed_and_fresh_starts_over(tmp_path: Path) -> None:
+    _metrics(runs.run_dir(tmp_path, "grpo", 0), 2)
+
+    def commands(path: Path, arm: str, seed: int) -> list[list[str]]:
+        done = runs.n_metrics(path) >= 2
+        return [] if done else [["echo", arm, f"seed {seed}"], ["true"]]
+
+    pending = runs.pending_runs(tmp_path, ["grpo", "mvpo"], [0, 1], commands)
+    assert [name for name, _, _ in pending] == ["mvpo-seed0", "grpo-seed1", "mvpo-seed1"]
+    name, path, script = pending[0]
+    assert path == tmp_path / "mvpo-seed0" and script == "echo mvpo 'seed 0' && true"
+    again = runs.pending_runs(tmp_path, ["grpo"], [0], commands, fresh=True)
+    assert [n for n, _, _ in again] == ["grpo-seed0"] and not (tmp_path / "grpo-seed0").exists()
