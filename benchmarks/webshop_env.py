@@ -14,100 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
-
-from mvpo_envs.measure import time_calls
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
+from mvpo_envs.webshop_speed import first_reward, fresh_process, play, search_latency, startup
 
 RESULTS = Path(__file__).resolve().parent / "results" / "webshop_env.md"
-
-
-def _startup(cache_dir: str) -> dict[str, float]:
-    import gymnasium as gym
-
-    import mvpo_envs  # noqa: F401
-    from mvpo_envs.webshop import env as webshop_env
-
-    out = {}
-    for label in ("cold index", "cached index"):
-        webshop_env._DATA_CACHE.clear()
-        webshop_env._ENGINE_CACHE.clear()
-        t = time.perf_counter()
-        env = gym.make("mvpo/WebShop-v0", split="test", cache_dir=cache_dir)
-        env.reset(seed=0)
-        out[label] = time.perf_counter() - t
-        env.close()
-    return out
-
-
-def _fresh_process(cache_dir: str) -> float:
-    """Wall time of a new Python process that imports, makes and resets the env."""
-    code = (
-        "import gymnasium as gym, mvpo_envs; "
-        f"gym.make('mvpo/WebShop-v0', split='test', cache_dir={cache_dir!r}).reset(seed=0)"
-    )
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
-    return time.perf_counter() - t
-
-
-def _first_reward(env) -> float:
-    from mvpo_envs.webshop.expert import expert_episode
-
-    t = time.perf_counter()
-    expert_episode(env, 0)
-    return time.perf_counter() - t
-
-
-def _play(env, episodes: int, expert: bool) -> tuple[float, float, int]:
-    """(env steps per second, mean score, steps) over ``episodes`` episodes (resets included)."""
-    from mvpo_envs.webshop.expert import expert_episode, random_episode
-
-    calls = [0]
-    step, reset = env.step, env.reset
-
-    def counted_step(action):
-        calls[0] += 1
-        return step(action)
-
-    def counted_reset(**kw):
-        calls[0] += 1
-        return reset(**kw)
-
-    env.step, env.reset = counted_step, counted_reset
-    scores = []
-    t = time.perf_counter()
-    try:
-        for i in range(episodes):
-            if expert:
-                scores.append(expert_episode(env, i % len(env.task_ids))[0])
-            else:
-                scores.append(random_episode(env, i))
-    finally:
-        env.step, env.reset = step, reset
-    return calls[0] / (time.perf_counter() - t), statistics.mean(scores), calls[0]
-
-
-def _search_latency(products, queries: list[str]) -> dict[str, float]:
-    from mvpo_envs.webshop.search import make_retriever
-
-    t = time.perf_counter()
-    retriever = make_retriever(products, cache_dir=False)
-    build = time.perf_counter() - t
-    ms = np.array(time_calls(retriever.search, queries))
-    return {
-        "docs": len(products),
-        "build_s": build,
-        "p50_ms": float(np.median(ms)),
-        "p95_ms": float(np.percentile(ms, 95)),
-    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -126,25 +39,25 @@ def main(argv: list[str] | None = None) -> None:
     from mvpo_envs.webshop.nouns import extractor_name
 
     with tempfile.TemporaryDirectory() as cache:
-        startup = _startup(cache)
-        fresh = _fresh_process(cache)
+        start = startup(cache)
+        fresh = fresh_process(cache)
         env = WebShopEnv(split="test", cache_dir=cache)
-        first = _first_reward(env)
+        first = first_reward(env)
         nouns = extractor_name(env.nouns)
-        random_sps, random_mean, _ = _play(env, episodes, expert=False)
-        expert_sps, expert_mean, _ = _play(env, episodes, expert=True)
+        random_sps, random_mean, _ = play(env, episodes, expert=False)
+        expert_sps, expert_mean, _ = play(env, episodes, expert=True)
         human = WebShopEnv(split="test", goal_source="human", cache_dir=cache)
-        _, human_expert, _ = _play(human, len(human.task_ids), expert=True)
-        _, human_random, _ = _play(human, episodes, expert=False)
+        _, human_expert, _ = play(human, len(human.task_ids), expert=True)
+        _, human_random, _ = play(human, episodes, expert=False)
     bundled = load_bundled()
     searches = {
-        "bundled": _search_latency(
+        "bundled": search_latency(
             bundled.products, [g["instruction_text"] for g in bundled.goals[:300]]
         )
     }
     if real_dir is not None:
         real = load_data_dir(real_dir)
-        searches["real (1000 products)"] = _search_latency(
+        searches["real (1000 products)"] = search_latency(
             real.products, [g["instruction_text"] for g in real.goals[:300]]
         )
 
@@ -158,8 +71,8 @@ def main(argv: list[str] | None = None) -> None:
         "| what | value |",
         "|---|---|",
         f"| new process: Python + imports + `gym.make` + reset (cached index) | {fresh:.2f} s |",
-        f"| start-up, `gym.make` + reset, BM25 index built | {startup['cold index']:.2f} s |",
-        f"| start-up, `gym.make` + reset, index from disk cache | {startup['cached index']:.2f} s |",
+        f"| start-up, `gym.make` + reset, BM25 index built | {start['cold index']:.2f} s |",
+        f"| start-up, `gym.make` + reset, index from disk cache | {start['cached index']:.2f} s |",
         f"| first episode (loads the noun extractor) | {first:.2f} s |",
         f"| random play (resets counted as steps) | {random_sps:,.0f} steps/s |",
         f"| scripted expert (resets counted as steps) | {expert_sps:,.0f} steps/s |",

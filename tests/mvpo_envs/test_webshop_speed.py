@@ -1,0 +1,30 @@
+"""``mvpo_envs.webshop_speed``: play counts every step and reset and gives the env back as it
+was; the search latency is over the catalog it was given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mvpo_envs.webshop.data import load_bundled
+from mvpo_envs.webshop.env import WebShopEnv
+from mvpo_envs.webshop_speed import play, search_latency, startup
+
+
+def test_play_counts_steps_and_restores_the_env(tmp_path: Path) -> None:
+    env = WebShopEnv(split="test", cache_dir=tmp_path)
+    step, reset = env.step, env.reset
+    rate, mean, steps = play(env, 3, expert=True)
+    assert mean == 1.0 and rate > 0  # the scripted expert wins every synthetic goal
+    assert steps >= 3 * 3  # a reset, a search and at least a click and a buy per episode
+    assert (env.step, env.reset) == (step, reset)
+    _, random_mean, _ = play(env, 3, expert=False)
+    assert 0.0 <= random_mean <= 1.0
+
+
+def test_search_latency_and_startup(tmp_path: Path) -> None:
+    bundled = load_bundled()
+    queries = [g["instruction_text"] for g in bundled.goals[:5]]
+    lat = search_latency(bundled.products, queries)
+    assert lat["docs"] == len(bundled.products) and 0 < lat["p50_ms"] <= lat["p95_ms"]
+    assert set(startup(str(tmp_path))) == {"cold index", "cached index"}
+    assert any(tmp_path.iterdir())  # the index was written to the cache folder given
