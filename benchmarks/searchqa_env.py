@@ -15,87 +15,14 @@ import argparse
 import importlib.metadata as md
 import os
 import platform
-import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-
-import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.measure import percentile, time_calls
 from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path, load_corpus, load_qa
-from mvpo_envs.searchqa.evaluation import oracle_em, retrieval_recall
-from mvpo_envs.searchqa.retrievers import make_retriever
-from mvpo_envs.searchqa.retrievers.base import Retriever
-from mvpo_envs.searchqa.server import RetrievalServer
+from mvpo_envs.searchqa_speed import backend_speed
 
 RESULTS = Path(__file__).resolve().parent / "results" / "searchqa_env.md"
-
-
-def timed(fn, *args, **kwargs) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - t0
-
-
-def latency(retriever: Retriever, queries: list[str]) -> dict[str, float]:
-    retriever.query_cache_size = 0
-    single = time_calls(lambda q: retriever.search([q], 3), queries)
-    batches = [queries[i : i + 64] for i in range(0, len(queries), 64)]
-    _, total = timed(lambda: [retriever.search(b, 3) for b in batches])
-    retriever.query_cache_size = Retriever.query_cache_size
-    return {
-        "mean_ms": statistics.fmean(single),
-        "p50_ms": percentile(single, 0.5),
-        "p95_ms": percentile(single, 0.95),
-        "batch_qps": len(queries) / total,
-    }
-
-
-def env_speed(retriever: Retriever) -> dict[str, Any]:
-    env = gym.make("mvpo/SearchQA-v0", split="test", retriever=retriever)
-    retriever.query_cache_size = 0
-    cold, t_cold = timed(oracle_em, env)
-    retriever.query_cache_size = Retriever.query_cache_size
-    oracle_em(env)  # fill the cache
-    warm, t_warm = timed(oracle_em, env)
-    env.close()
-    return {
-        **cold,
-        "steps_per_s": cold["steps"] / t_cold,
-        "steps_per_s_cached": warm["steps"] / t_warm,
-    }
-
-
-def bench_backend(name: str, corpus, items, cache: Path) -> dict[str, Any]:
-    server = None
-    if name == "http":
-        local = make_retriever("bm25", corpus, cache_dir=cache)
-        local.query_cache_size = 0  # measure the server's search, not its cache
-        server = RetrievalServer(local).start()
-        retriever, build = timed(make_retriever, "http", url=server.url)
-        _, load = timed(retriever.search, ["warm up"], 3)
-    else:
-        retriever, build = timed(make_retriever, name, corpus, cache_dir=cache)
-        # from the cache, until the first answer (a dense model loads lazily: counted here)
-        _, load = timed(
-            lambda: make_retriever(name, corpus, cache_dir=cache).search(["warm up"], 3)
-        )
-    try:
-        queries = [q.question for q in items]
-        return {
-            "backend": name,
-            "build_s": build,
-            "load_s": load,
-            **latency(retriever, queries),
-            **retrieval_recall(retriever, items, k=3),
-            **env_speed(retriever),
-        }
-    finally:
-        if server is not None:
-            server.stop()
 
 
 def write_report(rows: list[dict[str, Any]], n_docs: int, n_questions: int, load: str) -> str:
@@ -167,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.backends.split(","):
-            row = bench_backend(name, corpus, items, Path(tmp) / name)
+            row = backend_speed(name, corpus, items, Path(tmp) / name)
             print({k: v for k, v in row.items() if k != "info"}, flush=True)
             rows.append(row)
     report = write_report(rows, len(corpus), len(items), load)
