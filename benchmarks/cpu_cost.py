@@ -24,8 +24,8 @@ inside them). A cold run starts with an empty embedding cache file; the warm run
 with the file the cold run wrote (the same texts: every embedding a cache hit).
 
 **Before and after in one run.** Each variant runs the code of one commit, checked out once
-as a git worktree under ``BASE/src/`` (imported first through ``PYTHONPATH``; the installed
-packages are the same): ``before`` is :data:`BASELINE` (8e1d056, the code before the CPU-cost
+as a git worktree under ``BASE/src/`` (:func:`mvpo_train.study.worktree.checkout`; imported
+first through ``PYTHONPATH``; the installed packages are the same): ``before`` is :data:`BASELINE` (8e1d056, the code before the CPU-cost
 work) with its defaults, ``after`` is ``--after-ref`` (default ``HEAD``: committed code, never
 a half-edited working tree) with the fast paths on (``--embedding-runtime auto``; the factored
 head is its default). The two variants of one measurement run at the same time
@@ -216,22 +216,6 @@ def worker(argv: list[str], out: Path) -> None:
 # ------------------------------------------------------------------ the driver
 
 
-def git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
-
-
-def checkout(ref: str, base: Path) -> Path:
-    """A worktree of commit ``ref`` under ``base/src`` (made once; reused)."""
-    sha = git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    path = base / "src" / sha[:12]
-    if not (path / "mvpo_train").is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-        git("worktree", "prune")
-        git("worktree", "add", "--detach", str(path), sha)
-    return path
-
-
 def build_export(src: Path) -> float:
     """Build (or open) the ONNX export with the code of ``src``; its process CPU seconds."""
     code = ("import time, torch; torch.set_num_threads(1); t = time.process_time(); "
@@ -334,8 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.base)
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
-    src = {v: checkout(ref, base) for v, ref in refs.items()}
-    shas = {v: git("rev-parse", "--short=7", f"{refs[v]}^{{commit}}") for v in refs}
+    # imported here, not at the top: the measured process runs another commit's packages
+    from mvpo_train.study.worktree import checkout, short_sha
+
+    src = {v: checkout(ROOT, ref, base) for v, ref in refs.items()}
+    shas = {v: short_sha(ROOT, ref) for v, ref in refs.items()}
     export_cpu = build_export(src["after"])
     results: dict[str, Any] = {"commits": shas, "onnx_export_cpu_s": export_cpu}
     cmd = "python benchmarks/cpu_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -11,13 +11,17 @@ train split's expert walkthroughs, K=0 the fresh head; reading H past (observati
 pairs, default ``--history-length``, pooled by POOL: ``concat`` | ``mean`` | ``last_action``,
 docs/policies.md "Input layout"). ``--env-kwargs '{"num_games": "full"}'`` plays the full
 generated split (3,553 train games); ``--train-tasks N`` samples N train tasks (seeded, one
-episode each) instead of every task x ``--episodes``. Writes a Markdown section
-(``--out``, ``--section``: replaced in place when the file already has it)::
+episode each) instead of every task x ``--episodes``. ``--score-prompts N...`` times the tiny
+LM's score-mode scorers (``kv``, ``kv copy``, ``concat``: :mod:`mvpo_train.score_timing`) on
+``--score-batch`` prompts of N tokens, the median of ``--score-repeats``. Writes a Markdown
+section (``--out``, ``--section``: replaced in place when the file already has it)::
 
     nice -n 10 python benchmarks/policy_candidates.py --threads 1 \\
         --env-kwargs '{"num_games": "full"}' --train-tasks 300 --splits train \\
         --candidates encoder:200:2:concat encoder:200:0 --out benchmarks/results/policy_candidates.md \\
         --section "Full train split"
+    nice -n 10 python benchmarks/policy_candidates.py --threads 1 --candidates \\
+        --score-prompts 80 200 400 --out benchmarks/results/policy_candidates.md
 """
 
 from __future__ import annotations
@@ -33,16 +37,16 @@ from typing import Any
 import torch
 
 from mvpo_train.config import TrainConfig, json_arg
-from mvpo_train.encoder_policy import (
-    DEFAULT_POOL,
-    LEGACY_POOL,
-    EncoderPolicy,
-    ScorerHead,
-    SegmentEmbedder,
-    prompt_segments,
-)
+from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
+from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
 from mvpo_train.stats import wilson
 from mvpo_train.study.bench import replace_section
+from mvpo_train.study.demo_layouts import (
+    expert_agreement,
+    parse_candidate,
+    relayout,
+    split_games,
+)
 from mvpo_train.study.tables import command_line
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
@@ -67,62 +71,27 @@ def config(kind: str, **kw: Any) -> TrainConfig:
     return TrainConfig(**base)
 
 
-def parse_candidate(name: str, history_length: int) -> tuple[int, int, str]:
-    """``encoder:K[:H[:POOL]]`` -> (K, H, POOL)."""
-    parts = name.split(":")[1:]
-    steps = int(parts[0])
-    hist = int(parts[1]) if len(parts) > 1 else history_length
-    pool = parts[2] if len(parts) > 2 else DEFAULT_POOL
-    return steps, hist, pool
-
-
-def relayout(ids: list[int], sep: int, hist: int, pool: str) -> list[int]:
-    """Prompt ids of layout (``hist``, ``pool``) from those of a demonstration collected with
-    ``concat`` and at least ``hist`` pairs (the builder shows the last pairs of the same
-    episode, so cutting segments gives exactly what a ``hist``-pair builder renders)."""
-    segs: list[list[int]] = [[]]
-    for x in ids:
-        if x == sep:
-            segs.append([])
-        else:
-            segs[-1].append(x)
-    keep = [segs[0], segs[1], segs[3]] if pool == LEGACY_POOL else segs[: 2 + 2 * hist]
-    assert len(keep) == prompt_segments(hist, pool)
-    out: list[int] = []
-    for k, seg in enumerate(keep):
-        out += ([sep] if k else []) + seg
-    return out
-
-
 def make_policy(name: str, seed: int, embedder: SegmentEmbedder | None, demos) -> Any:
     if name == "lm":
         torch.manual_seed(seed)
         return load_policy(config("lm", seed=seed))
-    steps, hist, pool = parse_candidate(name, SETTINGS["history_length"])
+    return warm_encoder(*parse_candidate(name, SETTINGS["history_length"]), seed, embedder,
+                        demos)[0]  # fmt: skip
+
+
+def warm_encoder(
+    steps: int, hist: int, pool: str, seed: int, embedder: SegmentEmbedder, demos
+) -> tuple[EncoderPolicy, list[float]]:
+    """A fresh head of layout (``hist``, ``pool``) after ``steps`` behaviour-cloning steps on
+    ``demos`` (cut to the layout), and the cloning losses."""
     torch.manual_seed(seed)
     head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=hist,
                       history_pool=pool)  # fmt: skip
     policy = EncoderPolicy(head, embedder)
-    if steps:
-        sep = embedder.sep_id
-        mine = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in demos]
-        warm_start(policy, mine, steps=steps, seed=seed)
-    return policy
-
-
-def game_of_steps(demos, sep: int) -> list[int]:
-    """The game number of each demonstration (collected game after game, with at least one
-    past pair: a step whose past pairs are all empty starts the next game's plan)."""
-    out, game = [], -1
-    for ids, _, _ in demos:
-        cuts = [k for k, x in enumerate(ids) if x == sep]
-        if (
-            all(b == a + 1 for a, b in zip(cuts[1:-1], cuts[2:], strict=True))
-            and cuts[-1] == len(ids) - 1
-        ):
-            game += 1
-        out.append(game)
-    return out
+    if not steps:
+        return policy, []
+    mine = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in demos]
+    return policy, warm_start(policy, mine, steps=steps, seed=seed)
 
 
 def history_of(name: str) -> int:
@@ -213,34 +182,69 @@ def measure_layouts(
     out = []
     for layout in layouts:
         hist, pool = int(layout.split(":")[0]), layout.split(":")[1]
-        torch.manual_seed(seed)
-        head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=hist,
-                          history_pool=pool)  # fmt: skip
-        policy = EncoderPolicy(head, embedder)
-        sep = embedder.sep_id
         t0 = time.perf_counter()
-        mine = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in fit]
-        losses = warm_start(policy, mine, steps=steps, seed=seed)
+        policy, losses = warm_encoder(steps, hist, pool, seed, embedder, fit)
         fit_s = time.perf_counter() - t0
-        hits, probs, nll = [], [], []
-        with torch.no_grad():
-            for k in range(0, len(held), 64):
-                part = [(relayout(d[0], sep, hist, pool), d[1], d[2]) for d in held[k : k + 64]]
-                res = policy.score_candidates([d[0] for d in part], [d[1] for d in part])
-                for sc, d in zip(res.scores, part, strict=True):
-                    logp = torch.log_softmax(sc, dim=-1)
-                    hits.append(int(torch.argmax(sc)) == d[2])
-                    probs.append(float(logp[d[2]].exp()))
-                    nll.append(-float(logp[d[2]]))
+        cut = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in held]
+        agree = expert_agreement(policy, cut)
         row = {
-            "layout": layout, "params": sum(p.numel() for p in head.parameters()),
-            "fit_loss": sum(losses[-20:]) / len(losses[-20:]), "held_top1": sum(hits) / len(hits),
-            "held_prob": sum(probs) / len(probs), "held_nll": sum(nll) / len(nll),
+            "layout": layout, "params": sum(p.numel() for p in policy.model.parameters()),
+            "fit_loss": sum(losses[-20:]) / len(losses[-20:]), "held_top1": agree["top1"],
+            "held_prob": agree["prob"], "held_nll": agree["nll"],
             "held_steps": len(held), "seconds": fit_s,
         }  # fmt: skip
         out.append(row)
         print(json.dumps(row), flush=True)
     return out
+
+
+def measure_scoring(lengths: list[int], batch: int, repeats: int, seed: int) -> list[dict]:
+    """Per prompt length: the median CPU seconds of each score-mode scorer on the tiny LM
+    (:mod:`mvpo_train.score_timing`), forward alone and forward + backward, on ``batch``
+    prompts of 6-11 candidates of 3-9 tokens."""
+    policy = make_policy("lm", seed, None, None)
+    rows = []
+    for n in lengths:
+        prompts, cands = score_batch(policy.model.config.vocab_size, batch, n, seed=seed)
+        row: dict[str, Any] = {"prompt_tokens": n}
+        for kind, backward in (("forward", False), ("forward+backward", True)):
+            times = time_scorers(policy, prompts, cands, backward, repeats)
+            row.update({f"{name} {kind}": sec for name, sec in times.items()})
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def write_scoring(path: Path, rows: list[dict], args: argparse.Namespace) -> None:
+    """The ``--section`` (default "Score mode: kv vs concat") of ``path``: seconds per scorer
+    and pass, each with its ratio to ``kv``."""
+    cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
+    cols = [(name, kind) for name in SCORERS for kind in ("forward", "forward+backward")]
+    lines = [
+        f"## {args.section or 'Score mode: kv vs concat'}",
+        "",
+        f"Command: `nice -n 10 {cmd}`  ",
+        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box. The "
+        f"tiny bundled LM scores {args.score_batch} prompts x 6-11 candidates of 3-9 tokens "
+        f"(random ids, seed {args.seed}); median process CPU seconds of {args.score_repeats} "
+        "rounds that each run every scorer once, in parentheses the ratio to `kv`; `kv` "
+        "shares each prompt's cache among its candidates, `kv copy` copies it per candidate "
+        "(the path before the shared cache), `concat` runs every prompt + candidate in full "
+        "(mvpo_train/score_timing.py).",
+        "",
+        "| prompt tokens | " + " | ".join(f"`{name}` {kind}" for name, kind in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for r in rows:
+        cells = [
+            f"{r[f'{name} {kind}']:.2f} s"
+            + ("" if name == "kv" else f" ({r[f'{name} {kind}'] / r[f'kv {kind}']:.1f}x)")
+            for name, kind in cols
+        ]
+        lines.append(f"| {r['prompt_tokens']} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    old = path.read_text() if path.is_file() else ""
+    path.write_text(replace_section(old, lines[0][3:], text) if old else text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,6 +291,15 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON file of the collected expert steps "
         "(reused when written for the same env kwargs; speed only)",
     )
+    p.add_argument(
+        "--score-prompts",
+        nargs="*",
+        type=int,
+        default=[],
+        help="prompt lengths (tokens) at which to time the LM's score-mode scorers",
+    )
+    p.add_argument("--score-batch", type=int, default=64, help="prompts per scored batch")
+    p.add_argument("--score-repeats", type=int, default=3, help="timings per cell (median)")
     p.add_argument("--work", default="runs/policy_candidates", help="scratch folder")
     p.add_argument("--out", default=None, help="Markdown results file")
     p.add_argument("--section", default="", help="replace (or append) this section of --out")
@@ -298,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    if args.score_prompts:
+        rows_ = measure_scoring(args.score_prompts, args.score_batch, args.score_repeats, args.seed)
+        if args.out:
+            write_scoring(Path(args.out), rows_, args)
     embedder = demos = None
     encoders = [c for c in args.candidates + args.iteration + [args.learn or "lm"] if c != "lm"]
     encoders += [f"encoder:0:{x}" for x in args.layouts]
@@ -325,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
                                            args.env_kwargs, most)  # fmt: skip
             if cached:
                 cached.write_text(json.dumps({"key": key, "demos": demos}))
-        game_of = game_of_steps(demos, embedder.sep_id)
         print(f"{len(demos)} expert steps collected in {time.perf_counter() - t0:.0f} s",
               flush=True)  # fmt: skip
     rows, iters, layouts = [], [], []
@@ -335,12 +351,7 @@ def main(argv: list[str] | None = None) -> int:
             write_markdown(Path(args.out), rows, iters, args, len(demos or []), learn, layouts)
 
     if args.layouts:
-        n_games = max(game_of) + 1
-        gen = torch.Generator().manual_seed(args.seed)
-        n_held = max(1, round(args.held_out * n_games))
-        held_games = set(torch.randperm(n_games, generator=gen)[:n_held].tolist())
-        fit = [d for g, d in zip(game_of, demos, strict=True) if g not in held_games]
-        held = [d for g, d in zip(game_of, demos, strict=True) if g in held_games]
+        fit, held = split_games(demos, embedder.sep_id, args.held_out, args.seed)
         layouts.extend(measure_layouts(args.layouts, args.layout_steps, embedder, fit, held,
                                        args.seed))  # fmt: skip
         if args.embedding_cache:

@@ -7,9 +7,9 @@ scores a batch of candidate actions (docs/training.md, "Action modes").
   path before the shared cache; the fallback for flash and flex attention);
 * ``concat``: every prompt + candidate sequence in full, no cache.
 
-:func:`score_batch` draws a seeded batch of prompts and candidates; :func:`time_scorer` times
-one scorer on it (forward alone, or forward + backward of the summed scores), in process CPU
-seconds, the median of some repeats. ``benchmarks/policy_candidates.py --score-prompts``
+:func:`score_batch` draws a seeded batch of prompts and candidates; :func:`time_scorers` times
+the scorers on it (forward alone, or forward + backward of the summed scores), in process CPU
+seconds, the median of some rounds that each run every scorer once. ``benchmarks/policy_candidates.py --score-prompts``
 writes the table.
 """
 
@@ -23,7 +23,7 @@ import torch
 
 from mvpo_train.policy import Policy
 
-__all__ = ["SCORERS", "score_batch", "time_scorer"]
+__all__ = ["SCORERS", "score_batch", "time_scorers"]
 
 #: scorer name -> (``Policy.score_impl``, copy the prompt cache per candidate)
 SCORERS: dict[str, tuple[str, bool]] = {
@@ -60,41 +60,43 @@ def score_batch(
 
     batch_prompts = [ids(prompt_tokens) for _ in range(prompts)]
     batch_cands = [
-        [ids(between(candidate_tokens)) for _ in range(between(candidates))]
-        for _ in range(prompts)
+        [ids(between(candidate_tokens)) for _ in range(between(candidates))] for _ in range(prompts)
     ]
     return batch_prompts, batch_cands
 
 
-def time_scorer(
+def time_scorers(
     policy: Policy,
     prompts: list[list[int]],
     candidates: list[list[list[int]]],
-    scorer: str,
     backward: bool,
     repeats: int = 3,
-) -> float:
-    """Median process CPU seconds of ``policy.score_candidates`` with ``scorer`` (a key of
-    :data:`SCORERS`) over ``repeats`` runs, with ``backward`` the backward pass of the summed
-    scores included (else under ``torch.no_grad``). The policy's own settings are restored."""
-    if scorer not in SCORERS:
-        raise ValueError(f"unknown scorer {scorer!r}; known: {list(SCORERS)}")
+    scorers: tuple[str, ...] = tuple(SCORERS),
+) -> dict[str, float]:
+    """Median process CPU seconds of ``policy.score_candidates`` with each of ``scorers``
+    (keys of :data:`SCORERS`) over ``repeats`` rounds, each round running every scorer once
+    (so the load of a shared machine meets them alike), with ``backward`` the backward pass of
+    the summed scores included (else under ``torch.no_grad``). The policy's own settings are
+    restored."""
+    unknown = [s for s in scorers if s not in SCORERS]
+    if unknown:
+        raise ValueError(f"unknown scorer(s) {unknown}; known: {list(SCORERS)}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    impl, copy_cache = SCORERS[scorer]
     saved = policy.score_impl, policy._copy_prompt_cache
-    policy.score_impl, policy._copy_prompt_cache = impl, copy_cache
-    seconds = []
+    seconds: dict[str, list[float]] = {s: [] for s in scorers}
     try:
         for _ in range(repeats):
-            policy.model.zero_grad(set_to_none=True)
-            start = time.process_time()
-            with nullcontext() if backward else torch.no_grad():
-                scores = policy.score_candidates(prompts, candidates).scores
-                if backward:
-                    torch.stack([s.sum() for s in scores]).sum().backward()
-            seconds.append(time.process_time() - start)
+            for name in scorers:
+                policy.score_impl, policy._copy_prompt_cache = SCORERS[name]
+                policy.model.zero_grad(set_to_none=True)
+                start = time.process_time()
+                with nullcontext() if backward else torch.no_grad():
+                    scores = policy.score_candidates(prompts, candidates).scores
+                    if backward:
+                        torch.stack([s.sum() for s in scores]).sum().backward()
+                seconds[name].append(time.process_time() - start)
     finally:
         policy.score_impl, policy._copy_prompt_cache = saved
         policy.model.zero_grad(set_to_none=True)
-    return statistics.median(seconds)
+    return {name: statistics.median(v) for name, v in seconds.items()}

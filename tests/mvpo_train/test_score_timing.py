@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mvpo_train.policy import Policy
-from mvpo_train.score_timing import SCORERS, score_batch, time_scorer
+from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
 
 
 def test_score_batch_is_seeded_and_within_its_bounds():
@@ -38,15 +38,18 @@ def test_each_scorer_runs_its_path_and_the_settings_come_back(micro, monkeypatch
 
     monkeypatch.setattr(policy, "_candidate_pass_shared", count("shared", shared))
     monkeypatch.setattr(policy, "token_logprobs", count("concat", concat))
-    seen = {}
-    for name in SCORERS:
-        before = dict(calls)
-        assert time_scorer(policy, prompts, cands, name, backward=True, repeats=2) > 0
-        seen[name] = {k: calls[k] - before[k] for k in calls}
-        assert (policy.score_impl, policy._copy_prompt_cache) == ("kv", False)
-        assert all(p.grad is None for p in policy.model.parameters())
-    assert seen["kv"]["shared"] > 0 and seen["kv"]["concat"] == 0
-    assert seen["kv copy"] == {"shared": 0, "concat": 0}
-    assert seen["concat"]["shared"] == 0 and seen["concat"]["concat"] == 2
-    with pytest.raises(ValueError, match="unknown scorer 'flash'"):
-        time_scorer(policy, prompts, cands, "flash", backward=False)
+    before = dict(calls)
+    times = time_scorers(policy, prompts, cands, backward=True, repeats=2, scorers=("kv",))
+    assert list(times) == ["kv"] and times["kv"] > 0
+    assert calls["shared"] > before["shared"] and calls["concat"] == before["concat"]
+    before = dict(calls)
+    time_scorers(policy, prompts, cands, backward=True, repeats=2, scorers=("kv copy",))
+    assert calls == before  # the copy path: neither the shared pass nor concat's
+    time_scorers(policy, prompts, cands, backward=False, repeats=2, scorers=("concat",))
+    assert calls["shared"] == before["shared"] and calls["concat"] == before["concat"] + 2
+    times = time_scorers(policy, prompts, cands, backward=True, repeats=1)
+    assert list(times) == list(SCORERS) and all(t > 0 for t in times.values())
+    assert (policy.score_impl, policy._copy_prompt_cache) == ("kv", False)
+    assert all(p.grad is None for p in policy.model.parameters())
+    with pytest.raises(ValueError, match=r"unknown scorer\(s\) \['flash'\]"):
+        time_scorers(policy, prompts, cands, backward=False, scorers=("flash",))
