@@ -33,14 +33,15 @@ from pathlib import Path
 import numpy as np
 
 from mvpo_train.stats import bootstrap_ci
-from mvpo_train.study.runs import metric_rows, python_entry, resume_flag
+from mvpo_train.study.runs import metric_rows, train_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 FORMS = ("concat", "factored")
+#: task -> mvpo-train flags on top of the ``cpu-tiny`` preset (:func:`train_cmd`)
 TASKS = {
     "control": [
-        "--preset", "cpu-tiny", "--env-id", "mvpo/MilestoneChain-v0",
+        "--env-id", "mvpo/MilestoneChain-v0",
         "--env-kwargs", '{"difficulty": 1, "num_milestones": 4}', "--tasks", "[]",
         "--max-steps", "50", "--policy", "encoder", "--model", "fresh", "--num-groups", "8",
         "--group-size", "8", "--ppo-epochs", "2", "--lr", "2e-3",
@@ -53,11 +54,9 @@ def run(task: str, form: str, seed: int, iterations: int, base: Path) -> list[fl
     """The run's training success per iteration (training it first when unfinished)."""
     path = base / task / f"{form}-seed{seed}"
     if len(metric_rows(path)) < iterations:
-        cmd = [*python_entry("train_main"), *TASKS[task], "--estimator", "mvpo",
-               "--encoder-head", form, "--seed", str(seed), "--iterations", str(iterations),
-               "--run-dir", str(path), "--threads", "1", "--no-progress", "--no-tensorboard",
-               "--save-every", "5", "--eval-every", "0", "--record-every", "0",
-               "--embedding-cache", str(base / task / "embeddings.npz"), *resume_flag(path)]  # fmt: skip
+        cmd = train_cmd(path, seed, iterations, [*TASKS[task], "--estimator", "mvpo",
+                        "--encoder-head", form], ["--eval-every", "0", "--record-every", "0",
+                        "--embedding-cache", str(base / task / "embeddings.npz")])  # fmt: skip
         subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
     return [float(r["success"]) for r in metric_rows(path)[:iterations]]
 
