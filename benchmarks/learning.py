@@ -18,36 +18,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from learning_env import (  # noqa: F401  (the names the tests and ablations.py read here)
-    ALFWORLD,
-    ARMS,
-    DEFAULT_ARMS,
-    ENVS,
-    FINAL_EVALS,
-    RESULTS,
-    ROOT,
-    WEBSHOP,
-    WEBSHOP_CHILD,
-    WEBSHOP_SUCCESS_ID,
-    arm_flags,
-    count_tasks,
-    final_evals,
-)
-from learning_report import (  # noqa: F401  (as above)
-    candidates_markdown,
-    plot,
-    study_settings,
-    summarize,
-    write_markdown,
-)
-from learning_runs import (  # noqa: F401  (as above)
-    eval_cmd,
-    run_all,
-    train_cmd,
-    warm_candidates,
-    warm_cmd,
-    warm_start_and_eval,
-)
+from learning_env import ALFWORLD, ENVS, ROOT
+from learning_report import candidates_markdown, plot, study_settings, summarize, write_markdown
+from learning_runs import run_all, warm_candidates, warm_start_and_eval
 
 from mvpo_train.study.runs import load_runs
 from mvpo_train.study.tables import save_results

@@ -17,6 +17,8 @@ from mvpo_train.study import run_sets
 
 from .helpers import study_module
 
+learning_env = study_module("learning_env")
+
 
 @pytest.fixture(scope="module")
 def diag():
@@ -383,7 +385,6 @@ def test_the_committed_compact_copies_redraw_the_full_study(diag, tmp_path: Path
 
 def test_the_study_sets_follow_the_studys_plan(diag) -> None:
     """The arms and iterations the sets are marked partial against are the study harness's."""
-    learning = study_module("learning")
-    assert diag.WEBSHOP_STUDY_ARMS == learning.WEBSHOP.arms
-    assert diag.STUDY_ITERATIONS == learning.WEBSHOP.iterations
-    assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning.ALFWORLD.arms)
+    assert diag.WEBSHOP_STUDY_ARMS == learning_env.WEBSHOP.arms
+    assert diag.STUDY_ITERATIONS == learning_env.WEBSHOP.iterations
+    assert set(diag.ALFWORLD_FULL_ARMS) <= set(learning_env.ALFWORLD.arms)

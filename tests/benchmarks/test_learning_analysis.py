@@ -3,6 +3,7 @@ averages, iterations to threshold, bootstrap CIs and paired differences."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 from pathlib import Path
@@ -14,6 +15,9 @@ from mvpo_train import stats
 from mvpo_train.study import curves, runs
 
 from .helpers import study_module
+
+learning_env = study_module("learning_env")
+learning_runs = study_module("learning_runs")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,15 +148,16 @@ def test_a_refused_run_fails_its_script():
 def test_runs_share_the_embedding_cache_given_or_the_base_one(tmp_path):
     """``--embedding-cache`` names one file for every run (sweeps over the same games share it);
     without it each sweep keeps ``BASE/embeddings.npz``."""
-    import argparse
-
-    lm = _learning()
     ns = dict(iterations=2, study=True, num_groups=2, group_size=2, lr=1e-3, eval_every=0,
               eval_episodes=1, env_kwargs="{}", warm="w", extra=[], base=str(tmp_path))  # fmt: skip
-    own = lm.train_cmd(tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=None))
+    own = learning_runs.train_cmd(
+        tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=None)
+    )
     assert own[own.index("--embedding-cache") + 1] == str(tmp_path / "embeddings.npz")
     shared = tmp_path / "shared.npz"
-    cmd = lm.train_cmd(tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=shared))
+    cmd = learning_runs.train_cmd(
+        tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=shared)
+    )
     assert cmd[cmd.index("--embedding-cache") + 1] == str(shared)
 
 
@@ -201,14 +206,14 @@ def test_arm_flags_reach_only_their_arm_and_come_last(tmp_path):
     lm = _learning()
     args = lm.parse_args(["--base", str(tmp_path), "--arms", "grpo", "gigpo", "--lr", "3e-4",
                           "--arm-flags", "grpo=--lr 0.001 --kl-coef 0.05"])  # fmt: skip
-    grpo = lm.train_cmd(tmp_path / "a", "grpo", 0, args)
-    gigpo = lm.train_cmd(tmp_path / "b", "gigpo", 0, args)
+    grpo = learning_runs.train_cmd(tmp_path / "a", "grpo", 0, args)
+    gigpo = learning_runs.train_cmd(tmp_path / "b", "gigpo", 0, args)
     assert grpo[-4:] == ["--lr", "0.001", "--kl-coef", "0.05"]
     assert "--kl-coef" not in gigpo and gigpo[gigpo.index("--lr") + 1] == "0.0003"
-    assert lm.arm_flags(args) == {"grpo": ["--lr", "0.001", "--kl-coef", "0.05"]}
+    assert learning_env.arm_flags(args) == {"grpo": ["--lr", "0.001", "--kl-coef", "0.05"]}
     bad = lm.parse_args(["--base", str(tmp_path), "--arms", "grpo", "--arm-flags", "mvpo=--lr 1"])
     with pytest.raises(SystemExit, match="--arm-flags: expected ARM='FLAGS'"):
-        lm.arm_flags(bad)
+        learning_env.arm_flags(bad)
 
 
 def test_one_process_evaluates_the_warm_start(tmp_path, monkeypatch, capsys):
@@ -231,4 +236,6 @@ def test_one_process_evaluates_the_warm_start(tmp_path, monkeypatch, capsys):
         assert calls == []
         assert "another process of this study is evaluating it" in capsys.readouterr().out
     lm.warm_start_and_eval(args, tmp_path, build=False)
-    assert [c[c.index("--split") + 1] for c in calls] == [s for s, _ in lm.final_evals(args)]
+    assert [c[c.index("--split") + 1] for c in calls] == [
+        s for s, _ in learning_env.final_evals(args)
+    ]

@@ -17,6 +17,9 @@ import pytest
 
 from .helpers import load_benchmark, study_module
 
+learning_env = study_module("learning_env")
+learning_runs = study_module("learning_runs")
+
 ROOT = Path(__file__).resolve().parents[2]
 ASIN = re.compile(r"click\[[a-z0-9]{10}\]")  # a product of the results page
 
@@ -39,27 +42,29 @@ def _flag(cmd: list[str], name: str) -> str:
 
 def test_defaults_are_the_seeds_regime(lm):
     args = lm.parse_args(["--env", "webshop"])
-    assert args.study_env is lm.WEBSHOP
+    assert args.study_env is learning_env.WEBSHOP
     assert args.arms == ["gigpo", "mvpo", "mvpo-no-anchor", "mvpo-no-kappa-decay"]
     assert (args.num_groups, args.group_size) == (16, 8)
     assert args.iterations >= 60 and len(args.seeds) >= 5
-    assert lm.final_evals(args) == (("test", 2),)
+    assert learning_env.final_evals(args) == (("test", 2),)
     assert (args.eval_every, args.eval_episodes) == (20, 1)
     assert json.loads(args.env_kwargs) == {"search_query": "instruction"}
     assert "webshop" in args.base and args.out.endswith("learning_webshop.md")
     # ALFWorld's defaults are untouched by --env
     alf = lm.parse_args([])
-    assert alf.study_env is lm.ALFWORLD and alf.iterations == 30 and alf.num_groups == 8
-    assert lm.final_evals(alf) == lm.FINAL_EVALS and alf.arms == list(lm.DEFAULT_ARMS)
+    assert alf.study_env is learning_env.ALFWORLD and alf.iterations == 30 and alf.num_groups == 8
+    assert learning_env.final_evals(alf) == learning_env.FINAL_EVALS and alf.arms == list(
+        learning_env.DEFAULT_ARMS
+    )
 
 
 def test_arm_flags_reward_steps_and_the_test_split(lm, tmp_path):
     args = lm.parse_args(["--env", "webshop", "--base", str(tmp_path)])
-    cmds = {arm: lm.train_cmd(tmp_path / arm, arm, 0, args) for arm in args.arms}
+    cmds = {arm: learning_runs.train_cmd(tmp_path / arm, arm, 0, args) for arm in args.arms}
     for cmd in cmds.values():
         # every run goes through the child that registers the success-reward env
-        assert cmd[1] == str(lm.WEBSHOP_CHILD) and cmd[2] == "train_main"
-        assert _flag(cmd, "--env-id") == lm.WEBSHOP_SUCCESS_ID
+        assert cmd[1] == str(learning_env.WEBSHOP_CHILD) and cmd[2] == "train_main"
+        assert _flag(cmd, "--env-id") == learning_env.WEBSHOP_SUCCESS_ID
         assert _flag(cmd, "--max-steps") == "15"
         assert (_flag(cmd, "--num-groups"), _flag(cmd, "--group-size")) == ("16", "8")
         assert _flag(cmd, "--eval-split") == "test"
@@ -74,19 +79,19 @@ def test_arm_flags_reward_steps_and_the_test_split(lm, tmp_path):
     kw = json.loads(_flag(cmds["mvpo-no-anchor"], "--estimator-kwargs"))
     assert kw == {"anchor_credit": False}  # tests/mvpo_train/credit/test_mvpo_anchor.py
     # the final evaluation: the test split, played on mvpo/WebShop-v0 (its return = the score)
-    ev = lm.eval_cmd(tmp_path / "mvpo", "test", 2, env=lm.WEBSHOP)
-    assert ev[1:3] == [str(lm.WEBSHOP_CHILD), "eval_main"]
+    ev = learning_runs.eval_cmd(tmp_path / "mvpo", "test", 2, env=learning_env.WEBSHOP)
+    assert ev[1:3] == [str(learning_env.WEBSHOP_CHILD), "eval_main"]
     assert _flag(ev, "--split") == "test" and _flag(ev, "--env-id") == "mvpo/WebShop-v0"
     # ALFWorld's commands do not change
     alf = lm.parse_args(["--base", str(tmp_path)])
-    cmd = lm.train_cmd(tmp_path / "g", "gigpo", 0, alf)
+    cmd = learning_runs.train_cmd(tmp_path / "g", "gigpo", 0, alf)
     assert cmd[1] == "-c" and "--env-id" not in cmd and _flag(cmd, "--max-steps") == "50"
-    assert "--env-id" not in lm.eval_cmd(tmp_path / "g", "valid_unseen", 8)
+    assert "--env-id" not in learning_runs.eval_cmd(tmp_path / "g", "valid_unseen", 8)
 
 
 def test_the_heldout_split_is_the_500_test_goals_and_disjoint_from_train(lm):
-    kwargs = lm.WEBSHOP.env_kwargs
-    assert lm.count_tasks(kwargs, "test", "mvpo/WebShop-v0") == 500
+    kwargs = learning_env.WEBSHOP.env_kwargs
+    assert learning_env.count_tasks(kwargs, "test", "mvpo/WebShop-v0") == 500
     envs = {s: gym.make("mvpo/WebShop-v0", split=s, search_query="instruction") for s in
             ("train", "test")}  # fmt: skip
     try:
@@ -147,7 +152,7 @@ def test_no_kappa_decay_keeps_kappa_at_one(lm, ws):
     from mvpo_train.credit import get_estimator
 
     wins = StepBatch.from_trajectories([dict(group=0, rewards=[1]) for _ in range(4)])
-    flags = lm.WEBSHOP.arm("mvpo-no-kappa-decay")
+    flags = learning_env.WEBSHOP.arm("mvpo-no-kappa-decay")
     kw = json.loads(_flag(flags, "--estimator-kwargs"))
     fixed, decaying = get_estimator("mvpo", **kw), get_estimator("mvpo")
     for _ in range(3):
@@ -183,7 +188,7 @@ def test_nothing_is_chosen_on_the_test_split(lm, tmp_path, monkeypatch):
     assert cfg["env_id"] == "mvpo/WebShop-v0" and cfg["max_steps"] == 15
     assert not {"split", "eval_split"} & set(cfg)  # the split is mvpo-eval's --split train
     # the study's warm start: the same cloning, on train
-    full = lm.warm_cmd(args, args.warm)
+    full = learning_runs.warm_cmd(args, args.warm)
     assert "--split" not in full and _flag(full, "--env-id") == "mvpo/WebShop-v0"
 
 
@@ -227,7 +232,7 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
         json.dumps({"success": 0.05, "score": 0.3})
     )
     runs = lm.load_runs(tmp_path, ["gigpo", "mvpo"], [0, 1], n)
-    table = lm.summarize(runs, tmp_path, 0.2, n, env=lm.WEBSHOP)
+    table = lm.summarize(runs, tmp_path, 0.2, n, env=learning_env.WEBSHOP)
     m = table["arms"]["mvpo"]
     assert np.isclose(m["test"][0], 0.2) and np.isclose(m["test_score"][0], 0.55)
     assert "valid_unseen" not in m and table["warm_start"] == {"test": 0.05, "test_score": 0.3}
@@ -238,7 +243,7 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
     out = tmp_path / "learning_webshop.md"
     lm.write_markdown(table, args, out, out.with_suffix(".png"))
     text = out.read_text()
-    assert "held-out test | test score |" in text and lm.WEBSHOP_SUCCESS_ID in text
+    assert "held-out test | test score |" in text and learning_env.WEBSHOP_SUCCESS_ID in text
     assert "| mvpo - gigpo | 2 |" in text and "0.150" in text
     assert "per task type" not in text
     assert "arms differ only in `gigpo`: `--estimator gigpo`" in text

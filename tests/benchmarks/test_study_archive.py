@@ -4,6 +4,7 @@ runs, and never overwrites a run folder that has metrics."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -18,6 +19,8 @@ from mvpo_train.study.archive import ArchiveError
 from mvpo_train.study.runs import eval_file, n_metrics
 
 from .helpers import load_benchmark, study_module
+
+learning_runs = study_module("learning_runs")
 
 
 def _run(base: Path, name: str, iterations: int) -> Path:
@@ -123,10 +126,9 @@ def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_p
     original = load_checkpoint(run / "checkpoints" / "iter-000010")
     restored = load_checkpoint(found)
     assert restored["state"] == original["state"]
-    lm = study_module("learning")
-    ns = lm.argparse.Namespace(study=False, extra=[], arm_flags=None, arms=["mvpo"],
+    ns = argparse.Namespace(study=False, extra=[], arm_flags=None, arms=["mvpo"],
                                iterations=60)  # fmt: skip
-    assert "--resume" in lm.train_cmd(new / "mvpo-seed0", "mvpo", 0, ns)
+    assert "--resume" in learning_runs.train_cmd(new / "mvpo-seed0", "mvpo", 0, ns)
     # once the run has its final evaluations, the next export drops its checkpoint
     for split in ("valid_unseen", "valid_seen"):
         (run / f"eval-{split}.json").write_text("{}\n")
