@@ -25,8 +25,6 @@ from typing import Any
 
 from mvpo_envs import measure
 from mvpo_envs.cache_files import MANIFEST
-from mvpo_envs.searchqa.retrievers import planted
-from mvpo_envs.searchqa.retrievers.dense import index_folder, ivf_settings
 from mvpo_train.study import bench
 
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
@@ -108,6 +106,8 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(2)
+    from mvpo_envs.searchqa.retrievers import planted
+    from mvpo_envs.searchqa.retrievers.dense import index_folder
     from mvpo_envs.searchqa.store import load_corpus_compact
 
     probe = planted.settings_probe(load_corpus_compact(Path(data) / "corpus.jsonl", cache), cache)
@@ -130,6 +130,7 @@ def dense_child(data: str, cache: str, subset: int) -> dict[str, Any]:
 def _real_embeddings(data: str, cache: str) -> tuple[Any, Path, int]:
     """A settings-only dense retriever, the embedding shard folder and how many leading
     passages have real embeddings in it (``build_embeddings``, resumable)."""
+    from mvpo_envs.searchqa.retrievers import planted
     from mvpo_envs.searchqa.retrievers.dense import embeddings_folder
     from mvpo_envs.searchqa.retrievers.embeddings import rows_done
     from mvpo_envs.searchqa.store import load_corpus_compact
@@ -173,6 +174,8 @@ def dense_ivf_plant_child(data: str, cache: str, real_cache: str) -> dict[str, A
     the real embeddings there are in ``real_cache``'s shards."""
     import numpy as np
 
+    from mvpo_envs.searchqa.retrievers import planted
+    from mvpo_envs.searchqa.retrievers.dense import index_folder, ivf_settings
     from mvpo_envs.searchqa.retrievers.embeddings import load_rows
 
     real_probe, real_folder, rows = _real_embeddings(data, real_cache)
