@@ -50,7 +50,6 @@ import json
 import platform
 import shlex
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +65,10 @@ from mvpo_train.alignment import LABEL_KEY, mean_sd, score_variant  # noqa: E402
 from mvpo_train.alignment_variants import (  # noqa: E402
     VariantError,
     make_variant,
-    parse_variant,
-    recorded_variant,
 )
-from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
-from mvpo_train.config import ConfigError, load_config  # noqa: E402
-from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
+from mvpo_train.batch import StepBatch  # noqa: E402
+from mvpo_train.config import ConfigError  # noqa: E402
+from mvpo_train.records import RecordError  # noqa: E402
 from mvpo_train.run_relabeller import RelabelSetupError  # noqa: E402
 from mvpo_train.run_relabeller import RunReplayer as _RunReplayer  # noqa: E402
 from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert  # noqa: E402
@@ -81,11 +78,17 @@ from mvpo_train.study.analyze_only import (  # noqa: E402
     saved_results,
 )
 from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
+from mvpo_train.study.run_alignment import (  # noqa: E402
+    DEFAULT_RUN_VARIANTS,
+    auc_summary,
+    score_run,
+    write_json,
+)
 
 ENV_ID = "mvpo/ALFWorld-v0"
 DEFAULT_PS = (0.15, 0.3, 0.5)
 DEFAULT_SEEDS = (0, 1, 2)
-DEFAULT_VARIANTS = ("mvpo", "mvpo:lambda_L=0")
+DEFAULT_VARIANTS = DEFAULT_RUN_VARIANTS
 CACHE = ROOT / "runs" / "alignment-cache"
 MAX_UNVERIFIED = 0.01  # --relabel: above this fraction of unverified trajectories, exit 1
 OUT = ROOT / "benchmarks" / "results" / "alignment"
@@ -137,17 +140,10 @@ def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
             results["batches"].append(entry)
             print(
                 f"p={p:g} seed={seed}: {len(batch)} rows, success {entry['success']:.2f}, "
-                + _auc_summary(entry["variants"]),
+                + auc_summary(entry["variants"]),
                 flush=True,
             )
     return results
-
-
-def _auc_summary(variants: dict[str, dict[str, Any]]) -> str:
-    """``name AUC 0.812 (3 repaired), ...``: the progress line of one batch's variants."""
-    return ", ".join(
-        f"{v} AUC {s['auc']:.3f} ({s['repaired_rows']} repaired)" for v, s in variants.items()
-    )
 
 
 class RunReplayer(_RunReplayer):
@@ -157,148 +153,6 @@ class RunReplayer(_RunReplayer):
 
     def __init__(self, run_dir: Path, cache: Path, workers: int = 1):
         super().__init__(run_dir, cache, workers, env_ids=(ENV_ID,), overrides={"engine": "fast"})
-
-
-def run_records(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    """Score a run's recorded batches; ``(results, exit status)`` (docs/alignment.md)."""
-    run_dir = Path(args.run_dir)
-    records = find_records(run_dir)
-    if not records:
-        raise BenchError(
-            f"--run-dir {run_dir}: no records/iter-*.npz (train with --record-every; records "
-            'stay on the machine that ran the study: docs/learning_study.md, "What a study keeps")'
-        )
-    first = read_batch_record(next(iter(records.values())))
-    trained_mvpo = first.estimator_name == "mvpo"
-    variants = list(args.variant or ([] if trained_mvpo else DEFAULT_VARIANTS))
-    for v in variants:
-        make_variant(v)  # a bad variant fails before any replay
-    if args.state == "chained" and any(
-        parse_variant(v)[0] != first.estimator_name for v in variants
-    ):
-        if list(records) != list(range(1, len(records) + 1)):
-            raise BenchError(
-                f"--state chained needs the record of every iteration from 1 ({run_dir} has "
-                f"{len(records)} from {min(records)} to {max(records)}); use --state fresh"
-            )
-    config_path = run_dir / "config.yaml"
-    gamma = float(load_config(config_path).get("gamma", 0.95)) if config_path.is_file() else 0.95
-    t0 = time.perf_counter()
-    replayer = RunReplayer(run_dir, Path(args.cache), args.workers) if args.relabel else None
-    names = (["trained"] if trained_mvpo else []) + variants
-    out: dict[str, Any] = {
-        "run": str(args.run_dir),
-        "variants": {v: {k: [] for k in _SERIES} for v in names},
-        "unverified_trajectories": 0,
-        "trajectories": 0,
-        "command": args.command,
-        "relabelled": bool(args.relabel),
-        "state": args.state,
-        "max_unverified": args.max_unverified,
-        "complete": False,
-        "unverified": [],
-        "iterations": [],
-    }
-    if replayer is not None:
-        out["reset_map"] = {
-            "tasks": sum(len(v) for v in replayer.map.values()),
-            "distinct_first_observations": len(replayer.map),
-            "build_seconds": replayer.map_seconds,
-            "from_cache": replayer.map_cached,
-        }
-    chained: dict[str, Any] = {}
-    selected = parse_iterations(args.iterations) if args.iterations else None
-    try:
-        for it, path in records.items():
-            rec = read_batch_record(path)
-            if selected is not None and it not in selected:
-                for v in variants:  # a chained variant still sees the batch, in order
-                    if parse_variant(v)[0] != rec.estimator_name and args.state == "chained":
-                        recorded_variant(v, rec, gamma, chained, args.state)(rec.batch)
-                continue
-            row: dict[str, Any] = {"iteration": it, "rows": len(rec.batch), "variants": {}}
-            if replayer is not None:
-                res = replayer.relabel(rec)
-                labels = res.labels
-                out["trajectories"] += res.trajectories
-                out["unverified_trajectories"] += len(res.unverified)
-                out["unverified"] += [
-                    {"iteration": it, "group": u.group, "traj": u.traj, "reason": u.reason}
-                    for u in res.unverified
-                ]
-                row["unverified_trajectories"] = len(res.unverified)
-            elif LABEL_KEY in rec.extras:
-                labels = rec.extras[LABEL_KEY].astype(np.int64)
-                out["trajectories"] += len(np.unique(rec.batch.traj))
-            else:
-                raise BenchError(
-                    f"{path}: no {LABEL_KEY!r} column: the run did not play {ENV_ID} with "
-                    "--env-kwargs '{\"progress_oracle\": true}' (add --relabel to recover the "
-                    "labels by replay)"
-                )
-            batch = StepBatch(  # the recorded extras too: a pooled MVPO reads the task labels
-                **{f: getattr(rec.batch, f) for f in FIELDS},
-                extras={**rec.batch.extras, LABEL_KEY: labels},
-            )
-            if trained_mvpo:
-                row["variants"]["trained"] = score_variant(batch, rec.make_estimator(), labels)
-            for v in variants:
-                est = recorded_variant(v, rec, gamma, chained, args.state)
-                row["variants"][v] = score_variant(batch, est, labels)
-            for v, s in row["variants"].items():
-                series = out["variants"][v]
-                series["iterations"].append(it)
-                for k in _SERIES[1:]:
-                    series[k].append(s[k])
-            out["iterations"].append(row)
-            lost = f"{row['unverified_trajectories']} unverified, " if replayer else ""
-            print(f"iteration {it}: {lost}" + _auc_summary(row["variants"]), flush=True)
-            out["seconds"] = time.perf_counter() - t0
-            write_json(args.json, out)  # after every batch: a long replay shows its progress
-    finally:
-        if replayer is not None:
-            replayer.close()
-    out["seconds"] = time.perf_counter() - t0
-    out["complete"] = True
-    m, n = out["trajectories"], out["unverified_trajectories"]
-    status = 0
-    if m and n / m > args.max_unverified:
-        print(
-            f"alignment: {n} of {m} trajectories unverified ({n / m:.1%} > --max-unverified "
-            f"{args.max_unverified:.1%}); the reasons are in the JSON's 'unverified'",
-            file=sys.stderr,
-        )
-        status = 1
-    return out, status
-
-
-def write_json(path: str | None, results: dict[str, Any]) -> None:
-    """``results`` to ``path`` (atomically; nothing when ``path`` is None)."""
-    if not path:
-        return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(results, indent=1, allow_nan=True) + "\n")
-    tmp.replace(target)
-
-
-def parse_iterations(text: str) -> set[int]:
-    """``"1,5,10-12"`` -> ``{1, 5, 10, 11, 12}`` (``--iterations``)."""
-    out: set[int] = set()
-    try:
-        for part in filter(None, (p.strip() for p in text.split(","))):
-            a, _, b = part.partition("-")
-            out.update(range(int(a), int(b or a) + 1))
-    except ValueError:
-        raise BenchError(f"--iterations {text!r}: a list such as 1,5,10-12") from None
-    if not out:
-        raise BenchError(f"--iterations {text!r}: no iteration")
-    return out
-
-
-#: the per-variant series of the run JSON (docs/alignment.md), "iterations" first
-_SERIES = ("iterations", "auc", "repaired_rows", "positives", "negatives", "labelled_fraction")
 
 
 def command_line(args: argparse.Namespace) -> str:
@@ -427,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
             if not 0.0 <= args.max_unverified <= 1.0:
                 raise BenchError("--max-unverified: a fraction in [0, 1]")
             args.command = shlex.join(["python", "benchmarks/alignment.py", *raw])
-            res, status = run_records(args)
+            hint = f"{ENV_ID} with --env-kwargs '{{\"progress_oracle\": true}}'"
+            res, status = score_run(args, RunReplayer, hint)
             write_json(args.json, res)
             print(json.dumps(res, indent=1, allow_nan=True))
             return status

@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 
 from mvpo_train.alignment import LABEL_KEY, gigpo_twin, repair_alignment
-from mvpo_train.alignment_variants import recorded_variant
+from mvpo_train.alignment_variants import (
+    VariantError,
+    make_variant,
+    parse_variant,
+    recorded_variant,
+)
 from mvpo_train.batch import StepBatch
 from mvpo_train.cli import train_main
 from mvpo_train.inspect.data import build_inspect_data
@@ -30,17 +35,17 @@ def bench():
     sys.modules.pop("alignment_bench", None)
 
 
-def test_variants_parse_into_estimator_keywords(bench):
-    assert bench.parse_variant("mvpo") == ("mvpo", {})
-    assert bench.parse_variant("mvpo:lambda_L=0,kappa_schedule=constant") == (
+def test_variants_parse_into_estimator_keywords():
+    assert parse_variant("mvpo") == ("mvpo", {})
+    assert parse_variant("mvpo:lambda_L=0,kappa_schedule=constant") == (
         "mvpo",
         {"lambda_L": 0, "kappa_schedule": "constant"},
     )
-    assert bench.make_variant("mvpo:lambda_L=0").config.lambda_L == 0.0
-    with pytest.raises(bench.BenchError, match="not key=value"):
-        bench.parse_variant("mvpo:lambda_L")
-    with pytest.raises(bench.BenchError, match="no_such_field"):
-        bench.make_variant("mvpo:no_such_field=1")
+    assert make_variant("mvpo:lambda_L=0").config.lambda_L == 0.0
+    with pytest.raises(VariantError, match="not key=value"):
+        parse_variant("mvpo:lambda_L")
+    with pytest.raises(VariantError, match="no_such_field"):
+        make_variant("mvpo:no_such_field=1")
 
 
 def test_noisy_expert_batches_are_cached_and_scored(bench, tmp_path):
