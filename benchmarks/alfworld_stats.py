@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mvpo_envs.alfworld.data import TASK_TYPES
 from mvpo_envs.alfworld_game_stats import SetStats, measure_set
-from mvpo_envs.realdata import add_realdata_argument, require_realdata
+from mvpo_envs.realdata import add_realdata_argument, require_realdata, without_realdata
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if args.markdown:
-        command = "python benchmarks/alfworld_stats.py " + " ".join(argv or sys.argv[1:])
+        shown = without_realdata(argv if argv is not None else sys.argv[1:])
+        command = "python benchmarks/alfworld_stats.py " + " ".join(shown)
         args.markdown.write_text(
             f"# Generated vs real ALFWorld games\n\n`{command.strip()}`\n\n{text}\n",
             encoding="utf-8",

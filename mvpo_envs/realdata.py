@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "add_realdata_argument", "realdata_dir", "require_realdata"]
+__all__ = [
+    "ENV_VAR",
+    "add_realdata_argument",
+    "realdata_dir",
+    "require_realdata",
+    "without_realdata",
+]
 
 #: the environment variable that names the folder
 ENV_VAR = "MVPO_REALDATA"
@@ -51,3 +58,19 @@ def add_realdata_argument(parser: argparse.ArgumentParser, opt_out: bool = True)
         parser.add_argument(
             "--no-realdata", action="store_true", help="leave out what needs the real samples"
         )
+
+
+def without_realdata(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--realdata DIR`` (or ``--realdata=DIR``): the command a results page
+    records, since the folder lies outside the repository and the page names it by
+    ``MVPO_REALDATA``."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--realdata":
+            skip = True
+        elif not arg.startswith("--realdata="):
+            out.append(arg)
+    return out

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from mvpo_envs.realdata import ENV_VAR, add_realdata_argument, realdata_dir, require_realdata
+from mvpo_envs.realdata import (
+    ENV_VAR,
+    add_realdata_argument,
+    realdata_dir,
+    require_realdata,
+    without_realdata,
+)
 
 
 def test_no_default_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -40,3 +46,8 @@ def test_argument() -> None:
     args = p.parse_args(["--realdata", "x", "--no-realdata"])
     assert args.realdata == Path("x") and args.no_realdata
     assert p.parse_args([]).realdata is None
+
+
+def test_the_recorded_command_leaves_the_folder_out() -> None:
+    argv = ["--episodes", "5", "--realdata", "/elsewhere", "--realdata=/x", "--markdown", "o.md"]
+    assert without_realdata(argv) == ["--episodes", "5", "--markdown", "o.md"]
