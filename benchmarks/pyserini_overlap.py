@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
+from mvpo_envs.searchqa.agreement import overlap_at, rank_all, support_at, top1_agreement
 from mvpo_train.study.bench import ResultStore
 
 RESULTS = Path(__file__).parent / "results" / "pyserini_overlap.md"
@@ -25,10 +26,6 @@ COMMAND = (
     "nice -n 10 .venv/bin/python benchmarks/pyserini_overlap.py --large /tmp/sqscale/bench/d1000000"
     " --large-cache /tmp/sqscale/bench/cache-d1000000"
 )
-
-
-def overlap(a: list[str], b: list[str], k: int) -> float:
-    return len(set(a[:k]) & set(b[:k])) / k
 
 
 def compare(
@@ -42,30 +39,20 @@ def compare(
     lucene = make_retriever("pyserini", corpus, cache_dir=cache, threads=2, query_cache_size=0)
     build_s = time.perf_counter() - t
     bm25 = make_retriever("bm25", corpus, cache_dir=cache, query_cache_size=0)
-    rows: dict[str, list[list[str]]] = {"pyserini": [], "bm25": []}
-    times: dict[str, list[float]] = {"pyserini": [], "bm25": []}
-    for label, r in (("pyserini", lucene), ("bm25", bm25)):  # one backend at a time
-        for q in queries:
-            t = time.perf_counter()
-            hits = r.search([q], 50)[0]
-            times[label].append((time.perf_counter() - t) * 1000)
-            rows[label].append([h["id"] for h in hits])
-    pairs = list(zip(rows["pyserini"], rows["bm25"], strict=True))
+    ranked = {"pyserini": rank_all(lucene, queries, 50), "bm25": rank_all(bm25, queries, 50)}
+    rows = {k: v[0] for k, v in ranked.items()}
     out: dict[str, Any] = {
         "corpus": name,
         "passages": len(corpus),
         "queries": len(queries),
         "lucene_build_s": build_s if getattr(lucene, "built_now", True) else None,
-        "overlap10": statistics.mean(overlap(a, b, 10) for a, b in pairs),
-        "overlap50": statistics.mean(overlap(a, b, 50) for a, b in pairs),
-        "top1": statistics.mean(float(bool(a) and bool(b) and a[0] == b[0]) for a, b in pairs),
-        "search_p50_ms": {k: statistics.median(v) for k, v in times.items()},
+        "overlap10": overlap_at(rows["pyserini"], rows["bm25"], 10),
+        "overlap50": overlap_at(rows["pyserini"], rows["bm25"], 50),
+        "top1": top1_agreement(rows["pyserini"], rows["bm25"]),
+        "search_p50_ms": {k: statistics.median(v[1]) for k, v in ranked.items()},
     }
     if any(support):
-        out["support_top3"] = {
-            k: statistics.mean(float(bool(set(r[:3]) & s)) for r, s in zip(v, support, strict=True))
-            for k, v in rows.items()
-        }
+        out["support_top3"] = {k: support_at(v, support, 3) for k, v in rows.items()}
     return out
 
 
