@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import platform
-import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms
 from mvpo_train.credit.potential import AMPWeights, region_potential, viability_values
 from mvpo_train.credit.regions import viability_regions
 from mvpo_train.segments import factorize
-from mvpo_train.study.synthetic import REFERENCE_STEP_S, fresh, synthetic_batch
+from mvpo_train.study.synthetic import REFERENCE_STEP_S, fresh, process_times, synthetic_batch
 
 HERE = Path(__file__).resolve().parent
 
@@ -88,19 +88,15 @@ def main() -> None:
     info = {}
     for label, (n_groups, repeats) in sizes.items():
         base = synthetic_batch(n_groups)
-        times: dict[str, list[float]] = {k: [] for k in st}
-        for _ in range(repeats):
-            for name, fn in st.items():
-                b = prepare(fresh(base))
-                if name == "AMP update":
-                    amp, hn = b.__dict__["_amp"]
-                    b.__dict__["_amp"] = (
-                        AMPWeights(names=list(amp.names), weights=amp.weights),
-                        hn,
-                    )
-                t0 = time.process_time()
-                fn(b)
-                times[name].append(time.process_time() - t0)
+
+        def setup(name: str, base: StepBatch = base) -> Callable[[], object]:
+            b = prepare(fresh(base))
+            if name == "AMP update":
+                amp, hn = b.__dict__["_amp"]
+                b.__dict__["_amp"] = (AMPWeights(names=list(amp.names), weights=amp.weights), hn)
+            return partial(st[name], b)
+
+        times = process_times(st, setup, repeats)
         res[label] = {k: float(np.median(v)) for k, v in times.items()}
         region = viability_regions(base.signature, base.traj, base.t, base.group_index)
         info[label] = (len(base), int(region.max()) + 1, len(base.milestone_hits[0]))

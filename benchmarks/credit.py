@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from mvpo_train.study.synthetic import (
     REFERENCE_ADV_S,
     REFERENCE_STEP_S,
     fresh,
+    process_times,
     synthetic_batch,
     time_major,
 )
@@ -44,13 +45,7 @@ def time_estimators(
     Repeats are interleaved across estimators and each ratio is taken within one round, so a
     busy machine slows both sides alike. Each call gets a fresh batch and a fresh estimator.
     """
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for _ in range(repeats):
-        for name in names:
-            est, b = make(name), fresh(batch)
-            t0 = time.process_time()
-            est(b)
-            times[name].append(time.process_time() - t0)
+    times = process_times(names, lambda n: partial(make(n), fresh(batch)), repeats)
     ref = np.asarray(times["gigpo"])
     med = {n: float(np.median(v)) for n, v in times.items()}
     ratio = {n: float(np.median(np.asarray(v) / ref)) for n, v in times.items()}
@@ -60,12 +55,8 @@ def time_estimators(
 def time_build(batch: StepBatch, repeats: int = 5) -> float:
     """Median seconds to build the batch from one dict per step (shared by every estimator)."""
     steps = [{f: getattr(batch, f)[k] for f in FIELDS} for k in range(len(batch))]
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        StepBatch.from_steps(steps)
-        times.append(time.process_time() - t0)
-    return float(np.median(times))
+    times = process_times(["build"], lambda _: partial(StepBatch.from_steps, steps), repeats)
+    return float(np.median(times["build"]))
 
 
 def table(names: list[str], res: dict, ratio: dict) -> list[str]:

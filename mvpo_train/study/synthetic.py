@@ -4,18 +4,28 @@
 G rollouts per task walk between 20 receptacles for a fixed horizon, revisit some (anchors
 repeat, loops), fire sparse milestones at the task's target and sometimes win at the last step;
 anchors are observations of about 170 characters, signatures look like
-``cabinet 1|cup+potato|d6``. The same arguments give the same batch.
+``cabinet 1|cup+potato|d6``. The same arguments give the same batch. :func:`process_times`
+times calls on such batches.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 
 import numpy as np
 
 from mvpo_train.batch import StepBatch
 
-__all__ = ["REFERENCE_ADV_S", "REFERENCE_STEP_S", "fresh", "synthetic_batch", "time_major"]
+__all__ = [
+    "REFERENCE_ADV_S",
+    "REFERENCE_STEP_S",
+    "fresh",
+    "process_times",
+    "synthetic_batch",
+    "time_major",
+]
 
 #: the MVPO paper, Table 3 (ALFWorld, MVPO): seconds per training step, and of them the
 #: advantage construction's
@@ -95,3 +105,20 @@ def time_major(batch: StepBatch) -> StepBatch:
     """The same rows in the order ``rollout.collect()`` emits them: step t of every env, then
     step t + 1 (so estimators first sort them by trajectory)."""
     return batch.take(np.lexsort((batch.traj, batch.t)))
+
+
+def process_times(
+    names: Iterable[str], setup: Callable[[str], Callable[[], object]], repeats: int
+) -> dict[str, list[float]]:
+    """Process CPU seconds of each name's call, one per round: ``setup(name)`` builds the call
+    (untimed: a new batch and estimator, say), then the call alone is timed. Rounds are
+    interleaved across the names, so a busy machine slows every name alike."""
+    names = list(names)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(repeats):
+        for name in names:
+            call = setup(name)
+            t0 = time.process_time()
+            call()
+            times[name].append(time.process_time() - t0)
+    return times

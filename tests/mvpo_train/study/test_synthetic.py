@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from mvpo_train.credit import get_estimator
-from mvpo_train.study.synthetic import fresh, synthetic_batch, time_major
+from mvpo_train.study.synthetic import fresh, process_times, synthetic_batch, time_major
 
 
 def test_the_same_arguments_give_the_same_batch():
@@ -30,3 +30,16 @@ def test_fresh_copies_and_the_rollout_order_give_the_same_advantages():
     adv_t, _ = get_estimator("mvpo")(shuffled)
     order = np.lexsort((batch.traj, batch.t))
     np.testing.assert_allclose(adv_t, adv[order])
+
+
+def test_process_times_interleaves_rounds_and_times_only_the_call():
+    order: list[str] = []
+
+    def setup(name: str):
+        order.append(f"setup {name}")
+        return lambda: order.append(f"call {name}")
+
+    times = process_times(["a", "b"], setup, repeats=2)
+    assert {k: len(v) for k, v in times.items()} == {"a": 2, "b": 2}
+    assert all(t >= 0.0 for v in times.values() for t in v)
+    assert order == ["setup a", "call a", "setup b", "call b"] * 2
