@@ -1,5 +1,5 @@
-"""Shared test fixtures: where the real third-party samples are (``MVPO_REALDATA``; skip when
-unset)."""
+"""Shared test fixtures: where the real third-party samples are (``MVPO_REALDATA``, else the
+workplace's ``../shared/realdata`` beside the checkout when it exists; skip when absent)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
-    """The real third-party samples' folder (``MVPO_REALDATA``, opt-in: no default)."""
+    """The real third-party samples' folder: ``MVPO_REALDATA``, else ``../shared/realdata``
+    beside the checkout (the samples' own README lets tests read them there when it exists; a
+    user's clone has none, and the tests that need them skip)."""
     from mvpo_envs.realdata import ENV_VAR, realdata_dir
 
-    folder = realdata_dir()
-    if folder is None:
-        pytest.skip(f"real samples: set {ENV_VAR} to their folder")
+    folder = realdata_dir() or Path(__file__).resolve().parents[2] / "shared" / "realdata"
     if not folder.is_dir():
         pytest.skip(f"real samples: {ENV_VAR}={folder} is not a folder")
     return folder
