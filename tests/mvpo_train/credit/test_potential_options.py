@@ -75,12 +75,29 @@ def test_the_paper_form_and_v1_are_unchanged_bit_for_bit(batches):
     assert "pool" not in get_estimator("mvpo").state_dict()
 
 
+# the options as measured (benchmarks/results/potential_*), computed at commit cfe3236 before
+# td_chain and the records' share of the pool: the default chain over keys stays bit for bit
+OPTIONS_BEFORE = {
+    "pooled": "06c1d00ac62547564cf16700e46d44d9e08a8d66cd0f3ef19fc10d69900223b6",
+    "td": "b3ee47bcb8785530bf9ef41484ee5e752bde192e79bc68ef638c729fb60b4e8c",
+    "all": "8d6a70503f3ddca2cacc4549f206a975dc012f5e843ad5ac1aef123496ff13ac",
+}
+
+
+def test_the_measured_options_are_unchanged_bit_for_bit(batches):
+    assert digest(batches, **POOLED) == OPTIONS_BEFORE["pooled"]
+    assert digest(batches, **TD) == OPTIONS_BEFORE["td"]
+    assert digest(batches, **ALL) == OPTIONS_BEFORE["all"]
+    assert digest(batches, **ALL, td_chain="keys") == OPTIONS_BEFORE["all"]
+    assert digest(batches, **ALL, td_chain="regions") != OPTIONS_BEFORE["all"]
+
+
 @pytest.mark.parametrize("kwargs", [{"potential_split": "milestones"}, POOLED, BOTH, TD, ALL])
 def test_each_option_changes_the_advantages(batches, kwargs):
     assert digest(batches, **kwargs) != BEFORE["paper"]
 
 
-@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL])
+@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL, {**ALL, "td_chain": "regions"}])
 def test_pooled_statistics_resume_bit_exactly(batches, kwargs):
     straight = get_estimator("mvpo", **kwargs)
     for b in batches[:2]:
@@ -127,7 +144,9 @@ def with_success(batch: StepBatch, traj: int) -> StepBatch:
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("kwargs", [POOLED, BOTH, TD, ALL, {**ALL, "td_folds": 8}])
+@pytest.mark.parametrize(
+    "kwargs", [POOLED, BOTH, TD, ALL, {**ALL, "td_folds": 8}, {**ALL, "td_chain": "regions"}]
+)
 def test_a_trajectory_never_scores_itself(batches, kwargs):
     """Change one trajectory's own return: the potentials that score its rows do not move, not
     even by rounding, while the paper's in-sample ones do; the other trajectories of its group
