@@ -16,7 +16,11 @@ read the plan lengths, and every arm logs ``align/*`` only if it is MVPO). 20 it
 
 Runs go to ``--base`` (``<base>/<arm>-seed<k>/``, :mod:`mvpo_train.study.runs`): a finished run
 is skipped, an interrupted one resumes from its checkpoint, ``<base>/settings.json`` refuses a
-changed setting. Results: ``benchmarks/results/oracle_gain_alfworld.{md,json}``: per arm area
+changed setting. Every finished run (trained and evaluated) is also copied, its compact files
+only (``metrics.jsonl``, ``config.yaml``, ``eval-*.json``; :mod:`mvpo_train.study.archive`),
+into ``--archive`` (default ``benchmarks/results/oracle_gain_alfworld_runs/``, committed), and
+every call first imports that archive into ``--base``: the study continues across sessions
+whose run folders are gone, and ``--analyze-only`` rebuilds the tables anywhere. Results: ``benchmarks/results/oracle_gain_alfworld.{md,json}``: per arm area
 (mean batch success over the iterations), final (last 5), held-out success and the measured
 ``align/auc``, each with a t-based 95% interval over seeds; per arm against GiGPO the paired
 differences with t-based intervals and percentile-bootstrap intervals beside them.
@@ -46,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.study.archive import compact_files, import_
 from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
 from mvpo_train.study.runs import (
     eval_file,
@@ -110,8 +115,37 @@ def eval_argv(path: Path, episodes: int, max_tasks: int = 0) -> list[str]:
     return argv + (["--max-tasks", str(max_tasks)] if max_tasks else [])
 
 
+def restore(args: argparse.Namespace) -> None:
+    """Import the committed archive's runs into ``--base`` (a run already there is kept), after
+    checking that the archive was made with this study's settings."""
+    archive = Path(args.archive)
+    if not archive.is_dir():
+        return
+    check_settings(archive, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
+    import_(archive, Path(args.base))
+
+
+def archive_finished(args: argparse.Namespace) -> int:
+    """Copy the compact files of every finished run (all iterations and the held-out
+    evaluation) into ``--archive``; the count."""
+    archive, n = Path(args.archive), 0
+    check_settings(archive, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
+    for seed in args.seeds:
+        for arm in args.arms:
+            path = run_dir(Path(args.base), arm, seed)
+            if n_metrics(path) < args.iterations or not eval_file(path, HELDOUT).is_file():
+                continue
+            dest = archive / path.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in compact_files(path):
+                shutil.copy2(f, dest / f.name)
+            n += 1
+    return n
+
+
 def run_all(args: argparse.Namespace) -> None:
-    """Train and evaluate every (arm, seed) not finished yet, seed by seed."""
+    """Train and evaluate every (arm, seed) not finished yet, seed by seed; archive the
+    finished ones."""
     base = Path(args.base)
     check_settings(base, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
     pending = []
@@ -127,6 +161,7 @@ def run_all(args: argparse.Namespace) -> None:
             if cmds:
                 pending.append((f"{arm}-seed{seed}", path, " && ".join(map(shlex.join, cmds))))
     failed = run_local(pending, args.jobs, ROOT)
+    archive_finished(args)
     if failed:
         print(f"oracle_gain_alfworld: failed: {failed} (see their train.log)", flush=True)
 
@@ -412,6 +447,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
     p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain-alfworld"))
     p.add_argument("--out", default=str(RESULTS / "oracle_gain_alfworld.md"))
+    p.add_argument("--archive", default=str(RESULTS / "oracle_gain_alfworld_runs"),
+                   help="committed compact results of the finished runs")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true", help="only rewrite the tables")
     p.add_argument("--size", action="store_true", help="measure the cost, write the estimate")
     p.add_argument("--size-base", default=str(ROOT / "runs" / "oracle-gain-alfworld-size"))
@@ -426,10 +463,14 @@ def main(argv: list[str] | None = None) -> None:
     out_path = Path(args.out)
     old = out_path.with_suffix(".json")
     sizing = json.loads(old.read_text()).get("sizing") if old.is_file() else None
+    if not args.size:
+        restore(args)
     if args.size:
         sizing = size(args)
     elif not args.analyze_only:
         run_all(args)
+    else:
+        archive_finished(args)  # runs finished since the last call (an interrupted sweep)
     write(analyze(args, sizing), out_path, args.analyze_only or args.size, args.jobs)
 
 

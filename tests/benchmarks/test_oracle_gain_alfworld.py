@@ -5,6 +5,7 @@ arms with GiGPO by seed."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -57,7 +58,8 @@ def _fake_run(path, success: list[float], heldout: float, auc: float | None) -> 
 def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp_path):
     base, out = tmp_path / "runs", tmp_path / "res" / "oracle_gain_alfworld.md"
     out.parent.mkdir()
-    flags = ["--base", str(base), "--out", str(out), "--iterations", "4", "--seeds", "0", "1", "2"]
+    flags = ["--base", str(base), "--out", str(out), "--iterations", "4", "--seeds", "0", "1", "2",
+             "--archive", str(tmp_path / "archive")]  # fmt: skip
     rng = np.random.default_rng(0)
     truth: dict[str, dict[int, float]] = {}
     for arm, lift in (("gigpo", 0.0), ("oracle-r0", 0.01), ("oracle-r1", 0.2)):
@@ -97,3 +99,31 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
     md = out.read_text()
     assert "one run = setup + 20 x 85 s + 134 games x 4 episode(s) x 6.2 s" in md
     assert "the study, 9 runs: 12.8 CPU h" in md
+
+
+def test_finished_runs_are_archived_and_restored_where_run_folders_are_gone(og, tmp_path):
+    """Only finished runs (every iteration and the held-out evaluation) go to the archive, with
+    their compact files only; a later call on a machine without the run folders imports them
+    and writes the same tables."""
+    base, out, arch = tmp_path / "runs", tmp_path / "res" / "oga.md", tmp_path / "archive"
+    out.parent.mkdir()
+    flags = ["--base", str(base), "--out", str(out), "--iterations", "3", "--seeds", "0", "1",
+             "--archive", str(arch)]  # fmt: skip
+    for arm in og.ARMS:
+        _fake_run(run_dir(base, arm, 0), [0.1, 0.2, 0.3], 0.2, 0.7)
+    _fake_run(run_dir(base, "gigpo", 1), [0.1, 0.2], 0.2, None)  # unfinished: 2 of 3 iterations
+    (run_dir(base, "gigpo", 0) / "records").mkdir()  # not a compact file: never archived
+    og.main([*flags, "--analyze-only"])
+    first = out.with_suffix(".json").read_text()
+    assert sorted(p.name for p in arch.iterdir()) == sorted(
+        ["settings.json", *(f"{a}-seed0" for a in og.ARMS)]
+    )
+    assert sorted(p.name for p in (arch / "gigpo-seed0").iterdir()) == [
+        "eval-valid_unseen.json", "metrics.jsonl"]  # fmt: skip
+    shutil.rmtree(base)
+    og.main([*flags, "--analyze-only"])
+    assert out.with_suffix(".json").read_text() == first
+    assert (run_dir(base, "oracle-r1", 0) / "metrics.jsonl").is_file()
+    # an archive made with other settings is refused in one line
+    with pytest.raises(SystemExit, match="changed"):
+        og.main([*flags, "--analyze-only", "--lr", "0.001"])
