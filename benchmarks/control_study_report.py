@@ -16,6 +16,7 @@ from control_study_runs import (
 
 from mvpo_train.stats import SMOOTH
 from mvpo_train.study import tables
+from mvpo_train.study.curves import band_line
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, reach_cell
 
 
@@ -30,11 +31,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
     fig, axes = plt.subplots(1, panels, figsize=(5.3 * panels, 4.4))
     colors: dict[str, Any] = {}
     for arm, row in table["arms"].items():
-        y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
-        x = np.arange(1, len(y) + 1)
-        (line,) = axes[0].plot(x, y, label=f"{arm} (n={n_seeds(row)})")
-        colors[arm] = line.get_color()
-        axes[0].fill_between(x, lo, hi, alpha=0.15, color=colors[arm])
+        x, colors[arm] = band_line(axes[0], arm, row)
         zc = np.array([np.nan if v is None else v for v in row["curves"]["zero_credit_ratio"]])
         axes[2].plot(x, zc, label=arm, color=colors[arm])
         for k in align[:1]:  # the AUC
@@ -42,10 +39,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
             if v.size:
                 axes[3].plot(x, v, label=f"{arm} {k}", color=colors[arm])
     for name, p in table["pairs"].items():
-        y, lo, hi = (np.array(p[k]) for k in ("curve", "curve_lo", "curve_hi"))
-        x = np.arange(1, len(y) + 1)
-        (line,) = axes[1].plot(x, y, label=f"{name} (n={n_seeds(p)})")
-        axes[1].fill_between(x, lo, hi, alpha=0.12, color=line.get_color())
+        band_line(axes[1], name, p, alpha=0.12)
     axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
     axes[1].axhline(0.0, color="grey", lw=0.8)
     axes[0].set(title=f"batch success ({SMOOTH}-it. moving average, 95% band)",

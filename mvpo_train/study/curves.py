@@ -18,6 +18,7 @@ from mvpo_train.study.summary import intervals, pair_rows, paired
 from mvpo_train.study.tables import fmt_ci, n_seeds
 
 __all__ = [
+    "band_line",
     "heldout_keys",
     "inline_eval_lines",
     "more_thresholds_lines",
@@ -164,6 +165,17 @@ def summarize(
     return table
 
 
+def band_line(ax: Any, name: str, row: dict, alpha: float = 0.15) -> tuple[np.ndarray, str]:
+    """Row ``name`` of a table (an arm or a pair: ``curve``, ``curve_lo``, ``curve_hi`` per
+    iteration, and its ``seeds``) on ``ax``: the curve labelled with its number of seeds, its
+    band shaded; the iterations (from 1) and the line's colour."""
+    y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
+    x = np.arange(1, len(y) + 1)
+    (line,) = ax.plot(x, y, label=f"{name} (n={n_seeds(row)})")
+    ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color())
+    return x, line.get_color()
+
+
 def plot(table: dict, out: Path, threshold: float, first: str) -> None:
     """The figure of :func:`summarize`'s table: training success with its band, the held-out
     ``first`` split's success during training (iteration 0: the warm start) and the
@@ -175,14 +187,11 @@ def plot(table: dict, out: Path, threshold: float, first: str) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
     for arm, row in table["arms"].items():
-        y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
-        x = np.arange(1, len(y) + 1)
-        (line,) = axes[0].plot(x, y, label=f"{arm} (n={n_seeds(row)})")
-        axes[0].fill_between(x, lo, hi, alpha=0.15, color=line.get_color())
+        x, color = band_line(axes[0], arm, row)
         its = [0, *row["inline_eval_iterations"]]
         held = [table["warm_start"].get(first, np.nan), *row["inline_eval"]]
-        axes[1].plot(its, held, marker="o", label=arm, color=line.get_color())
-        axes[2].plot(x, row["zero_adv_curve"], label=arm, color=line.get_color())
+        axes[1].plot(its, held, marker="o", label=arm, color=color)
+        axes[2].plot(x, row["zero_adv_curve"], label=arm, color=color)
     axes[0].axhline(threshold, color="grey", lw=0.8, ls="--")
     axes[0].set(title=f"training success ({SMOOTH}-it. moving average, 95% bootstrap band)",
                 xlabel="iteration", ylabel="batch success rate")  # fmt: skip
