@@ -17,21 +17,19 @@ from __future__ import annotations
 
 import argparse
 import copy
-import pickle
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs import base
 from mvpo_envs.info_copy import copy_plain
-from mvpo_envs.vector import GroupedVectorEnv, unbatch_infos
+from mvpo_envs.step_rate import StepRun, time_env, time_vector
+from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.rollout import ROLLOUT_INFO_KEYS
 from mvpo_train.study.bench import write_page
 from mvpo_train.study.tables import command_line
@@ -44,63 +42,34 @@ ENVS: dict[str, dict[str, Any]] = {
     "mvpo/SearchQA-v0": {},
 }
 COPIES: dict[str, Callable[[Any], Any]] = {"deepcopy": copy.deepcopy, "copy_plain": copy_plain}
-INVALID = "jump over the moon"
 
 
-def _action(info: dict[str, Any], rng: np.random.Generator, t: int) -> str:
-    adm = info["admissible_actions"]
-    return INVALID if t % 7 == 3 or not adm else adm[int(rng.integers(len(adm)))]
-
-
-def play_single(env_id: str, steps: int) -> tuple[int, float, bytes]:
-    """``steps`` steps of seeded episodes on one env: (steps, the process-CPU seconds of the
-    ``step`` calls alone, a pickle of what they returned)."""
+def play_single(env_id: str, steps: int) -> StepRun:
+    """``steps`` steps of seeded episodes on one env (:func:`time_env`)."""
     env = gym.make(env_id, **ENVS[env_id])
-    trace, done, episode, took = [], 0, 0, 0.0
-    while done < steps:
-        rng = np.random.default_rng(episode)
-        obs, info = env.reset(seed=episode)  # not timed: a reset may load a game
-        for t in range(steps - done):
-            action = _action(info, rng, t)
-            start = time.process_time()
-            out = env.step(action)
-            took += time.process_time() - start
-            obs, reward, term, trunc, info = out
-            trace.append((obs, reward, info))
-            done += 1
-            if term or trunc:
-                break
-        episode += 1
-    env.close()
-    return done, took, pickle.dumps(trace)
+    try:
+        return time_env(env, steps)
+    finally:
+        env.close()
 
 
-def play_vector(steps: int) -> tuple[int, float, bytes]:
-    """``steps`` vector steps of ALFWorld's 16 x 8 vector env after a reset: (env steps, the
-    process-CPU seconds of the ``step`` calls alone, a pickle of observations and rewards)."""
+def play_vector(steps: int) -> StepRun:
+    """``steps`` vector steps of ALFWorld's 16 x 8 vector env (:func:`time_vector`)."""
     venv = GroupedVectorEnv("mvpo/ALFWorld-v0", 16, 8, info_keys=ROLLOUT_INFO_KEYS)
-    rng = np.random.default_rng(0)
-    _, infos = venv.reset_groups(list(range(16)))  # loads the games: not timed
-    trace, took = [], 0.0
-    for t in range(steps):
-        acts = [_action(i, rng, t) for i in unbatch_infos(infos, venv.num_envs)]
-        start = time.process_time()
-        obs, rewards, _, _, infos = venv.step(acts)
-        took += time.process_time() - start
-        trace.append((list(obs), rewards.tolist()))
-    venv.close()
-    return steps * venv.num_envs, took, pickle.dumps(trace)
+    try:
+        return time_vector(venv, steps)
+    finally:
+        venv.close()
 
 
-Play = Callable[[], tuple[int, float, bytes]]
+Play = Callable[[], StepRun]
 
 
-def rate(play: Play, copier: Callable[[Any], Any]) -> tuple[float, bytes]:
-    """Steps per process-CPU second of ``play`` with ``copier`` as the info copy."""
+def rate(play: Play, copier: Callable[[Any], Any]) -> StepRun:
+    """``play`` with ``copier`` as the info copy of ``TextEnv._record``."""
     base.copy_plain = copier
     try:
-        n, seconds, trace = play()
-        return n / seconds, trace
+        return play()
     finally:
         base.copy_plain = copy_plain
 
@@ -118,13 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     plays["ALFWorld vector env 16 x 8"] = lambda: play_vector(args.vector_steps)
     rows = []
     for name, play in plays.items():
-        traces = {c: rate(play, f)[1] for c, f in COPIES.items()}  # untimed: loads the data
+        traces = {c: rate(play, f).trace for c, f in COPIES.items()}  # untimed: loads data
         if traces["deepcopy"] != traces["copy_plain"]:
             raise SystemExit(f"info_copy_cost: {name} played differently with the two copies")
         rates: dict[str, list[float]] = {c: [] for c in COPIES}
         for _ in range(args.repeats):
             for c, f in COPIES.items():
-                rates[c].append(rate(play, f)[0])
+                rates[c].append(rate(play, f).rate)
         med = {c: statistics.median(v) for c, v in rates.items()}
         rows.append((name, med["deepcopy"], med["copy_plain"]))
         print(f"{name}: {med['deepcopy']:,.0f} -> {med['copy_plain']:,.0f} steps/CPU s", flush=True)
