@@ -251,55 +251,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--candidates", nargs="*", default=["lm", "encoder:0", "encoder:20"])
     p.add_argument("--episodes", type=int, default=4, help="sampled episodes per task")
-    p.add_argument(
-        "--train-tasks",
-        type=int,
-        default=0,
-        help="sample this many train tasks, one episode each (0: every task)",
-    )
+    p.add_argument("--train-tasks", type=int, default=0,
+                   help="sample this many train tasks, one episode each (0: every task)")  # fmt: skip
     p.add_argument("--splits", nargs="+", default=["train", "valid_unseen"])
     p.add_argument("--env-kwargs", type=json_arg(dict), default={}, help="gym.make keywords")
-    p.add_argument(
-        "--history-length",
-        type=int,
-        default=2,
-        help="pairs shown (candidates without :H; the builder of last_action)",
-    )
+    p.add_argument("--history-length", type=int, default=2,
+                   help="pairs shown (candidates without :H; the builder of last_action)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iteration", nargs="*", default=[], help="candidates to time one iteration")
     p.add_argument("--learn", default=None, help="candidate for a short learning run")
     p.add_argument("--learn-iterations", type=int, default=8)
     p.add_argument("--learn-groups", type=int, default=8)
-    p.add_argument(
-        "--layouts",
-        nargs="*",
-        default=[],
-        help="H:POOL layouts compared by behaviour cloning on held-out train games",
-    )
+    p.add_argument("--layouts", nargs="*", default=[],
+                   help="H:POOL layouts compared by behaviour cloning on held-out train games")  # fmt: skip
     p.add_argument("--layout-steps", type=int, default=200, help="BC steps of --layouts")
-    p.add_argument(
-        "--held-out",
-        type=float,
-        default=0.05,
-        help="share of train games held out of --layouts' cloning (seeded)",
-    )
+    p.add_argument("--held-out", type=float, default=0.05,
+                   help="share of train games held out of --layouts' cloning (seeded)")  # fmt: skip
     p.add_argument("--embedding-cache", default="", help="embedding cache file (speed only)")
-    p.add_argument(
-        "--demos-cache",
-        default="",
-        help="JSON file of the collected expert steps "
-        "(reused when written for the same env kwargs; speed only)",
-    )
-    p.add_argument(
-        "--score-prompts",
-        nargs="*",
-        type=int,
-        default=[],
-        help="prompt lengths (tokens) at which to time the LM's score-mode scorers",
-    )
+    p.add_argument("--demos-cache", default="", help="JSON file of the collected expert steps "
+                   "(reused when written for the same env kwargs; speed only)")  # fmt: skip
+    p.add_argument("--score-prompts", nargs="*", type=int, default=[],
+                   help="prompt lengths (tokens) at which to time the LM's score-mode scorers")  # fmt: skip
     p.add_argument("--score-batch", type=int, default=64, help="prompts per scored batch")
-    p.add_argument("--score-repeats", type=int, default=3, help="timings per cell (median)")
+    p.add_argument("--score-repeats", type=int, default=7,
+                   help="rounds per cell (median; 7: ratios within ~15%% run to run here)")  # fmt: skip
     p.add_argument("--work", default="runs/policy_candidates", help="scratch folder")
     p.add_argument("--out", default=None, help="Markdown results file")
     p.add_argument("--section", default="", help="replace (or append) this section of --out")
