@@ -27,7 +27,7 @@ from control_study_runs import (
     settings,
 )
 
-from mvpo_train.study.arms import StudyError, parse_arms
+from mvpo_train.study.arms import StudyError, parse_arms, parse_pair
 from mvpo_train.study.compact import RESULT, credit_code_sha256
 from mvpo_train.study.result_summary import summarize
 from mvpo_train.study.runs import run_local
@@ -78,14 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
         arms = parse_arms(args.arm or ["grpo", "gigpo", "mvpo"])
-        pairs = default_pairs(arms)
-        if args.pair:
-            pairs = []
-            for p in args.pair:
-                a, sep, b = p.partition(":")
-                if not sep or not a or not b:
-                    raise StudyError(f"--pair {p!r}: expected A:B (arm names)")
-                pairs.append((a, b))
+        pairs = [parse_pair(p) for p in args.pair] if args.pair else default_pairs(arms)
         failed: list[str] = []
         if not args.analyze_only:
             pending = pending_runs(args, arms)

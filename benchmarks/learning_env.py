@@ -17,24 +17,12 @@ RESULTS = ROOT / "benchmarks" / "results"
 WARM = "runs/encoder-warm"
 #: arm name -> the mvpo-train flags that make it (everything else is shared)
 ARMS: dict[str, list[str]] = {
-    "grpo": ["--estimator", "grpo"],
-    "gigpo": ["--estimator", "gigpo"],
-    "mvpo": ["--estimator", "mvpo"],
-    "mvpo-learned": [
-        "--estimator",
-        "mvpo",
-        "--abstraction",
-        "learned",
-        "--abstraction-refit-every",
-        "10",
-    ],  # fmt: skip
+    **{e: ["--estimator", e] for e in ("grpo", "gigpo", "mvpo")},
+    "mvpo-learned": "--estimator mvpo --abstraction learned --abstraction-refit-every 10".split(),
     # the two MVPO forms pinned, whatever the default (docs/estimators.md §3.8, §3.10)
     "mvpo-v1": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "v1"}'],
     "mvpo-paper": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "paper"}'],
-    "ecpo": ["--estimator", "ecpo"],
-    "progpo": ["--estimator", "progpo"],
-    "beacon": ["--estimator", "beacon"],
-    "rloo": ["--estimator", "rloo"],
+    **{e: ["--estimator", e] for e in ("ecpo", "progpo", "beacon", "rloo")},
 }
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
 #: the paired differences reported (when both arms ran)

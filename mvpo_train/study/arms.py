@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Arm", "StudyError", "parse_arm", "parse_arms"]
+__all__ = ["Arm", "StudyError", "parse_arm", "parse_arms", "parse_pair"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -86,3 +86,11 @@ def parse_arms(specs: list[str]) -> list[Arm]:
     if dup:
         raise StudyError(f"--arm: the arm name(s) {dup} are given twice; name them NAME=...")
     return arms
+
+
+def parse_pair(spec: str) -> tuple[str, str]:
+    """``A:B``, a paired difference ``A - B`` of two arm names."""
+    a, sep, b = spec.partition(":")
+    if not sep or not a or not b:
+        raise StudyError(f"--pair {spec!r}: expected A:B (arm names)")
+    return a, b

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mvpo_train.study.analyze_only import kept_machine_line
+
 __all__ = ["command_line", "fmt_ci", "machine_line", "n_seeds", "reach_cell", "save_results"]
 
 
@@ -42,11 +44,8 @@ def machine_line(out: Path, analyze_only: bool, detail: str) -> str:
     """``Machine: <arch>, <n> CPU cores<detail>; <date>.``: where and when a study's runs were
     made. Rebuilding the table from the same runs (``analyze_only``) keeps the line of the
     results file ``out`` as it is, so the analysis never depends on the machine or the clock."""
-    if analyze_only and out.is_file():
-        for line in out.read_text().splitlines():
-            if line.startswith("Machine: "):
-                return line
-    return f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores{detail}; {time.strftime('%Y-%m-%d')}."
+    fresh = f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores{detail}; {time.strftime('%Y-%m-%d')}."
+    return kept_machine_line(out, analyze_only, fresh)
 
 
 def command_line(script: str, argv: Sequence[str]) -> str:

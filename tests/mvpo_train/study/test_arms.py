@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mvpo_train.study.arms import Arm, StudyError, parse_arm, parse_arms
+from mvpo_train.study.arms import Arm, StudyError, parse_arm, parse_arms, parse_pair
 
 
 def test_an_arm_spec_names_its_estimator_and_keywords():
@@ -35,3 +35,10 @@ def test_a_bad_arm_spec_is_one_line(specs, match):
     with pytest.raises(StudyError, match=match) as err:
         parse_arms(specs)
     assert "\n" not in str(err.value)
+
+
+def test_a_pair_names_two_arms():
+    assert parse_pair("mvpo-paper:mvpo") == ("mvpo-paper", "mvpo")
+    for bad in ("mvpo", "mvpo:", ":grpo"):
+        with pytest.raises(StudyError, match="expected A:B"):
+            parse_pair(bad)
