@@ -49,6 +49,7 @@ from mvpo_train.study.run_sets import (
     read_alignment,
     summarize,
 )
+from mvpo_train.study.tables import command_line
 
 
 @dataclass
@@ -218,9 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    args.command = "python benchmarks/diagnostics.py " + " ".join(
-        a if a and all(c.isalnum() or c in "-_./=" for c in a) else repr(a) for a in argv
-    )
+    args.command = command_line("benchmarks/diagnostics.py", argv)
     try:
         analyze(args)
     except ValueError as e:  # bad input (an alignment file, the previous json): one line
