@@ -83,8 +83,11 @@ def eval_with_scores(argv: list[str]) -> int:
             played.append((ret[order], np.asarray(batch.traj_success)[order]))
             return batch
 
-    evaluation.RolloutCollector = ScoreCapture  # this process only: it exists for this call
-    rc = cli.eval_main(argv)
+    evaluation.RolloutCollector = ScoreCapture  # for this call only, put back after it
+    try:
+        rc = cli.eval_main(argv)
+    finally:
+        evaluation.RolloutCollector = ScoreCapture.__base__
     if rc != 0:
         return rc
     out = Path(argv[argv.index("--out") + 1])

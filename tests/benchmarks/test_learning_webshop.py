@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from .helpers import load_benchmark, study_module
+from .helpers import study_module
 
 learning_env = study_module("learning_env")
 learning_runs = study_module("learning_runs")
@@ -31,7 +31,7 @@ def lm():
 
 @pytest.fixture(scope="module")
 def ws():
-    mod = load_benchmark("learning_webshop")
+    mod = study_module("learning_webshop")
     mod.register()
     return mod
 
@@ -253,3 +253,13 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
     text = out.read_text()
     assert "an arm's `--lr` or `--kl-coef` wins) " in text
     assert "`mvpo`: `--estimator mvpo --lr 0.0003 --kl-coef 0.05`" in text
+
+
+def test_the_score_capture_is_put_back_after_the_call(ws, tmp_path):
+    """``eval_main`` swaps the package's collector for one that keeps the returns, for its own
+    call only: a failed evaluation leaves ``mvpo_train.evaluation`` as it was."""
+    from mvpo_train import evaluation, rollout
+
+    argv = ["--config", str(tmp_path / "missing.json"), "--out", str(tmp_path / "e.json")]
+    assert ws.eval_with_scores(argv) == 2
+    assert evaluation.RolloutCollector is rollout.RolloutCollector
