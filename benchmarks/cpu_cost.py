@@ -252,8 +252,9 @@ def measure(task: str, variant: str, src: Path, cache: Path, args: argparse.Name
     return result
 
 
-def row_of(result: dict, which: int = 0) -> dict[str, float]:
-    it = dict(result["iterations"][which])
+def row_of(result: dict) -> dict[str, float]:
+    """The first iteration's seconds per phase, with the run's setup."""
+    it = dict(result["iterations"][0])
     it["setup"] = result["setup"]
     return it
 
@@ -319,13 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
+    from mvpo_train.study.tables import command_line
     from mvpo_train.study.worktree import checkout, short_sha
 
     src = {v: checkout(ROOT, ref, base) for v, ref in refs.items()}
     shas = {v: short_sha(ROOT, ref) for v, ref in refs.items()}
     export_cpu = build_export(src["after"])
     results: dict[str, Any] = {"commits": shas, "onnx_export_cpu_s": export_cpu}
-    cmd = "python benchmarks/cpu_cost.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = command_line("benchmarks/cpu_cost.py", argv if argv is not None else sys.argv[1:])
     md = ["# CPU cost per iteration, before and after the fast paths", "",
           f"Command: `nice -n 10 {cmd.strip()}` (benchmarks/cpu_cost.py, module docstring); "
           f"`before` = commit {shas['before']} (the code before the CPU-cost work, its "
