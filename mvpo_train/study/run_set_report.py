@@ -1,6 +1,6 @@
 """Markdown pieces of a run set's diagnostics (:mod:`mvpo_train.study.run_sets`): number cells,
 the tables of one set's summary (:func:`mvpo_train.study.run_sets.summarize`: kappa and grouping,
-the potential's checks, the step-level alignment, AMP weights, time per phase), and the sets
+the potential's checks, AMP weights, time per phase), and the sets
 carried over from the previous results file when their runs are not on this machine."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.study.run_sets import ALIGNMENT_CMD, PHASES, STEP_GROUPING
+from mvpo_train.study.run_sets import PHASES, STEP_GROUPING
 
 __all__ = [
-    "alignment_lines",
     "amp_lines",
     "carry",
     "cell",
@@ -158,57 +157,6 @@ def phi_split_lines(arms: dict[str, dict[str, Any]]) -> list[str]:
             f"| {per or '-'} | {cell(p['rows_mean'], 0)} ({cell(p['rows_min'], 0)}.."
             f"{cell(p['rows_max'], 0)}) |"
         )
-    return lines + [""]
-
-
-def alignment_lines(s: dict[str, Any]) -> list[str]:
-    """The step-level alignment table of one set from the ``--alignment-json`` files matched
-    to it; "not measured yet" for its MVPO runs without one."""
-    lines = [
-        "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
-        "",
-    ]
-    missing = s.get("alignment_missing", [])
-    if not s.get("oracle", True) and not s["alignment"]:
-        return lines + [
-            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
-            "(docs/alignment.md), so this set's repair has no step-level label.",
-            "",
-        ]
-    if not s["alignment"]:
-        return lines + [
-            "**Not measured yet**: no `--alignment-json` file for this set's MVPO runs"
-            + (f" ({', '.join(f'`{m}`' for m in missing)})" if missing else "")
-            + f". Measure a run with `{ALIGNMENT_CMD}`, then pass `--alignment-json OUT` here.",
-            "",
-        ]
-    lines += [
-        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
-        "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
-        "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
-        "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
-        "Mean over the iterations with an AUC (NaN where the repaired rows' known labels are "
-        "all of one kind). Read from the files named below, not recomputed here.",
-        "",
-        "| run | variant | iterations with an AUC, of scored | AUC, mean over iterations "
-        "| min..max | repaired rows per iteration (mean) | unverified trajectories, of all |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for al in s["alignment"]:
-        unv = al.get("unverified_trajectories")
-        tot = al.get("trajectories")
-        unv_s = "-" if unv is None else f"{unv} of {'-' if tot is None else tot}"
-        for v, d in al["variants"].items():
-            lines.append(
-                f"| `{al['name']}` | `{v}` | {d['measured']} of {d['iterations']} "
-                f"| {cell(d['mean'])} | {cell(d['min'])}..{cell(d['max'])} "
-                f"| {cell(d['repaired_mean'], 0)} | {unv_s} |"
-            )
-    lines += ["", "Made by:"]
-    lines += [f"* `{al['name']}` (`{al['file']}`): `{al['command'] or '(no command in the file)'}`"
-              for al in s["alignment"]]  # fmt: skip
-    if missing:
-        lines += ["", "Not measured yet: " + ", ".join(f"`{m}`" for m in missing) + "."]
     return lines + [""]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from mvpo_train.study import run_set_report as rep
-from mvpo_train.study.run_sets import ALIGNMENT_CMD, STEP_GROUPING
+from mvpo_train.study.run_sets import STEP_GROUPING
 
 
 def test_spread_orders_seeds_as_numbers():
@@ -46,17 +46,3 @@ def test_phi_sign_and_amp_tables():
     amp = {"a": {"first": 0.5, "last": 0.25}, "gone": {"first": math.nan, "last": math.nan}}
     lines = rep.amp_lines({"mvpo": {"amp_weights": amp}, "grpo": {}})
     assert "| a | 0.500 | 0.250 |" in lines and not any("gone" in x for x in lines)
-
-
-def test_alignment_table_says_what_is_not_measured():
-    s = {"alignment": [], "alignment_missing": ["mvpo-seed1"]}
-    lines = rep.alignment_lines(s)
-    assert "(`mvpo-seed1`)" in lines[2] and ALIGNMENT_CMD in lines[2]
-    no_oracle = rep.alignment_lines({"alignment": [], "oracle": False})
-    assert "exists for ALFWorld only" in no_oracle[2]
-    al = {"name": "mvpo-seed0", "file": "a.json", "command": "", "trajectories": 8,
-          "unverified_trajectories": 0, "variants": {"v": {"measured": 2, "iterations": 3,
-          "mean": 0.6, "min": 0.5, "max": 0.7, "repaired_mean": 12.4}}}  # fmt: skip
-    lines = rep.alignment_lines({"alignment": [al], "alignment_missing": []})
-    assert "| `mvpo-seed0` | `v` | 2 of 3 | 0.600 | 0.500..0.700 | 12 | 0 of 8 |" in lines
-    assert "* `mvpo-seed0` (`a.json`): `(no command in the file)`" in lines
