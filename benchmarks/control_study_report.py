@@ -17,7 +17,7 @@ from control_study_runs import (
 from mvpo_train.stats import SMOOTH
 from mvpo_train.study import tables
 from mvpo_train.study.curves import band_line
-from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, reach_cell
+from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, partial_lines, reach_cell
 
 
 def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
@@ -146,11 +146,10 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         lines += ["", "Made with other credit-estimator code than the working tree's "
                   f"(`mvpo_train/credit/*.py`): {', '.join(table['stale'])}; retrain them "
                   "(delete their folders) if that code changed what they compute."]  # fmt: skip
-    missing = [a.name for a in arms
-               if len(table["arms"].get(a.name, {}).get("seeds", [])) < len(args.seeds)]  # fmt: skip
-    if missing:
-        lines += ["", f"Partial: fewer than {len(args.seeds)} finished seeds for {missing}; rerun "
-                  "the command (without `--analyze-only`) to continue the study."]  # fmt: skip
+    names = [a.name for a in arms]
+    lines += partial_lines(
+        table, names, len(args.seeds), "rerun the command (without `--analyze-only`)"
+    )
     if args.note:
         lines += ["", Path(args.note).read_text().strip()]
     out.write_text("\n".join(lines) + "\n")

@@ -21,7 +21,7 @@ from mvpo_train.stats import SMOOTH
 from mvpo_train.study import curves
 from mvpo_train.study.tables import command_line as _command_line
 from mvpo_train.study.tables import fmt_ci as _fmt
-from mvpo_train.study.tables import machine_line, n_seeds, reach_cell
+from mvpo_train.study.tables import machine_line, n_seeds, partial_lines, reach_cell
 
 
 def candidates_markdown(rows: list[dict]) -> str:
@@ -177,12 +177,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         lines += ["", "Warm-start candidates (train split only; `--warm-candidates`, "
                   "docs/learning_study.md, \"WebShop study\"):", "",
                   candidates_markdown(json.loads(cand.read_text()))]  # fmt: skip
-    missing = [
-        a for a in args.arms if len(table["arms"].get(a, {}).get("seeds", [])) < len(args.seeds)
-    ]
-    if missing:
-        lines += ["", f"Partial: fewer than {len(args.seeds)} finished seeds for {missing}; rerun "
-                  "the command to continue the study."]  # fmt: skip
+    lines += partial_lines(table, args.arms, len(args.seeds))
     out.write_text("\n".join(lines) + "\n")
 
 

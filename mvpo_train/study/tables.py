@@ -14,7 +14,15 @@ from typing import Any
 
 from mvpo_train.study.analyze_only import kept_machine_line
 
-__all__ = ["command_line", "fmt_ci", "machine_line", "n_seeds", "reach_cell", "save_results"]
+__all__ = [
+    "command_line",
+    "fmt_ci",
+    "machine_line",
+    "n_seeds",
+    "partial_lines",
+    "reach_cell",
+    "save_results",
+]
 
 
 def fmt_ci(ci: Sequence[float] | None, digits: int = 3) -> str:
@@ -38,6 +46,19 @@ def reach_cell(row: dict[str, Any], iterations: int) -> str:
         for v in row["per_seed"].values()
     )
     return f"{fmt_ci(row['reach'], 1)} ({per}; {row['reached']}/{n_seeds(row)} reached)"
+
+
+def partial_lines(
+    table: dict[str, Any], arms: Sequence[str], seeds: int, rerun: str = "rerun the command"
+) -> list[str]:
+    """The note under a table whose ``arms`` have fewer than ``seeds`` finished seeds each
+    (``table["arms"][arm]["seeds"]``; an arm without a row has none), saying how to go on;
+    nothing when every arm has them all."""
+    missing = [a for a in arms if len(table["arms"].get(a, {}).get("seeds", [])) < seeds]
+    if not missing:
+        return []
+    return ["", f"Partial: fewer than {seeds} finished seeds for {missing}; {rerun} to continue "
+            "the study."]  # fmt: skip
 
 
 def machine_line(out: Path, analyze_only: bool, detail: str) -> str:

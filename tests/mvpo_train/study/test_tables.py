@@ -1,0 +1,27 @@
+"""The results writers' cells and notes (:mod:`mvpo_train.study.tables`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mvpo_train.study.tables import command_line, machine_line, partial_lines
+
+
+def test_a_partial_table_names_the_arms_short_of_seeds():
+    table = {"arms": {"grpo": {"seeds": [0, 1]}, "mvpo": {"seeds": [0]}}}
+    assert partial_lines(table, ["grpo"], 2) == []
+    assert partial_lines(table, ["grpo", "mvpo", "gigpo"], 2, "rerun it") == [
+        "",
+        "Partial: fewer than 2 finished seeds for ['mvpo', 'gigpo']; rerun it to continue the "
+        "study.",
+    ]
+
+
+def test_the_machine_line_is_kept_when_rebuilding(tmp_path: Path):
+    out = tmp_path / "study.md"
+    fresh = machine_line(out, True, ", 2 runs at a time")  # no results file yet: made now
+    assert fresh.startswith("Machine: ") and ", 2 runs at a time; " in fresh
+    out.write_text("# t\nMachine: elsewhere, long ago.\n")
+    assert machine_line(out, True, "") == "Machine: elsewhere, long ago."
+    assert machine_line(out, False, "") != "Machine: elsewhere, long ago."
+    assert command_line("benchmarks/x.py", ["--a", "b c"]) == "python benchmarks/x.py --a 'b c'"
