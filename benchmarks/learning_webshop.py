@@ -5,18 +5,10 @@ through this file::
     python benchmarks/learning_webshop.py train_main ARGS...   # = mvpo-train ARGS
     python benchmarks/learning_webshop.py eval_main ARGS...    # = mvpo-eval ARGS, + WebShop's score
 
-Importing it registers (in this process only, as a child process of the study)
-:data:`SUCCESS_ENV_ID`, the id the study's runs name in their ``config.yaml``:
-``mvpo/WebShop-v0`` with the MVPO paper's success reward (``success_reward=True``: verl-agent's
-WebShop worker pays only a won episode; 1.0 here, as on ALFWorld) and
-``search_query="instruction"`` (docs/webshop.md "Score mode"); observations, admissible
-actions, ``won``, ``info["task_score"]``, the 15-step limit and the prompt templates are
-``mvpo/WebShop-v0``'s.
-
-``eval_main`` plays the run's policy on ``mvpo/WebShop-v0`` itself (the study passes
-``--env-id mvpo/WebShop-v0``: the same pages, its own reward = WebShop's score at the
-purchase) and adds WebShop's score to the result file: ``score`` (mean over episodes) and
-``scores`` (one per episode, in the order ``mvpo-eval`` plays them).
+It registers :data:`SUCCESS_ENV_ID`, the id the study's runs name in their ``config.yaml``:
+``mvpo/WebShop-v0`` with the MVPO paper's success reward (``success_reward=True``) and
+``search_query="instruction"``; ``eval_main`` adds WebShop's score of every episode to the
+result file (:func:`eval_with_scores`).
 """
 
 from __future__ import annotations
