@@ -22,7 +22,7 @@ from pathlib import Path
 from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
 from mvpo_envs.alfworld.fast.engine import FastEngine
-from mvpo_envs.alfworld_engine_speed import (
+from mvpo_envs.bench.alfworld_engine_speed import (
     clear_fast_caches,
     engine_speed,
     memo_off,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mvpo_envs.alfworld import generate as gen
 from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
-from mvpo_envs.alfworld_generate_speed import timed_run
+from mvpo_envs.bench.alfworld_generate_speed import timed_run
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_generate.md"
 FULL_TRAIN = ALFWORLD_SPLIT_SIZES["train"]

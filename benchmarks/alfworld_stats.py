@@ -21,7 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from mvpo_envs.alfworld.data import TASK_TYPES
-from mvpo_envs.alfworld_game_stats import SetStats, measure_set
+from mvpo_envs.bench.alfworld_game_stats import SetStats, measure_set
 from mvpo_envs.realdata import add_realdata_argument, require_realdata, without_realdata
 
 REPO = Path(__file__).resolve().parents[1]

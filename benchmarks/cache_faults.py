@@ -1,6 +1,6 @@
 """Damaged caches: every file of every env cache x five corruption modes, opened again.
 
-docs/environments.md, "Caches". The matrix is :mod:`mvpo_envs.cache_faults`: each cache built
+docs/environments.md, "Caches". The matrix is :mod:`mvpo_envs.bench.cache_faults`: each cache built
 once from the bundled data, every file damaged in turn (``empty``, ``half``, ``flip``,
 ``swap``, ``extend``) on a fresh copy, the cache opened by the env's own opener and queried.
 Each run is ``rebuilt`` (one warning line, then the answers of the intact cache), ``same``
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mvpo_envs.cache_faults import KINDS, MODES, run_matrix, summary
+from mvpo_envs.bench.cache_faults import KINDS, MODES, run_matrix, summary
 
 
 def markdown(rows: list[dict[str, Any]], command: str) -> str:

@@ -27,8 +27,8 @@ import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs import base
+from mvpo_envs.bench.step_rate import StepRun, time_env, time_vector
 from mvpo_envs.info_copy import copy_plain
-from mvpo_envs.step_rate import StepRun, time_env, time_vector
 from mvpo_envs.vector import GroupedVectorEnv
 from mvpo_train.rollout import ROLLOUT_INFO_KEYS
 from mvpo_train.study.bench import write_page

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mvpo_envs.bench.searchqa_speed import backend_speed
 from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path, load_corpus, load_qa
-from mvpo_envs.searchqa_speed import backend_speed
 
 RESULTS = Path(__file__).resolve().parent / "results" / "searchqa_env.md"
 

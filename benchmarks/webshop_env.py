@@ -17,8 +17,8 @@ import platform
 import tempfile
 from pathlib import Path
 
+from mvpo_envs.bench.webshop_speed import first_reward, fresh_process, play, search_latency, startup
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
-from mvpo_envs.webshop_speed import first_reward, fresh_process, play, search_latency, startup
 
 RESULTS = Path(__file__).resolve().parent / "results" / "webshop_env.md"
 

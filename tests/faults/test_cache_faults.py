@@ -4,7 +4,7 @@ cache truncated under a running process is no SIGBUS; a fine-tuned model gets it
 index; a generated ALFWorld folder with a game or its manifest deleted is generated again.
 
 The full matrix (every file x five corruption modes) is ``benchmarks/cache_faults.py`` over
-:mod:`mvpo_envs.cache_faults`; this is a small version of it."""
+:mod:`mvpo_envs.bench.cache_faults`; this is a small version of it."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mvpo_envs import cache_faults
+from mvpo_envs.bench import cache_faults
 from mvpo_envs.cache_files import CacheError, open_verified
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""``mvpo_envs.searchqa_speed``: one backend's row of the speed page, with the retriever's
+"""``mvpo_envs.bench.searchqa_speed``: one backend's row of the speed page, with the retriever's
 query cache given back as it was."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mvpo_envs.bench.searchqa_speed import backend_speed, latency
 from mvpo_envs.searchqa.data import bundled_corpus_path, bundled_qa_path, load_corpus, load_qa
 from mvpo_envs.searchqa.retrievers.base import Retriever
-from mvpo_envs.searchqa_speed import backend_speed, latency
 
 pytestmark = pytest.mark.usefixtures("forget_shared_retrievers")
 

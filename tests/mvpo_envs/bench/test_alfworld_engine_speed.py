@@ -1,4 +1,4 @@
-"""``mvpo_envs.alfworld_engine_speed``: every player follows the same seeded script, so the
+"""``mvpo_envs.bench.alfworld_engine_speed``: every player follows the same seeded script, so the
 pddl and fast engines' traces agree step by step, and the timings it returns are counts of
 what was played."""
 
@@ -8,7 +8,7 @@ from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.alfworld.engine import AlfworldEngine
 from mvpo_envs.alfworld.fast import engine as fast_engine
 from mvpo_envs.alfworld.fast.engine import FastEngine
-from mvpo_envs.alfworld_engine_speed import (
+from mvpo_envs.bench.alfworld_engine_speed import (
     clear_fast_caches,
     engine_speed,
     memo_off,

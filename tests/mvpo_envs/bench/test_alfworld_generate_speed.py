@@ -1,11 +1,11 @@
-"""``mvpo_envs.alfworld_generate_speed``: a timed generation reports what it generated and a
+"""``mvpo_envs.bench.alfworld_generate_speed``: a timed generation reports what it generated and a
 hash of the files that any change to them moves."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mvpo_envs.alfworld_generate_speed import cpu_seconds, timed_run, tree_digest
+from mvpo_envs.bench.alfworld_generate_speed import cpu_seconds, timed_run, tree_digest
 
 
 def test_timed_run_hashes_what_it_wrote() -> None:

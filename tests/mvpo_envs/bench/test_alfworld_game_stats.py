@@ -1,4 +1,4 @@
-"""``mvpo_envs.alfworld_game_stats``: room sizes read from the PDDL problem, and seeded
+"""``mvpo_envs.bench.alfworld_game_stats``: room sizes read from the PDDL problem, and seeded
 random-policy wins that a rerun repeats."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from mvpo_envs.alfworld.data import bundled_split_dir
-from mvpo_envs.alfworld_game_stats import measure_set, problem_counts
+from mvpo_envs.bench.alfworld_game_stats import measure_set, problem_counts
 
 PROBLEM = """(define (problem p) (:objects ...)
 (:init

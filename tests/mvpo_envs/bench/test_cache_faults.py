@@ -1,4 +1,4 @@
-"""``mvpo_envs.cache_faults.damage``: each corruption mode does to a file what it says (the
+"""``mvpo_envs.bench.cache_faults.damage``: each corruption mode does to a file what it says (the
 matrix over the real caches runs in ``tests/faults/test_cache_faults.py``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mvpo_envs.cache_faults import MODES, damage, summary
+from mvpo_envs.bench.cache_faults import MODES, damage, summary
 
 
 def _files(tmp_path: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Seeded, timed play (:mod:`mvpo_envs.step_rate`): the same seeds give the same trace, the
+"""Seeded, timed play (:mod:`mvpo_envs.bench.step_rate`): the same seeds give the same trace, the
 invalid action comes on schedule, and only the ``step`` calls are counted."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.step_rate import INVALID, seeded_action, time_env, time_vector
+from mvpo_envs.bench.step_rate import INVALID, seeded_action, time_env, time_vector
 from mvpo_envs.vector import GroupedVectorEnv
 
 

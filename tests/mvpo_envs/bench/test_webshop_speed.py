@@ -1,13 +1,13 @@
-"""``mvpo_envs.webshop_speed``: play counts every step and reset and gives the env back as it
+"""``mvpo_envs.bench.webshop_speed``: play counts every step and reset and gives the env back as it
 was; the search latency is over the catalog it was given."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from mvpo_envs.bench.webshop_speed import play, search_latency, startup
 from mvpo_envs.webshop.data import load_bundled
 from mvpo_envs.webshop.env import WebShopEnv
-from mvpo_envs.webshop_speed import play, search_latency, startup
 
 
 def test_play_counts_steps_and_restores_the_env(tmp_path: Path) -> None:
