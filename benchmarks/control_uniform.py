@@ -1,14 +1,7 @@
 """Success of a uniform random policy on mvpo/MilestoneChain-v0, per difficulty; env speed.
 
-docs/control_task.md, "Difficulty". For each value of the ``difficulty`` knob, 1,000 seeded
-episodes of the registered env (``gym.make``, 50-step ``TimeLimit``) on the train split:
-episode ``i`` plays task ``i mod 128`` and picks each action uniformly among the admissible
-ones with ``random.Random(i)``. Reported: success rate (with a 95% Wilson interval), the mean
-number of milestones made, the share of optimal steps (``info["oracle_progress"] == 1``), the
-mean shortest plan from the start, the expert's success (its plan on every train task) and
-env steps per second (the whole loop, the policy's choice included).
-
-Run from the repository root: ``python benchmarks/control_uniform.py`` (writes
+docs/control_task.md, "Difficulty"; the method is written in the results page. From the
+repository root: ``python benchmarks/control_uniform.py`` (writes
 ``benchmarks/results/control_uniform.md``); ``--episodes 200`` for a quick look, ``--out -``
 to print only.
 """
