@@ -99,3 +99,25 @@ def test_credit_alignment_refuses_a_record_it_does_not_reproduce(ablations, tmp_
     np.savez(path, **data)
     with pytest.raises(RuntimeError, match="differ from the recorded ones"):
         ablations.credit_alignment(tmp_path / "run")
+
+
+def test_the_analysis_tables_a_variant_against_mvpo_on_the_same_seed(ablations, tmp_path):
+    """``--analyze-only`` over a base with the ``mvpo`` arm and one variant (2 tiny iterations
+    each, batch records kept): the table, its pair and the figure are written."""
+    base, out = tmp_path / "runs", tmp_path / "results" / "ablations.md"
+    flags = ablations.VARIANTS["mvpo-lambdaL0"][0]
+    _train(base / "mvpo-seed0", "--estimator-kwargs", '{"form": "v1"}')
+    _train(base / "mvpo-lambdaL0-seed0", "--estimator-kwargs", '{"form": "v1", "lambda_L": 0.0}')
+    assert json.loads(flags[1]) == {"lambda_L": 0.0}
+    (base / "mvpo-kappa0.1-seed0").mkdir()  # a variant without metrics: not in the table
+    argv = ["--analyze-only", "--base", str(base), "--iterations", "2", "--out", str(out)]
+    assert ablations.main(argv) == 0
+    table = json.loads(out.with_suffix(".json").read_text())
+    assert list(table["arms"]) == ["mvpo", "mvpo-lambdaL0"] and table["common_seeds"] == [0]
+    row = table["arms"]["mvpo-lambdaL0"]
+    assert row["seeds"] == [0] and row["loop_share"] == 0.0  # lambda_L = 0: no loop term
+    assert table["arms"]["mvpo"]["loop_share"] > 0.0
+    assert "mvpo-lambdaL0 - mvpo" in table["pairs"]
+    text = out.read_text()
+    assert "| mvpo-lambdaL0 | no loop penalty (lambda_L 0.5 -> 0) | 1 |" in text
+    assert out.with_suffix(".png").stat().st_size > 0
