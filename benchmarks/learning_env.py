@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mvpo_train.study import curves
-from mvpo_train.study.curves import threshold_key  # noqa: F401  (the study's names, one place)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
