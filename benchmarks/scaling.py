@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import mvpo_envs  # noqa: F401
-from mvpo_envs.bench.measure import play_random
+from mvpo_envs.measure import play_random
 from mvpo_envs.vector import BACKENDS, GroupedVectorEnv
 
 RESULTS = Path(__file__).parent / "results" / "scaling.md"

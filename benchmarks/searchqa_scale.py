@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mvpo_envs.bench import measure
+from mvpo_envs import measure
 from mvpo_envs.cache_files import MANIFEST
 from mvpo_train.study import bench
 

@@ -24,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from mvpo_envs.bench.measure import rss_hwm
+from mvpo_envs.measure import rss_hwm
 from mvpo_envs.searchqa.data import bundled_qa_path, load_qa
 from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS, MAX_SEARCHES
 from mvpo_envs.serve.load import http_load, latency_summary, post_request, spawn_server

@@ -17,7 +17,7 @@ import platform
 import sys
 from pathlib import Path
 
-from mvpo_envs.bench.measure import rss_hwm
+from mvpo_envs.measure import rss_hwm
 from mvpo_envs.serve.load import refusal, session_load, spawn_server
 from mvpo_train.study.bench import write_page
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mvpo_envs.bench import measure
+from mvpo_envs import measure
 from mvpo_train.study import bench
 
 RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"

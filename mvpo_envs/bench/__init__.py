@@ -1,8 +1,9 @@
 """What the benchmark scripts measure envs with (``benchmarks/*.py``; docs/scaling.md,
-docs/environments.md): none of it is part of an env, and the trainer imports none of it.
+docs/environments.md): each module plays or builds envs of the packages beside it, none is part
+of an env, and the trainer imports none of it. The process, memory and latency measurements
+they share are :mod:`mvpo_envs.measure`, one layer down (the env server's load generator and
+SearchQA's IVF recall use them too).
 
-* :mod:`~mvpo_envs.bench.measure`: memory, latency, a child interpreter's peak RSS, N envs and
-  N async workers of one process;
 * :mod:`~mvpo_envs.bench.step_rate`: seeded, timed play of one env or a vector of them;
 * :mod:`~mvpo_envs.bench.cache_faults`: every env cache's files damaged in turn and opened
   again;

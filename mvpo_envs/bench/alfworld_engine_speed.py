@@ -28,7 +28,7 @@ import numpy as np
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.alfworld.data import AlfworldGame
 from mvpo_envs.alfworld.fast import engine as fast_engine
-from mvpo_envs.bench.measure import play_random, rss_hwm
+from mvpo_envs.measure import play_random, rss_hwm
 from mvpo_envs.vector import GroupedVectorEnv
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.bench.measure import percentile, time_calls
+from mvpo_envs.measure import percentile, time_calls
 from mvpo_envs.searchqa.data import Corpus, QAItem
 from mvpo_envs.searchqa.evaluation import oracle_em, retrieval_recall
 from mvpo_envs.searchqa.retrievers import make_retriever

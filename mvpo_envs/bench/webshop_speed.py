@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mvpo_envs.bench.measure import time_calls
+from mvpo_envs.measure import time_calls
 
 __all__ = ["first_reward", "fresh_process", "play", "search_latency", "startup"]
 

@@ -1,4 +1,4 @@
-"""``mvpo_envs.bench.measure``: the memory, latency and child-process measurements of the scale and
+"""``mvpo_envs.measure``: the memory, latency and child-process measurements of the scale and
 load benchmarks compute what they say, on real processes and real envs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mvpo_envs.bench import measure
+from mvpo_envs import measure
 from mvpo_envs.milestone_chain.env import MilestoneChainEnv
 
 
