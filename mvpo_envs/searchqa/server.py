@@ -15,7 +15,8 @@ Concurrency: each connection is served by its own thread, at most ``max_connecti
 once; further connections wait, unanswered, in the listen backlog (``backlog``, 1024, which the
 kernel caps at ``net.core.somaxconn``) until a worker is free, and while every worker is busy each
 answer closes its connection so that a waiting client gets the next turn. Nothing is refused
-for load alone. There is no server-wide lock: a retriever whose
+for load alone (the bounded server, the parse budget and the per-request read deadline are
+:mod:`mvpo_envs.searchqa.bounded_http`). There is no server-wide lock: a retriever whose
 :attr:`~mvpo_envs.searchqa.retrievers.base.Retriever.thread_safe` is false (the dense one:
 torch's thread count is process state) is called under its own lock, and the size limits below
 bound how long one request can hold it. At most ``max_searches`` (8) searches run at once, the
@@ -53,20 +54,18 @@ In-process: ``with RetrievalServer(r) as s:`` then use ``s.url``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import re
-import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, NoReturn
 
 from mvpo_envs.cli_args import FlagSpellingParser, int_at_least
 from mvpo_envs.data_files import decode_utf8
+from mvpo_envs.searchqa.bounded_http import BoundedHTTPServer, ByteBudget, DeadlineReader
 from mvpo_envs.searchqa.retrievers.base import Retriever
 
 MAX_BODY = 8 << 20
@@ -145,8 +144,8 @@ class RetrievalServer:
         self._lock = None if getattr(retriever, "thread_safe", False) else threading.Lock()
         self.max_searches = max_searches
         self._searching = threading.BoundedSemaphore(max_searches)
-        self._parsing = _Budget(PARSE_BUDGET_BODIES * max_body)
-        self._httpd = _BoundedHTTPServer((host, port), _handler_for(self), backlog, max_connections)
+        self._parsing = ByteBudget(PARSE_BUDGET_BODIES * max_body)
+        self._httpd = BoundedHTTPServer((host, port), _handler_for(self), backlog, max_connections)
         self._thread: threading.Thread | None = None
 
     @property
@@ -315,97 +314,6 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"body holds {name}, which is not JSON")
 
 
-class _BoundedHTTPServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` with a large listen backlog and at most ``max_connections``
-    handler threads: the accept loop waits for a free one, so extra connections queue in the
-    kernel's backlog instead of spawning threads without bound."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, address: tuple[str, int], handler: type, backlog: int, max_connections: int):
-        self.request_queue_size = backlog  # read by server_activate, inside super().__init__
-        self.max_connections = max_connections
-        self.active = 0
-        self.closing = threading.Event()
-        self._slots = threading.Condition()
-        super().__init__(address, handler)
-
-    def at_capacity(self) -> bool:
-        return self.active >= self.max_connections
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._slots:
-            while self.active >= self.max_connections:
-                if self.closing.is_set():
-                    self.shutdown_request(request)
-                    return
-                self._slots.wait(timeout=0.1)
-            self.active += 1
-        try:
-            super().process_request(request, client_address)  # starts the handler thread
-        except BaseException:
-            self._release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        with self._slots:
-            self.active -= 1
-            self._slots.notify()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that resets or stalls its connection is routine, not worth a traceback."""
-        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Budget:
-    """A counting semaphore in bytes: :meth:`hold` waits until ``n`` more fit in ``total``."""
-
-    def __init__(self, total: int):
-        self.total, self.used = total, 0
-        self._cond = threading.Condition()
-
-    @contextlib.contextmanager
-    def hold(self, n: int) -> Iterator[None]:
-        n = min(n, self.total)
-        with self._cond:
-            while self.used + n > self.total:
-                self._cond.wait()
-            self.used += n
-        try:
-            yield
-        finally:
-            with self._cond:
-                self.used -= n
-                self._cond.notify_all()
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The socket as a raw stream whose every read waits at most ``read_timeout`` and never past
-    ``deadline`` (set per request): a client that drips bytes cannot hold a worker forever."""
-
-    def __init__(self, sock: socket.socket, read_timeout: float):
-        self.sock, self.read_timeout, self.deadline = sock, read_timeout, float("inf")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("request not received in time")
-        self.sock.settimeout(min(self.read_timeout, left))
-        return self.sock.recv_into(buffer)
-
-
 def _handler_for(server: RetrievalServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -417,7 +325,7 @@ def _handler_for(server: RetrievalServer) -> type[BaseHTTPRequestHandler]:
         def setup(self) -> None:
             super().setup()
             self.rfile.close()  # the buffered socket file of StreamRequestHandler, replaced:
-            self._reader = _DeadlineReader(self.connection, server.read_timeout)
+            self._reader = DeadlineReader(self.connection, server.read_timeout)
             self.rfile = io.BufferedReader(self._reader, 65536)
 
         def handle_one_request(self) -> None:
