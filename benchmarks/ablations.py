@@ -23,6 +23,7 @@ from learning_runs import eval_cmd, run_all, warm_start_and_eval
 
 from mvpo_train.stats import SMOOTH, bootstrap_ci, moving_average
 from mvpo_train.study.credit_mass import credit_alignment
+from mvpo_train.study.figures import pyplot, save
 from mvpo_train.study.runs import (
     eval_file,
     load_runs,
@@ -177,11 +178,7 @@ def test_held_out(args: argparse.Namespace) -> None:
 
 
 def plot(table: dict, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     for arm, row in table["arms"].items():
         y = np.array(row["curve_common"])
@@ -197,9 +194,7 @@ def plot(table: dict, out: Path) -> None:
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:

@@ -16,16 +16,12 @@ from control_study_runs import (
 
 from mvpo_train.stats import SMOOTH
 from mvpo_train.study import tables
-from mvpo_train.study.curves import band_line
+from mvpo_train.study.figures import band_line, pyplot, save
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, partial_lines, reach_cell
 
 
 def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     align = [k for k in ALIGN_SHOWN if any(k in r["curves"] for r in table["arms"].values())]
     panels = 3 + (1 if align else 0)
     fig, axes = plt.subplots(1, panels, figsize=(5.3 * panels, 4.4))
@@ -58,9 +54,7 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def command_line(args: argparse.Namespace) -> str:

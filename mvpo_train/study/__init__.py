@@ -24,6 +24,7 @@ arms and texts of each study: the trainer's package names no env):
   per-arm intervals, pairs) and its figure;
 * :mod:`mvpo_train.study.curve_panels`: the oracle-gain studies' figure (panels of arms'
   batch-success curves with their bands);
+  :mod:`mvpo_train.study.figures` what every figure shares (the backend, a row's band, saving);
 * :mod:`mvpo_train.study.credit_mass`: where MVPO's advantage mass goes in a run's batch
   records;
 * :mod:`mvpo_train.study.paired`: per-arm and paired intervals (t-based, bootstrap beside),

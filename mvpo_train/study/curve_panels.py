@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.study.figures import pyplot, save
 from mvpo_train.study.paired import SEEDS
 
 __all__ = ["plot_panels"]
@@ -27,11 +28,7 @@ def plot_panels(
     figsize: tuple[float, float],
 ) -> None:
     """One panel per ``(title, arm names)`` of ``groups``, side by side, to ``path`` (80 dpi)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(groups), figsize=figsize, sharey=True, squeeze=False)
     for ax, (title, names) in zip(axes[0], groups, strict=True):
         for n in names:
@@ -51,6 +48,4 @@ def plot_panels(
         fig.suptitle(
             f"partial: {progress['runs_done']} of {progress['runs_planned']} runs", fontsize=10
         )
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save(fig, path, dpi=80)

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.stats import SMOOTH, bootstrap_ci, censored, curve_band, first_reach, moving_average
+from mvpo_train.study.figures import band_line, pyplot, save
 from mvpo_train.study.runs import read_eval, read_eval_types, run_dir
 from mvpo_train.study.summary import intervals, pair_rows, paired
 from mvpo_train.study.tables import fmt_ci, n_seeds
 
 __all__ = [
-    "band_line",
     "heldout_keys",
     "inline_eval_lines",
     "more_thresholds_lines",
@@ -165,26 +165,11 @@ def summarize(
     return table
 
 
-def band_line(ax: Any, name: str, row: dict, alpha: float = 0.15) -> tuple[np.ndarray, str]:
-    """Row ``name`` of a table (an arm or a pair: ``curve``, ``curve_lo``, ``curve_hi`` per
-    iteration, and its ``seeds``) on ``ax``: the curve labelled with its number of seeds, its
-    band shaded; the iterations (from 1) and the line's colour."""
-    y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
-    x = np.arange(1, len(y) + 1)
-    (line,) = ax.plot(x, y, label=f"{name} (n={n_seeds(row)})")
-    ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color())
-    return x, line.get_color()
-
-
 def plot(table: dict, out: Path, threshold: float, first: str) -> None:
     """The figure of :func:`summarize`'s table: training success with its band, the held-out
     ``first`` split's success during training (iteration 0: the warm start) and the
     zero-advantage ratio, per arm."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.4))
     for arm, row in table["arms"].items():
         x, color = band_line(axes[0], arm, row)
@@ -202,9 +187,7 @@ def plot(table: dict, out: Path, threshold: float, first: str) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
+    save(fig, out)
 
 
 def more_thresholds_lines(

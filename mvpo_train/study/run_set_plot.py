@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mvpo_train.study.figures import pyplot
 from mvpo_train.study.run_sets import PHI_SPLIT, STEP_GROUPING, RunSet, curve, has_key, milestones
 
 __all__ = ["plot"]
@@ -23,10 +24,7 @@ def plot(
     as a 256-colour PNG; False (nothing drawn) when no run was found."""
     if not rs.found():
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, 4, figsize=(16.5, 6.8))
