@@ -256,7 +256,7 @@ class EncoderPolicy:
 
 
 def _check_config(cfg: Any) -> None:
-    from mvpo_train.config import ConfigError
+    from mvpo_train.errors import ConfigError
 
     if cfg.action_mode != "score":
         raise ConfigError("policy: 'encoder' needs action_mode='score'")
@@ -269,7 +269,7 @@ def _check_config(cfg: Any) -> None:
 def load_head(path: str | Path, embedder: SegmentEmbedder) -> ScorerHead:
     """A head saved by :meth:`ScorerHead.save_pretrained` (a warm start or a checkpoint)."""
     from mvpo_train.checkpoint import load_model_weights
-    from mvpo_train.config import ConfigError
+    from mvpo_train.errors import ConfigError
 
     path = Path(path).expanduser()
     try:
@@ -321,7 +321,7 @@ def _saved_shape(path: Path, key: str) -> tuple[int, ...] | None:
 def check_history_length(head: ScorerHead, history_length: int, where: str) -> None:
     """A one-line ConfigError when a head reading ``H`` past pairs meets a run that shows
     another number (a ``last_action`` head reads the last shown action, as it always did)."""
-    from mvpo_train.config import ConfigError
+    from mvpo_train.errors import ConfigError
 
     if head.history_pool != LEGACY_POOL and head.history_length != history_length:
         raise ConfigError(
