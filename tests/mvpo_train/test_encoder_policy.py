@@ -256,7 +256,7 @@ def test_settings_only_checks_the_folder_without_replaying(tmp_path, capsys, mon
 
 
 def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
-    args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "8"]
+    args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "2"]
     assert warm_start_main(["--out", str(tmp_path / "a"), *args, "--threads", "1"]) == 0
     assert warm_start_main(["--out", str(tmp_path / "b"), *args, "--threads", "1"]) == 0
     assert warm_start_main(["--out", str(tmp_path / "c"), *args, "--seed", "1"]) == 0
