@@ -14,6 +14,11 @@ from mvpo_train.study import curves
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 WARM = "runs/encoder-warm"
+#: MVPO's potential options together: pooled, cross-fitted region statistics valued by TD over
+#: the pooled chain, regions split at milestones (docs/estimators.md §3.13)
+POTENTIAL = (
+    '{"potential_estimate": "td", "potential_split": "milestones", "region_stats": "pooled"}'
+)
 #: arm name -> the mvpo-train flags that make it (everything else is shared)
 ARMS: dict[str, list[str]] = {
     **{e: ["--estimator", e] for e in ("grpo", "gigpo", "mvpo")},
@@ -21,6 +26,15 @@ ARMS: dict[str, list[str]] = {
     # the two MVPO forms pinned, whatever the default (docs/estimators.md §3.8, §3.10)
     "mvpo-v1": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "v1"}'],
     "mvpo-paper": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "paper"}'],
+    # the potential options together (docs/estimators.md §3.11-§3.13), and their repair
+    # shuffled among the routed rows (the negative control): the matched study's new arms
+    "mvpo-potential": ["--estimator", "mvpo", "--estimator-kwargs", POTENTIAL],
+    "mvpo-potential-shuffled": [
+        "--estimator",
+        "mvpo",
+        "--estimator-kwargs",
+        POTENTIAL[:-1] + ', "repair_source": "shuffled"}',
+    ],
     **{e: ["--estimator", e] for e in ("ecpo", "progpo", "beacon", "rloo")},
 }
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")
@@ -29,6 +43,8 @@ DEFAULT_PAIRS = (
     ("mvpo", "grpo"), ("mvpo", "gigpo"), ("gigpo", "grpo"), ("mvpo-learned", "mvpo"),
     ("mvpo-paper", "mvpo-v1"), ("mvpo-paper", "gigpo"), ("mvpo-paper", "grpo"),
     ("mvpo-v1", "gigpo"),
+    ("mvpo-potential", "gigpo"), ("mvpo-potential", "mvpo-paper"), ("mvpo-potential", "grpo"),
+    ("mvpo-potential-shuffled", "gigpo"), ("mvpo-potential", "mvpo-potential-shuffled"),
 )  # fmt: skip
 #: the shared mvpo-train flags of the study (docs/learning_study.md, "Settings")
 STUDY_FLAGS = [

@@ -207,3 +207,14 @@ def test_carried_arms_fill_in_for_runs_not_kept(tmp_path: Path) -> None:
     assert out["pairs"]["mvpo-pooled - gigpo"]["area"]["mean"] == pytest.approx(0.35)
     assert out["progress"]["runs_done"] == 4
     assert "| gigpo (reused) (c) |" in (tmp_path / "out" / "potential_learning.md").read_text()
+
+
+def test_the_matched_alfworld_study_runs_the_same_combination() -> None:
+    """learning.py's ``mvpo-potential`` arm (the matched ALFWorld study) is this study's
+    combination; its shuffled arm adds only the shuffled repair."""
+    le = study_module("learning_env")
+    pot = le.ARMS["mvpo-potential"]
+    assert pot[:3] == ["--estimator", "mvpo", "--estimator-kwargs"]
+    assert json.loads(pot[3]) == dict(pl.COMBINATION)
+    shuffled = json.loads(le.ARMS["mvpo-potential-shuffled"][3])
+    assert shuffled == {**pl.COMBINATION, "repair_source": "shuffled"}
