@@ -29,6 +29,23 @@ def train_argv(micro: Path):
     return make
 
 
+#: iterations of the shared :func:`reference` run
+REFERENCE_ITERATIONS = 4
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory, train_argv) -> Path:
+    """An uninterrupted run of ``train_argv`` (4 iterations, every checkpoint kept), shared
+    read-only by the fault tests that compare a killed, failed or resumed run with it: one
+    training run for the suite instead of one per module."""
+    from mvpo_train.cli import train_main
+
+    run = tmp_path_factory.mktemp("ref") / "run"
+    argv = train_argv(run, "--keep-checkpoints", "9", iterations=REFERENCE_ITERATIONS)
+    assert train_main(argv) == 0
+    return run
+
+
 def _argv(micro: Path, run_dir: Path, *extra: str, iterations: int) -> list[str]:
     return [
         "--model", str(micro), "--run-dir", str(run_dir), "--device", "cpu", "--threads", "1",

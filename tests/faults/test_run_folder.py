@@ -88,13 +88,6 @@ def _wait_for_rows(proc: subprocess.Popen, metrics: Path, rows: int, timeout: fl
         time.sleep(0.02)
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, train_argv) -> Path:
-    run = tmp_path_factory.mktemp("ref") / "run"
-    assert train_main(train_argv(run, iterations=4)) == 0
-    return run
-
-
 # ------------------------------------------------------------------ metrics on resume
 
 

@@ -19,7 +19,7 @@ from mvpo_train.checkpoint import LATEST, SUMS, complete_checkpoints
 from mvpo_train.cli import eval_main, train_main
 from mvpo_train.metrics import read_metrics, strip_timing
 
-ITERATIONS = 4
+ITERATIONS = 4  # the shared ``reference`` run's (conftest.py)
 
 
 def _rows(run: Path) -> list[dict]:
@@ -28,14 +28,6 @@ def _rows(run: Path) -> list[dict]:
 
 def _weights(run: Path, iteration: int = ITERATIONS) -> bytes:
     return (run / "checkpoints" / f"iter-{iteration:06d}" / "model.safetensors").read_bytes()
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, train_argv) -> Path:
-    """An uninterrupted run of ITERATIONS iterations."""
-    run = tmp_path_factory.mktemp("ref") / "run"
-    assert train_main(train_argv(run, "--keep-checkpoints", "9", iterations=ITERATIONS)) == 0
-    return run
 
 
 # ------------------------------------------------------------------ SIGKILL, then --resume

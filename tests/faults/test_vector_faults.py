@@ -185,7 +185,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def test_trainer_with_a_killed_env_worker_then_resume_matches_sync(tmp_path, train_argv):
+def test_trainer_with_a_killed_env_worker_then_resume_matches_sync(tmp_path, train_argv, reference):
     """``mvpo-train --vectorization async``: an env worker SIGKILLed mid-run stops the trainer
     with the worker named and no process left; ``--resume`` then ends with the same metrics
     and weights as an uninterrupted sync run."""
@@ -196,9 +196,8 @@ def test_trainer_with_a_killed_env_worker_then_resume_matches_sync(tmp_path, tra
     from mvpo_train.cli import train_main
     from mvpo_train.metrics import read_metrics, strip_timing
 
-    iterations = 4
-    reference, run, log = tmp_path / "ref", tmp_path / "run", tmp_path / "train.log"
-    assert train_main(train_argv(reference, iterations=iterations)) == 0
+    iterations = 4  # the shared sync ``reference`` run's (conftest.py)
+    run, log = tmp_path / "run", tmp_path / "train.log"
     code = "import sys; from mvpo_train.cli import train_main; sys.exit(train_main())"
     argv = train_argv(run, "--vectorization", "async", iterations=iterations)
     with log.open("w") as out:
