@@ -177,6 +177,7 @@ def _children_cpu() -> float:
 def size(args: argparse.Namespace) -> dict[str, Any]:
     """CPU seconds of 2 iterations of ``oracle-r1`` and of a small held-out evaluation (module
     docstring), and the estimate of the whole study."""
+    load_start = os.getloadavg()[0]
     scratch = Path(args.size_base)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
@@ -208,6 +209,7 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
         "runs": runs, "iterations": args.iterations, "final_episodes": args.final_episodes,
         "run_cpu_s": run_cpu, "eval_run_cpu_s": eval_run,
         "study_cpu_h": runs * (run_cpu + eval_run) / 3600.0,
+        "load_avg": [load_start, os.getloadavg()[0]], "cpus": os.cpu_count(),
     }  # fmt: skip
 
 
@@ -391,6 +393,23 @@ def _sizing_lines(sz: dict[str, Any] | None, prior: dict[str, Any] | None) -> li
         f"{sz['study_cpu_h'] / 2:.1f} h of wall time at 2 runs at a time on a free 2-core "
         f"machine and about {sz['study_cpu_h']:.1f} h on one core beside the running "
         "oracle-gain sweep (which keeps the other busy).",
+        "",
+        *_load_lines(sz),
+        *_prior_lines(prior),
+    ]
+
+
+def _load_lines(sz: dict[str, Any]) -> list[str]:
+    """What the machine was doing while ``--size`` measured (its 1-minute load average at the
+    start and the end): process CPU time grows when other jobs share the cores."""
+    load = sz.get("load_avg")
+    if not load:
+        return []
+    return [
+        f"The 1-minute load average was {load[0]:.1f} at the start and {load[1]:.1f} at the "
+        f"end of the measurement, on {sz.get('cpus', '?')} cores: with other jobs on the cores "
+        "a process's CPU seconds grow (shared caches and cores), so on a busy machine this "
+        "estimate is an upper bound.",
         "",
     ]
 
