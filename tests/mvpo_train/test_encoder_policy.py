@@ -259,7 +259,11 @@ def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     args = ["--env-kwargs", '{"preset": "mini"}', "--steps", "3", "--batch-size", "2"]
     assert warm_start_main(["--out", str(tmp_path / "a"), *args, "--threads", "1"]) == 0
     assert warm_start_main(["--out", str(tmp_path / "b"), *args, "--threads", "1"]) == 0
-    assert warm_start_main(["--out", str(tmp_path / "c"), *args, "--seed", "1"]) == 0
+    # one thread in every build (a busy 2-core machine made a 2-thread build 20x slower):
+    # the seed alone tells c from a
+    assert (
+        warm_start_main(["--out", str(tmp_path / "c"), *args, "--seed", "1", "--threads", "1"]) == 0
+    )
     w = {k: (tmp_path / k / "model.safetensors").read_bytes() for k in "abc"}
     assert w["a"] == w["b"] and w["a"] != w["c"]
     capsys.readouterr()
@@ -281,7 +285,7 @@ def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     # another layout is another warm start, loaded only with its history length
     d = tmp_path / "d"
     assert warm_start_main(["--out", str(d), *args, "--history-length", "1",
-                            "--history-pool", "mean"]) == 0  # fmt: skip
+                            "--history-pool", "mean", "--threads", "1"]) == 0  # fmt: skip
     assert (
         load_policy(_cfg(tmp_path / "run", model=str(d), history_length=1)).history_pool == "mean"
     )
@@ -290,7 +294,7 @@ def test_warm_start_is_deterministic_and_cached(tmp_path, capsys):
     # a folder of the first layout, written before --history-pool existed: kept with the
     # default (= last_action: same demonstrations, same head), refused in one line with another
     e = tmp_path / "e"
-    assert warm_start_main(["--out", str(e), *args]) == 0
+    assert warm_start_main(["--out", str(e), *args, "--threads", "1"]) == 0
     meta_e = json.loads((e / "warm_start.json").read_text())
     del meta_e["settings"]["history_pool"]
     (e / "warm_start.json").write_text(json.dumps(meta_e))
