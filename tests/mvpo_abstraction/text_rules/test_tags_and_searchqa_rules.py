@@ -80,8 +80,9 @@ def _python_lines(fn, text: str) -> int:
 def test_parsing_is_linear_on_adversarial_text() -> None:
     # the former regex, <(search|answer)>(.*?)</\1>, took 34.6 s on "<action>" * 32000 and
     # grew with the square of the length. Now the only regex is the tag pattern (no
-    # repetition: linear in C), and the Python work is counted: doubling the text at most
-    # doubles it (a quadratic scan would quadruple it).
+    # repetition: linear in C), and the Python work is counted: doubling the text about
+    # doubles it (a few lines of the regex cache's or the collector's aside), where a
+    # quadratic scan would quadruple it.
     assert re.fullmatch(r"<\(/\?\)\((\w|\|)+\)>", _tag_regex(("search", "answer"), False).pattern)
     cases = [
         *[(lambda t, m=mode: parse_action(t, m), unit, tail)
@@ -93,7 +94,7 @@ def test_parsing_is_linear_on_adversarial_text() -> None:
     for fn, unit, tail in cases:
         small = _python_lines(fn, unit * 2_000 + tail)
         large = _python_lines(fn, unit * 4_000 + tail)
-        assert large <= 2 * small + 50, (unit, tail, small, large)
+        assert large < 3 * small, (unit, tail, small, large)
 
 
 def test_information_blocks_and_titles() -> None:
