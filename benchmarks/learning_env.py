@@ -16,9 +16,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 WARM = "runs/encoder-warm"
 #: MVPO's potential options together: pooled, cross-fitted region statistics valued by TD over
 #: the pooled chain, regions split at milestones (docs/estimators.md §3.13)
-POTENTIAL = (
-    '{"potential_estimate": "td", "potential_split": "milestones", "region_stats": "pooled"}'
-)
+POTENTIAL = {"potential_estimate": "td", "potential_split": "milestones", "region_stats": "pooled"}
 #: arm name -> the mvpo-train flags that make it (everything else is shared)
 ARMS: dict[str, list[str]] = {
     **{e: ["--estimator", e] for e in ("grpo", "gigpo", "mvpo")},
@@ -28,13 +26,13 @@ ARMS: dict[str, list[str]] = {
     "mvpo-paper": ["--estimator", "mvpo", "--estimator-kwargs", '{"form": "paper"}'],
     # the potential options together (docs/estimators.md §3.11-§3.13), and their repair
     # shuffled among the routed rows (the negative control): the matched study's new arms
-    "mvpo-potential": ["--estimator", "mvpo", "--estimator-kwargs", POTENTIAL],
+    "mvpo-potential": ["--estimator", "mvpo", "--estimator-kwargs", json.dumps(POTENTIAL)],
     "mvpo-potential-shuffled": [
         "--estimator",
         "mvpo",
         "--estimator-kwargs",
-        POTENTIAL[:-1] + ', "repair_source": "shuffled"}',
-    ],
+        json.dumps({**POTENTIAL, "repair_source": "shuffled"}),
+    ],  # fmt: skip
     **{e: ["--estimator", e] for e in ("ecpo", "progpo", "beacon", "rloo")},
 }
 DEFAULT_ARMS = ("grpo", "gigpo", "mvpo", "mvpo-learned")

@@ -7,8 +7,10 @@ encoder policy with a fresh head on ``mvpo/MilestoneChain-v0`` with ``show_progr
 ``show_route``, 8 layouts x 8 rollouts x 50 steps, 40 iterations, lr 0.002, 2 PPO epochs; its
 setting flags are accepted here with the same defaults and make the same settings
 fingerprint), so the study's GRPO, GiGPO, MVPO (the paper's form) and MVPO-shuffled runs are
-reused, read from ``--reuse-base`` (default ``runs/oracle-gain-route``: only read, never run or
-written). A setting whose fingerprint differs from the one recorded there is refused in one line.
+reused, read from that study's committed archive (``--reuse-archive``, default
+``benchmarks/results/oracle_gain_runs``), else from ``--reuse-base`` (default
+``runs/oracle-gain-route``: only read, never run or written). A setting whose fingerprint differs
+from the one recorded there is refused in one line.
 
 The new arms (each ``--estimator mvpo`` with ``--estimator-kwargs``):
 
@@ -337,6 +339,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     out = {
         "settings": {**s, "seeds": args.seeds, "fingerprint": og.fingerprint(s)},
         "reuse_base": _shown(Path(args.reuse_base)),
+        "reuse_archive": _shown(Path(args.reuse_archive)),
         "progress": {"runs_done": n_done, "runs_planned": len(planned) * len(args.seeds),
                      "partial": n_done < len(planned) * len(args.seeds)},
         "arms": arms_out,
@@ -368,15 +371,16 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
         machine,
         "",
         f"Settings: exactly the oracle-gain study's (benchmarks/results/oracle_gain.md; settings "
-        f"fingerprint `{st['fingerprint']}`, checked against `{out['reuse_base']}/settings.json`): "
+        f"fingerprint `{st['fingerprint']}`, checked against the reused runs' settings record): "
         f"encoder policy with a fresh head, `{st['env_id']}` (K = 4, "
         f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}), "
         f"{st['num_groups']} layouts x {st['group_size']} rollouts x {st['max_steps']} steps per "
         f"iteration, {st['iterations']} iterations, lr {st['lr']}, {st['ppo_epochs']} PPO "
         f"epochs, seeds {st[SEEDS]}; held-out: the final checkpoint on the `eval` layouts, "
         f"sampled, {st['eval_episodes']} episode(s) per layout. The runs of "
-        f"{', '.join(f'`{n}`' for n in REUSED)} are the oracle-gain study's, read from "
-        f"`{out['reuse_base']}`; the new arms run in their own folder.",
+        f"{', '.join(f'`{n}`' for n in REUSED)} are the oracle-gain study's, read from its "
+        f"archive `{out['reuse_archive']}` (else `{out['reuse_base']}`); the new arms run in "
+        "their own folder and are archived beside this page.",
         "",
     ]
     if prog["partial"]:

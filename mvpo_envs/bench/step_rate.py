@@ -3,7 +3,7 @@
 What a before/after measurement of env stepping needs (``benchmarks/info_copy_cost.py``):
 the ``step`` calls alone are timed (a reset may load a game, and choosing the actions is the
 caller's cost), with :func:`time.process_time` (other processes do not count), and the play
-is a pure function of the seeds, so the returned trace (a pickle of what the steps returned)
+is a pure function of its random seeds, so the returned trace (a pickle of what the steps returned)
 of two variants must be equal when only their cost differs.
 
 * :func:`seeded_action`: a random admissible action, an invalid one every ``invalid_every``

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.study.paired import SEEDS
+
 __all__ = ["band_line", "pyplot", "save"]
 
 
@@ -28,7 +30,7 @@ def band_line(ax: Any, name: str, row: dict, alpha: float = 0.15) -> tuple[np.nd
     band shaded; the iterations (from 1) and the line's colour."""
     y, lo, hi = (np.array(row[k]) for k in ("curve", "curve_lo", "curve_hi"))
     x = np.arange(1, len(y) + 1)
-    (line,) = ax.plot(x, y, label=f"{name} (n={len(row['seeds'])})")
+    (line,) = ax.plot(x, y, label=f"{name} (n={len(row[SEEDS])})")
     ax.fill_between(x, lo, hi, alpha=alpha, color=line.get_color())
     return x, line.get_color()
 

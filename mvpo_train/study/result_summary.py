@@ -1,6 +1,6 @@
 """The table of a study kept as compact results (:mod:`mvpo_train.study.compact`): per arm, the
 batch-success curve with a band and per-seed values with intervals over seeds; per pair of
-arms, paired differences over the seeds both finished (``benchmarks/control_study.py``;
+arms, paired differences over the random seeds both finished (``benchmarks/control_study.py``;
 docs/control_task.md, "Results")."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def summarize(
     results: Results, threshold: float, iterations: int, pairs: Sequence[tuple[str, str]]
 ) -> dict[str, Any]:
     """Per arm: the success curve's moving average with a band, the mean of every other curve,
-    per-seed values with CIs; per pair ``A - B``: paired differences over the seeds both arms
+    per-seed values with CIs; per pair ``A - B``: paired differences over the random seeds both arms
     finished, the success-curve difference with a band too. Arms without a result are left out."""
     table: dict[str, Any] = {"arms": {}, "pairs": {}}
     for arm, by_seed in results.items():
