@@ -66,7 +66,7 @@ from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import fmt_interval as _fmt
 from mvpo_train.study.paired import interval as _ci
 from mvpo_train.study.paired import json_clean as _clean
-from mvpo_train.study.result_archive import load_carried, load_result, save_result
+from mvpo_train.study.result_archive import check_result, load_carried, load_result, save_result
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -194,7 +194,7 @@ def finished(
     p = run_dir(Path(args.base), arm, seed) / "result.json"
     if not p.is_file():
         return None
-    res = json.loads(p.read_text())
+    res = check_result(json.loads(p.read_text()), args.iterations, p)
     if "entropy" not in res:  # results written before the field existed
         rows = [r for r in read_metrics(p.parent) if "success" in r]
         res["entropy"] = _mean_finite([r.get("loss/entropy") for r in rows[-FINAL:]])

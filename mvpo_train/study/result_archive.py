@@ -31,6 +31,7 @@ from typing import Any
 __all__ = [
     "MAX_BYTES",
     "ResultArchiveError",
+    "check_result",
     "load_carried",
     "load_result",
     "result_path",
@@ -78,7 +79,9 @@ def _read_json(path: Path, archive: Path) -> Any:
         raise ResultArchiveError(f"result archive: {path} is not valid JSON ({e})") from None
 
 
-def _check_result(res: Any, iterations: int, where: Path) -> dict[str, Any]:
+def check_result(res: Any, iterations: int, where: Path) -> dict[str, Any]:
+    """``res`` when it is a run's compact result of ``iterations`` iterations (a run folder's
+    ``result.json`` is checked the same way); :class:`ResultArchiveError` naming ``where``."""
     if not isinstance(res, dict):
         raise ResultArchiveError(f"result archive: {where} does not hold a JSON object")
     succ = res.get("success")
@@ -104,13 +107,13 @@ def load_result(archive: Path, arm: str, seed: int, iterations: int) -> dict[str
     path = result_path(archive, arm, seed)
     if not os.path.lexists(path):
         return None
-    return _check_result(_read_json(path, archive), iterations, path)
+    return check_result(_read_json(path, archive), iterations, path)
 
 
 def save_result(archive: Path, arm: str, seed: int, res: dict[str, Any], iterations: int) -> Path:
     """Write ``res`` (checked first) as the archived result of ``arm`` at ``seed``, atomically."""
     path = result_path(archive, arm, seed)
-    _check_result(res, iterations, path)
+    check_result(res, iterations, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(res, sort_keys=True) + "\n")
