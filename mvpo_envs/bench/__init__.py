@@ -1,6 +1,6 @@
-"""What the benchmark scripts measure envs with (``benchmarks/*.py``; docs/scaling.md,
-docs/environments.md): each module plays or builds envs of the packages beside it, none is part
-of an env, and the trainer imports none of it. The process, memory and latency measurements
+"""What the benchmark scripts measure envs with, and the pages they write (``benchmarks/*.py``;
+docs/scaling.md, docs/environments.md): each module plays or builds envs of the packages beside
+it, none is part of an env, and the trainer imports none of it. The process, memory and latency measurements
 they share are :mod:`mvpo_envs.measure`, one layer down (the env server's load generator and
 SearchQA's IVF recall use them too).
 
@@ -9,5 +9,11 @@ SearchQA's IVF recall use them too).
   again;
 * :mod:`~mvpo_envs.bench.alfworld_engine_speed`, :mod:`~mvpo_envs.bench.alfworld_game_stats`,
   :mod:`~mvpo_envs.bench.alfworld_generate_speed`, :mod:`~mvpo_envs.bench.webshop_speed`,
-  :mod:`~mvpo_envs.bench.searchqa_speed`: one benchmark's measurements each.
+  :mod:`~mvpo_envs.bench.searchqa_speed`, :mod:`~mvpo_envs.bench.searchqa_scale`,
+  :mod:`~mvpo_envs.bench.webshop_scale`, :mod:`~mvpo_envs.bench.retrieval_server_load`: one
+  benchmark's measurements each;
+* :mod:`~mvpo_envs.bench.alfworld_env_page`, :mod:`~mvpo_envs.bench.alfworld_stats_table`,
+  :mod:`~mvpo_envs.bench.searchqa_scale_page`, :mod:`~mvpo_envs.bench.webshop_scale_page`:
+  one benchmark's results page each; :mod:`~mvpo_envs.bench.scale_table` the cells the two
+  scale pages share.
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -26,14 +27,17 @@ import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.alfworld.data import AlfworldGame
+from mvpo_envs.alfworld.data import AlfworldGame, bundled_split_dir, collect_games
+from mvpo_envs.alfworld.engine import AlfworldEngine
 from mvpo_envs.alfworld.fast import engine as fast_engine
+from mvpo_envs.alfworld.fast.engine import FastEngine
 from mvpo_envs.measure import play_random, rss_hwm
 from mvpo_envs.vector import GroupedVectorEnv
 
 __all__ = [
     "CLOCK",
     "clear_fast_caches",
+    "compare_all",
     "engine_speed",
     "memo_off",
     "memory_per_env",
@@ -198,3 +202,78 @@ def vector_speed(
     venv.close()
     n = groups * group_size
     return n / run["reset_s"], n * steps / run["step_s"]
+
+
+def compare_all(
+    games: Sequence[AlfworldGame],
+    extra: int,
+    episodes: int,
+    vector_steps: int,
+    async_envs: int,
+    env_kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """Every measurement of ``benchmarks/alfworld_env.py``'s page
+    (:mod:`mvpo_envs.bench.alfworld_env_page`) on ``games``: the engines and the env wrapper
+    on the same script (their traces compared), memory per env, cost against room size on
+    the first ``len(games)`` train games of each bundled preset, and batching."""
+    n_games = len(games)
+    # 1. engines: ALFWorld's own loop, pddl (cached), fast; the same script, traces compared
+    own = play_engine(lambda: AlfworldEngine(cached=False), games, extra, 1, True)
+    pddl = play_engine(lambda: AlfworldEngine(cached=True), games, extra, episodes)
+    clear_fast_caches()
+    cold = memo_off(play_engine, FastEngine, games, extra, episodes)
+    clear_fast_caches()
+    fast = play_engine(FastEngine, games, extra, episodes)
+
+    # 2. through the env wrapper
+    clear_fast_caches()
+    env_pddl = play_env("pddl", games, extra, episodes, env_kwargs)
+    clear_fast_caches()
+    env_cold = memo_off(play_env, "fast", games, extra, episodes, env_kwargs)
+    clear_fast_caches()
+    env_fast = play_env("fast", games, extra, episodes, env_kwargs)
+
+    # 3. memory per env
+    mem_fast = memory_per_env("fast", games, 32, env_kwargs)
+    mem_pddl = memory_per_env("pddl", games, 4, env_kwargs)
+
+    # 4. cost against room size
+    sizes = []
+    for preset, split in (("mini", "train"), ("standard", "train"), ("alfworld", "train")):
+        sgames = collect_games(bundled_split_dir(split, preset))[:n_games]
+        ents = statistics.mean(room_size(g.game_file) for g in sgames)
+        # warm-up: the games' parse and command-text caches, the same for both fast lines
+        memo_off(engine_speed, FastEngine, sgames, 4 * extra, 1)
+        sizes.append(
+            (
+                preset,
+                ents,
+                engine_speed(FastEngine, sgames, 4 * extra, seed=1),
+                memo_off(engine_speed, FastEngine, sgames, 4 * extra, 1),
+                engine_speed(lambda: AlfworldEngine(cached=True), sgames, extra, seed=1),
+            )
+        )
+
+    # 5. batching with the fast engine: sync 128 envs in one process vs the async pool
+    pool = f"fast, async, {async_envs // 8 or 1} x 8 = {max(8, async_envs)} envs, one process each"
+    pddl_kwargs = {**env_kwargs, "engine": "pddl"}
+    vec = [
+        (
+            "fast, sync, 16 x 8 = 128 envs, 1 process",
+            *vector_speed("sync", 16, 8, vector_steps, env_kwargs),
+        ),
+        (pool, *vector_speed("async", max(1, async_envs // 8), 8, vector_steps, env_kwargs)),
+        (
+            "pddl, sync, 2 x 8 = 16 envs, 1 process",
+            *vector_speed("sync", 2, 8, max(2, vector_steps // 4), pddl_kwargs),
+        ),
+    ]
+
+    n_own = len(own[0])
+    identical = own[0] == pddl[0][:n_own] == fast[0][:n_own] and pddl[0] == fast[0] == cold[0]
+    return {
+        **{"own": own, "pddl": pddl, "cold": cold, "fast": fast, "identical": identical},
+        **{"env_pddl": env_pddl, "env_cold": env_cold, "env_fast": env_fast},
+        "env_identical": env_pddl[0] == env_fast[0] == env_cold[0],
+        **{"mem_fast": mem_fast, "mem_pddl": mem_pddl, "sizes": sizes, "vec": vec},
+    }

@@ -1,16 +1,9 @@
-"""``benchmarks/searchqa_scale.py``: the results page says which dense rows are real
-(docs/searchqa.md, "Large corpora")."""
+"""``benchmarks/searchqa_scale.py``'s page (:mod:`mvpo_envs.bench.searchqa_scale_page`) says
+which dense rows are real (docs/searchqa.md, "Large corpora")."""
 
 from __future__ import annotations
 
-import pytest
-
-from .helpers import study_module
-
-
-@pytest.fixture(scope="module")
-def scale():
-    return study_module("searchqa_scale")
+from mvpo_envs.bench import searchqa_scale_page as scale
 
 
 def _cached(n: int, rss: float) -> dict:
@@ -29,7 +22,7 @@ def _cached(n: int, rss: float) -> dict:
     }
 
 
-def test_ivf_section_says_which_rows_are_real(scale) -> None:
+def test_ivf_section_says_which_rows_are_real() -> None:
     sweep = [
         {"nprobe": p, "recall": {"1": r, "3": r, "10": r}, "faiss_ms": {"p50": 0.1, "p99": 0.2}}
         for p, r in ((1, 0.5), (16, 0.95))

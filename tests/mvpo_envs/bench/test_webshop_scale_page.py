@@ -1,12 +1,12 @@
-"""benchmarks/webshop_scale.py: the results page's async rows (docs/scaling.md)."""
+"""``benchmarks/webshop_scale.py``'s page (:mod:`mvpo_envs.bench.webshop_scale_page`): the
+async rows (docs/scaling.md)."""
 
 from __future__ import annotations
 
-from .helpers import study_module
+from mvpo_envs.bench import webshop_scale_page as scale
 
 
 def test_big_worker_rows_are_reported_with_what_the_rss_sum_counts() -> None:
-    scale = study_module("webshop_scale")
     row = {"workers": 128, "start_s": 0.9, "products": 1_180_000,
            "total": {"rss": 8543.0, "uss": 822.0, "pss": 882.0},
            "per_worker": {"rss": 66.7, "uss": 6.5, "pss": 6.9}}  # fmt: skip
