@@ -46,59 +46,38 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
-import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mvpo_train.metrics import read_metrics
-from mvpo_train.stats import censored, curve_band, first_reach
 from mvpo_train.study.curve_panels import plot_panels
+from mvpo_train.study.gain_sweep import GainArm as Arm
+from mvpo_train.study.gain_sweep import Sweep, finished, mean_finite, sweep
+from mvpo_train.study.gain_table import (
+    METRICS,
+    PAIR_HEAD,
+    carried_metrics,
+    curve_cells,
+    pair_cells,
+    pair_row,
+    per_run,
+    product_fit,
+    seed_cells,
+)
 from mvpo_train.study.paired import SEEDS
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import fmt_interval as _fmt
-from mvpo_train.study.paired import interval as _ci
 from mvpo_train.study.paired import json_clean as _clean
-from mvpo_train.study.result_archive import check_result, load_carried, load_result, save_result
+from mvpo_train.study.result_archive import load_carried
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ENV_ID = "mvpo/MilestoneChain-v0"
 MAIN_RHOS = (0.0, 0.25, 0.5, 0.75, 1.0)
-THRESHOLDS = (0.05, 0.10)
-FINAL = 5  # iterations of the "final" mean
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One arm: an estimator with keywords at a difficulty."""
-
-    name: str
-    estimator: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    difficulty: int = 1
-    axis: str = "main"  # main | zero-credit | strength
-
-    @property
-    def rho(self) -> float | None:
-        src = self.kwargs.get("repair_source")
-        if src == "oracle":
-            return float(self.kwargs.get("oracle_rho", 1.0))
-        return {"positive": 1.0, "shuffled": 0.0}.get(src)
-
-    @property
-    def kappa(self) -> float | None:
-        """Kappa when held constant; None when it follows MVPO's schedule."""
-        if self.kwargs.get("kappa_schedule") == "constant":
-            return float(self.kwargs["kappa_constant"])
-        return None
 
 
 def _oracle(rho: float, **kw: Any) -> dict[str, Any]:
@@ -168,10 +147,6 @@ def check_settings(base: Path, s: dict[str, Any]) -> None:
     record_settings(base, s, fingerprint(s), "oracle_gain")
 
 
-def run_dir(base: Path, arm: Arm, seed: int) -> Path:
-    return base / arm.name / f"seed{seed}"
-
-
 def archive_dir(args: argparse.Namespace) -> Path:
     """The committed per-run results (``--archive``; default: ``<out stem>_runs`` beside
     ``--out``)."""
@@ -181,26 +156,10 @@ def archive_dir(args: argparse.Namespace) -> Path:
     return out.with_name(out.stem + "_runs")
 
 
-def finished(
-    args: argparse.Namespace, arm: Arm, seed: int, archive_it: bool = False
-) -> dict[str, Any] | None:
-    """The result of a finished run: the archive's, else the run folder's ``result.json``
-    (archived too when ``archive_it``: the sweep does, the analysis only reads); None when the
-    run is not finished."""
-    archive = archive_dir(args)
-    res = load_result(archive, arm.name, seed, args.iterations)
-    if res is not None:
-        return res
-    p = run_dir(Path(args.base), arm, seed) / "result.json"
-    if not p.is_file():
-        return None
-    res = check_result(json.loads(p.read_text()), args.iterations, p)
-    if "entropy" not in res:  # results written before the field existed
-        rows = [r for r in read_metrics(p.parent) if "success" in r]
-        res["entropy"] = _mean_finite([r.get("loss/entropy") for r in rows[-FINAL:]])
-    if archive_it:
-        save_result(archive, arm.name, seed, res, args.iterations)
-    return res
+def spec(args: argparse.Namespace, who: str = "oracle_gain") -> Sweep:
+    """Where the sweep of ``args`` runs, its archive and its settings."""
+    s = settings(args)
+    return Sweep(Path(args.base), archive_dir(args), s, fingerprint(s), args.iterations, who)
 
 
 def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
@@ -230,120 +189,18 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
     return cmd
 
 
-def summarise_run(path: Path, iterations: int) -> dict[str, Any]:
-    """The compact result of a finished run, from its metrics.jsonl."""
-    rows = [r for r in read_metrics(path) if "success" in r]
-    if len(rows) < iterations:
-        raise RuntimeError(f"{path}: {len(rows)} of {iterations} iterations in metrics.jsonl")
-    rows = rows[:iterations]
-    succ = [float(r["success"]) for r in rows]
-    auc = [r.get("align/auc") for r in rows]
-    auc = [float(a) for a in auc if a is not None and math.isfinite(float(a))]
-    heldout = [r["eval/success"] for r in rows if "eval/success" in r]
-    return {
-        "success": succ,
-        "heldout": float(heldout[-1]) if heldout else None,
-        "auc": float(np.mean(auc)) if auc else None,
-        "zero_credit": float(np.mean([r.get("adv/zero_credit_ratio", 0.0) for r in rows[:FINAL]])),
-        "kappa": float(np.mean([r["adv/kappa"] for r in rows if "adv/kappa" in r] or [0.0])),
-        "repaired_ratio": float(np.mean([r.get("adv/repaired_ratio", 0.0) for r in rows])),
-        "advantage_s": _mean_finite([r.get("time/advantage") for r in rows]),
-        "entropy": _mean_finite([r.get("loss/entropy", np.nan) for r in rows[-FINAL:]]),
-        "minutes": float(sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows))
-        / 60.0,
-    }
-
-
-def _mean_finite(values: list[Any]) -> float | None:
-    """Mean of the finite numbers of ``values`` (None when there is none)."""
-    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
-    return float(np.mean(v)) if v else None
-
-
-def sweep(args: argparse.Namespace, plan: list[tuple[Arm, int]]) -> None:
-    base = Path(args.base)
-    check_settings(base, settings(args))
-    check_settings(archive_dir(args), settings(args))
-    carried = load_carried(archive_dir(args), fingerprint(settings(args)))
-    running: list[tuple[subprocess.Popen, Arm, int, Path]] = []
-    todo = [
-        (a, s)
-        for a, s in plan
-        if s not in carried.get(a.name, {}).get(SEEDS, [])
-        and finished(args, a, s, archive_it=True) is None
-    ]
-    print(f"oracle_gain: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
-
-    def finish(proc: subprocess.Popen, arm: Arm, seed: int, path: Path) -> None:
-        if proc.returncode != 0:
-            print(f"oracle_gain: {arm.name} seed {seed} failed (rc {proc.returncode}); see "
-                  f"{path}/train.log", flush=True)  # fmt: skip
-            return
-        res = summarise_run(path, args.iterations)
-        (path / "result.json").write_text(json.dumps(res) + "\n")
-        save_result(archive_dir(args), arm.name, seed, res, args.iterations)
-        print(f"oracle_gain: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
-              flush=True)  # fmt: skip
-        if args.analyze_every:
-            analyze(args)
-
-    while todo or running:
-        while todo and len(running) < args.jobs:
-            arm, seed = todo.pop(0)
-            path = run_dir(base, arm, seed)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            cmd = train_cmd(path, arm, seed, args)
-            log = (path.parent / f"seed{seed}.log").open("a")
-            env = {**os.environ, "OMP_NUM_THREADS": "1"}
-            running.append(
-                (subprocess.Popen(cmd, stdout=log, stderr=log, env=env), arm, seed, path)
-            )
-        time.sleep(5)
-        for item in list(running):
-            if item[0].poll() is not None:
-                running.remove(item)
-                finish(*item)
-
-
 # ------------------------------------------------------------------ analysis
 
 
 def load(args: argparse.Namespace, arm_list: list[Arm]) -> dict[str, dict[int, dict]]:
-    """The finished runs' results, per arm and seed (:func:`finished`)."""
+    """The finished runs' results, per arm and seed (the archive's, else the run folder's)."""
     out: dict[str, dict[int, dict]] = {}
     for arm in arm_list:
         for s in args.seeds:
-            res = finished(args, arm, s)
+            res = finished(archive_dir(args), Path(args.base), arm.name, s, args.iterations)
             if res is not None:
                 out.setdefault(arm.name, {})[s] = res
     return out
-
-
-def carried_metrics(
-    entry: dict[str, Any], metrics: tuple[str, ...] | None = None
-) -> dict[int, dict[str, float]]:
-    """Per-seed ``metrics`` (default :data:`METRICS`) of a carried arm (``carried.json``), as
-    :func:`per_run` gives them (a missing value is NaN)."""
-    ps = entry["per_seed"]
-    return {
-        s: {k: float("nan") if ps[k][i] is None else float(ps[k][i]) for k in metrics or METRICS}
-        for i, s in enumerate(entry[SEEDS])
-    }
-
-
-def per_run(res: dict[str, Any], iterations: int) -> dict[str, float]:
-    succ = np.asarray(res["success"], dtype=np.float64)
-    out = {
-        "area": float(succ.mean()),
-        "final": float(succ[-FINAL:].mean()),
-        "heldout": float("nan") if res["heldout"] is None else float(res["heldout"]),
-    }
-    for th in THRESHOLDS:
-        out[f"it{int(th * 100)}"] = float(censored(first_reach(succ, th), iterations))
-    return out
-
-
-METRICS = ("area", "final", "it5", "it10", "heldout")
 
 
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
@@ -366,37 +223,25 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
         if not runs:
             continue
         seeds = sorted(runs)
-        rows = [per_run(runs[s], args.iterations) for s in seeds]
-        curves = np.array([runs[s]["success"] for s in seeds])
-        mean, lo, hi = curve_band(curves)
-        aucs = [runs[s]["auc"] for s in seeds if runs[s]["auc"] is not None]
+        res = [runs[s] for s in seeds]
+        aucs = [r["auc"] for r in res if r["auc"] is not None]
         arms_out[arm.name] = {
             "estimator": arm.estimator, "kwargs": arm.kwargs, "rho": arm.rho,
             "difficulty": arm.difficulty, "axis": arm.axis, "seeds": seeds,
-            **{k: _ci([r[k] for r in rows]) for k in METRICS},
-            "per_seed": {k: [r[k] for r in rows] for k in METRICS},
+            **seed_cells([metrics[arm.name][s] for s in seeds], METRICS),
             "auc": float(np.mean(aucs)) if aucs else None,
-            "zero_credit": float(np.mean([runs[s]["zero_credit"] for s in seeds])),
-            "kappa": float(np.mean([runs[s]["kappa"] for s in seeds])),
-            "repaired_ratio": float(np.mean([runs[s]["repaired_ratio"] for s in seeds])),
-            "entropy": _mean_finite([runs[s]["entropy"] for s in seeds]),
-            "minutes_per_run": float(np.mean([runs[s]["minutes"] for s in seeds])),
-            "curve": {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()},
+            **{k: float(np.mean([r[k] for r in res]))
+               for k in ("zero_credit", "kappa", "repaired_ratio")},
+            "entropy": mean_finite([r["entropy"] for r in res]),
+            "minutes_per_run": float(np.mean([r["minutes"] for r in res])),
+            "curve": curve_cells([r["success"] for r in res]),
         }  # fmt: skip
     pairs: dict[str, Any] = {}
     for name in arms_out:
         ref = reference(by_name[name])
-        if name == ref or ref not in arms_out:
-            continue
-        common = sorted(set(metrics[name]) & set(metrics[ref]))
-        if not common:
-            continue
-        mine = [metrics[name][s] for s in common]
-        theirs = [metrics[ref][s] for s in common]
-        pairs[f"{name} - {ref}"] = {
-            "seeds": common,
-            **{k: _ci([m[k] - t[k] for m, t in zip(mine, theirs, strict=True)]) for k in METRICS},
-        }
+        cells = pair_cells(metrics, name, ref, METRICS) if ref in arms_out else None
+        if name != ref and cells:
+            pairs[f"{name} - {ref}"] = cells
     out = {
         "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
         "progress": {"runs_done": n_runs, "runs_planned": n_plan, "partial": n_runs < n_plan},
@@ -419,7 +264,7 @@ def fit(arms_out: dict, pairs: dict, by_name: dict[str, Arm]) -> dict[str, Any]:
     Over the oracle arms: alignment = ``rho``, strength = the kappa the arm ran with (measured
     mean), zero-credit = the measured zero-credit ratio of its first iterations. The product
     form ``gain = b * rho * kappa * z`` (through the origin) is compared with the additive fit
-    ``gain = c0 + c1 rho + c2 kappa + c3 z`` by R^2.
+    ``gain = c0 + c1 rho + c2 kappa + c3 z`` by R^2 (:func:`~mvpo_train.study.gain_table.product_fit`).
     """
     xs, ys, names = [], [], []
     for name, a in arms_out.items():
@@ -430,22 +275,7 @@ def fit(arms_out: dict, pairs: dict, by_name: dict[str, Arm]) -> dict[str, Any]:
         xs.append((arm.rho, a["kappa"], a["zero_credit"]))
         ys.append(pairs[key]["area"]["mean"])
         names.append(name)
-    if len(ys) < 5:
-        return {"arms": names, "note": f"{len(ys)} oracle arms with pairs: too few to fit"}
-    x, y = np.asarray(xs), np.asarray(ys)
-    prod = x.prod(axis=1)
-    b = float(prod @ y / max(prod @ prod, 1e-12))
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-
-    def r2(pred: np.ndarray) -> float:
-        return float(1 - ((y - pred) ** 2).sum() / ss_tot) if ss_tot > 0 else float("nan")
-
-    design = np.column_stack([np.ones(len(y)), x])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    return {
-        "arms": names, "x": xs, "gain_area": ys, "product_b": b, "product_r2": r2(b * prod),
-        "additive_coef": coef.tolist(), "additive_r2": r2(design @ coef),
-    }  # fmt: skip
+    return product_fit(names, xs, ys)
 
 
 def rho_star(arms_out: dict, pairs: dict) -> dict[str, Any]:
@@ -530,16 +360,9 @@ def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
         "draws): mean difference, t-based 95% interval, percentile-bootstrap interval "
         "(10,000 resamples) beside it.",
         "",
-        "| pair | seeds | area | area (bootstrap) | final | it. to 10% | held-out |",
-        "|---|---:|---|---|---|---|---|",
+        *PAIR_HEAD,
+        *(pair_row(name, p) for name, p in out["pairs"].items()),
     ]
-    for name, p in out["pairs"].items():
-        b = p["area"]["boot95"]
-        boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
-        lines.append(
-            f"| {name} | {len(p[SEEDS])} | {_fmt(p['area'])} | {boot} | {_fmt(p['final'])} | "
-            f"{_fmt(p['it10'], 1)} | {_fmt(p['heldout'])} |"
-        )
     f = out["fit"]
     lines += ["", "## Gain against alignment x strength x zero-credit", ""]
     if "note" in f:
@@ -625,7 +448,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if not args.analyze_only:
-        sweep(args, plan_runs(args))
+        after = (lambda: analyze(args)) if args.analyze_every else None
+        sweep(
+            spec(args), plan_runs(args), lambda p, a, s: train_cmd(p, a, s, args), args.jobs, after
+        )
     out = analyze(args)
     print(f"oracle_gain: wrote {args.out} ({out['progress']['runs_done']} runs)")
 

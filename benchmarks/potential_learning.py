@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,10 +50,19 @@ from typing import Any
 import numpy as np
 import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
 
-from mvpo_train.stats import curve_band
 from mvpo_train.study.curve_panels import plot_panels
-from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
-from mvpo_train.study.result_archive import load_carried, save_result
+from mvpo_train.study.gain_sweep import seed_dir, sweep
+from mvpo_train.study.gain_table import (
+    PAIR_HEAD,
+    carried_metrics,
+    curve_cells,
+    pair_cells,
+    pair_row,
+    per_run,
+    seed_cells,
+)
+from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, json_clean
+from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
 
@@ -118,51 +125,6 @@ def seed_embedding_cache(reuse: Path, base: Path) -> None:
     if src.is_file() and not dst.exists():
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
-
-
-def sweep(args: argparse.Namespace, plan: list[tuple[og.Arm, int]]) -> None:
-    """Run the unfinished runs of ``plan``, ``args.jobs`` at a time; a finished run's compact
-    result (:func:`oracle_gain.summarise_run`) goes to its ``result.json``."""
-    base = Path(args.base)
-    s = og.settings(args)
-    check_settings(base, s, og.fingerprint(s), WHO)
-    check_settings(og.archive_dir(args), s, og.fingerprint(s), WHO)
-    carried = load_carried(og.archive_dir(args), og.fingerprint(s))
-    todo = [
-        (a, k)
-        for a, k in plan
-        if k not in carried.get(a.name, {}).get(SEEDS, [])
-        and og.finished(args, a, k, archive_it=True) is None
-    ]
-    print(f"{WHO}: {len(plan) - len(todo)} of {len(plan)} runs done", flush=True)
-    seed_embedding_cache(Path(args.reuse_base), base)
-    running: list[tuple[subprocess.Popen, og.Arm, int, Path]] = []
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    while todo or running:
-        while todo and len(running) < args.jobs:
-            arm, seed = todo.pop(0)
-            path = og.run_dir(base, arm, seed)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with (path.parent / f"seed{seed}.log").open("a") as log:
-                proc = subprocess.Popen(
-                    og.train_cmd(path, arm, seed, args), stdout=log, stderr=log, env=env
-                )
-            running.append((proc, arm, seed, path))
-        time.sleep(5)
-        for item in [r for r in running if r[0].poll() is not None]:
-            running.remove(item)
-            proc, arm, seed, path = item
-            if proc.returncode != 0:
-                print(f"{WHO}: {arm.name} seed {seed} failed (rc {proc.returncode}); see "
-                      f"{path.parent}/seed{seed}.log", flush=True)  # fmt: skip
-                continue
-            res = og.summarise_run(path, args.iterations)
-            (path / "result.json").write_text(json.dumps(res) + "\n")
-            save_result(og.archive_dir(args), arm.name, seed, res, args.iterations)
-            print(f"{WHO}: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",
-                  flush=True)  # fmt: skip
-            if args.analyze_every:
-                analyze(args)
 
 
 # ------------------------------------------------------------------ estimator cost
@@ -269,7 +231,7 @@ def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict
             for seed, res in runs.items():
                 if res.get("advantage_s") is None:
                     res["advantage_s"] = estimator_seconds(
-                        og.run_dir(Path(a.base), og.Arm(name, ""), seed), args.iterations
+                        seed_dir(Path(a.base), name, seed), args.iterations
                     )
             data[name], source[name] = runs, _shown(og.archive_dir(a))
     return data, source
@@ -282,9 +244,10 @@ def _shown(path: Path) -> str:
 
 
 def per_seed(res: dict[str, Any], iterations: int) -> dict[str, float]:
-    """One run's table values: :func:`oracle_gain.per_run` and the trainer's ``align/auc``."""
+    """One run's table values: :func:`mvpo_train.study.gain_table.per_run` and the trainer's
+    ``align/auc``."""
     auc = float("nan") if res["auc"] is None else float(res["auc"])
-    return {**og.per_run(res, iterations), "auc": auc}
+    return {**per_run(res, iterations), "auc": auc}
 
 
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
@@ -299,7 +262,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     table = {
         n: {k: per_seed(r, args.iterations) for k, r in runs.items()} for n, runs in data.items()
     }
-    table.update({n: og.carried_metrics(e, METRICS) for n, e in carried.items()})
+    table.update({n: carried_metrics(e, METRICS) for n, e in carried.items()})
     arms_out: dict[str, Any] = {}
     for name in order:
         if name in carried:
@@ -309,31 +272,22 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
         if not runs:
             continue
         seeds = sorted(runs)
-        rows = [per_seed(runs[k], args.iterations) for k in seeds]
-        mean, lo, hi = curve_band(np.array([runs[k]["success"] for k in seeds]))
         adv = [runs[k]["advantage_s"] for k in seeds if runs[k]["advantage_s"] is not None]
         arms_out[name] = {
             "estimator": specs[name].estimator, "kwargs": specs[name].kwargs,
             "reused": name in REUSED, "source": source[name], "seeds": seeds,
-            **{m: interval([r[m] for r in rows]) for m in METRICS},
-            "per_seed": {m: [r[m] for r in rows] for m in METRICS},
+            **seed_cells([table[name][k] for k in seeds], METRICS),
             "advantage_s": float(np.mean(adv)) if adv else None,
             "minutes_per_run": float(np.mean([runs[k]["minutes"] for k in seeds])),
-            "curve": {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()},
+            "curve": curve_cells([runs[k]["success"] for k in seeds]),
         }  # fmt: skip
     pairs: dict[str, Any] = {}
     for ref in REFERENCES:
         for name in arms_out:
-            common = sorted(set(table.get(name, {})) & set(table.get(ref, {})))
-            if name == ref or not common or (ref == "mvpo" and specs[name].estimator != "mvpo"):
+            cells = pair_cells(table, name, ref, og.METRICS)
+            if name == ref or not cells or (ref == "mvpo" and specs[name].estimator != "mvpo"):
                 continue
-            mine = [table[name][k] for k in common]
-            theirs = [table[ref][k] for k in common]
-            pairs[f"{name} - {ref}"] = {
-                "reference": ref, "seeds": common,
-                **{m: interval([a[m] - b[m] for a, b in zip(mine, theirs, strict=True)])
-                   for m in og.METRICS},
-            }  # fmt: skip
+            pairs[f"{name} - {ref}"] = {"reference": ref, **cells}
     planned = {a.name for a in new_arms()} | set(REUSED)
     n_done = sum(len(table.get(n, {})) for n in planned)
     out = {
@@ -440,18 +394,10 @@ def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
             "Per seed (same initial head and task draws), the difference arm - reference: mean, "
             "t-based 95% interval, percentile-bootstrap interval (10,000 resamples) beside it.",
             "",
-            "| pair | seeds | area | area (bootstrap) | final | it. to 10% | held-out |",
-            "|---|---:|---|---|---|---|---|",
+            *PAIR_HEAD,
         ]
         rows = {n: p for n, p in out["pairs"].items() if p["reference"] == ref}
-        for name, p in rows.items():
-            b = p["area"]["boot95"]
-            boot = "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
-            lines.append(
-                f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | {boot} | "
-                f"{fmt_interval(p['final'])} | {fmt_interval(p['it10'], 1)} | "
-                f"{fmt_interval(p['heldout'])} |"
-            )
+        lines += [pair_row(name, p) for name, p in rows.items()]
         if not rows:
             lines.append("| (no pair yet) | 0 | - | - | - | - | - |")
     lines += cost
@@ -515,7 +461,10 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(cost_lines(og.archive_dir(args))))
         return
     if not args.analyze_only:
-        sweep(args, plan_runs(args))
+        after = (lambda: analyze(args)) if args.analyze_every else None
+        cache = lambda: seed_embedding_cache(Path(args.reuse_base), Path(args.base))  # noqa: E731
+        command = lambda p, a, s: og.train_cmd(p, a, s, args)  # noqa: E731
+        sweep(og.spec(args, WHO), plan_runs(args), command, args.jobs, after, cache)
     out = analyze(args)
     print(f"{WHO}: wrote {args.out} ({out['progress']['runs_done']} runs)")
 

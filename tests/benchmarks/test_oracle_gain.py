@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mvpo_train.study.gain_sweep import finished, seed_dir, sweep
 from mvpo_train.study.result_archive import ResultArchiveError, load_result, save_result
 
 from .helpers import study_module
@@ -52,7 +53,7 @@ def test_tables_from_the_archive_and_carried_arms(tmp_path: Path) -> None:
     _carry_gigpo(args, [0.1, 0.2])
     # one run archived, one only in its run folder
     save_result(og.archive_dir(args), "oracle-r1", 0, _result(0.5), ITER)
-    run = og.run_dir(Path(args.base), og.Arm("oracle-r1", "mvpo"), 1)
+    run = seed_dir(Path(args.base), "oracle-r1", 1)
     run.mkdir(parents=True)
     (run / "result.json").write_text(json.dumps(_result(0.6)))
     out = og.analyze(args)
@@ -65,7 +66,8 @@ def test_tables_from_the_archive_and_carried_arms(tmp_path: Path) -> None:
     md = (tmp_path / "og.md").read_text()
     assert "| gigpo (c) |" in md and "| oracle-r1 |" in md and "carried.json" in md
     # the sweep archives a run folder's result; then the archive alone gives the same tables
-    assert og.finished(args, og.Arm("oracle-r1", "mvpo"), 1, archive_it=True) == _result(0.6)
+    archived = finished(og.archive_dir(args), Path(args.base), "oracle-r1", 1, ITER, True)
+    assert archived == _result(0.6)
     assert load_result(og.archive_dir(args), "oracle-r1", 1, ITER) == _result(0.6)
     (run / "result.json").unlink()
     again = og.analyze(args)
@@ -94,7 +96,8 @@ def test_the_sweep_skips_archived_and_carried_runs(tmp_path: Path, capsys) -> No
     _carry_gigpo(args, [0.1, 0.2])
     for s in (0, 1):
         save_result(og.archive_dir(args), "oracle-r1", s, _result(0.5), ITER)
-    og.sweep(args, og.plan_runs(args))  # would start mvpo-train for any run not finished
+    # would start mvpo-train for any run not finished
+    sweep(og.spec(args), og.plan_runs(args), lambda *_: ["false"], jobs=1)
     assert "4 of 4 runs done" in capsys.readouterr().out
     assert not any(Path(args.base).glob("*/seed*"))
     assert (og.archive_dir(args) / "settings.json").is_file()
