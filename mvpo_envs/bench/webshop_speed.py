@@ -3,25 +3,38 @@
 :func:`startup` (``gym.make`` + reset, the BM25 index built and from the disk cache),
 :func:`fresh_process` (a new interpreter that imports, makes and resets the env),
 :func:`first_reward`, :func:`play` (steps/s and mean score of the scripted expert or random
-clicks, resets counted as steps) and :func:`search_latency` (an uncached bm25s index).
-``benchmarks/webshop_env.py`` writes the page (docs/webshop.md). A measuring tool, so it sits
+clicks, resets counted as steps) and :func:`search_latency` (an uncached bm25s index);
+:func:`measure_all` and :func:`page`: all of them and the page of ``benchmarks/webshop_env.py``
+(docs/webshop.md). A measuring tool, so it sits
 beside the ``mvpo_envs.webshop`` package, not in it.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mvpo_envs.measure import time_calls
 
-__all__ = ["first_reward", "fresh_process", "play", "search_latency", "startup"]
+__all__ = [
+    "first_reward",
+    "fresh_process",
+    "measure_all",
+    "page",
+    "play",
+    "search_latency",
+    "startup",
+]
 
 
 def startup(cache_dir: str) -> dict[str, float]:
@@ -108,3 +121,87 @@ def search_latency(products: Sequence[Any], queries: Sequence[str]) -> dict[str,
         "p50_ms": float(np.median(ms)),
         "p95_ms": float(np.percentile(ms, 95)),
     }
+
+
+def measure_all(episodes: int, real_dir: Path | None) -> dict[str, Any]:
+    """Every measurement of ``benchmarks/webshop_env.py``'s page (:func:`page`): start-up,
+    the first reward, ``episodes`` episodes of random and expert play on the test split's
+    synthetic and human goals, and search latency on the bundled catalog and (with
+    ``real_dir``) on the real products."""
+    from mvpo_envs.webshop.data import load_bundled, load_data_dir
+    from mvpo_envs.webshop.env import WebShopEnv
+    from mvpo_envs.webshop.nouns import extractor_name
+
+    with tempfile.TemporaryDirectory() as cache:
+        start = startup(cache)
+        fresh = fresh_process(cache)
+        env = WebShopEnv(split="test", cache_dir=cache)
+        first = first_reward(env)
+        nouns = extractor_name(env.nouns)
+        random_sps, random_mean, _ = play(env, episodes, expert=False)
+        expert_sps, expert_mean, _ = play(env, episodes, expert=True)
+        human = WebShopEnv(split="test", goal_source="human", cache_dir=cache)
+        _, human_expert, _ = play(human, len(human.task_ids), expert=True)
+        _, human_random, _ = play(human, episodes, expert=False)
+    bundled = load_bundled()
+    searches = {
+        "bundled": search_latency(
+            bundled.products, [g["instruction_text"] for g in bundled.goals[:300]]
+        )
+    }
+    if real_dir is not None:
+        real = load_data_dir(real_dir)
+        searches["real (1000 products)"] = search_latency(
+            real.products, [g["instruction_text"] for g in real.goals[:300]]
+        )
+    return {
+        **{"start": start, "fresh": fresh, "first": first, "nouns": nouns},
+        **{"random_sps": random_sps, "random_mean": random_mean},
+        **{"expert_sps": expert_sps, "expert_mean": expert_mean},
+        **{"human_expert": human_expert, "human_random": human_random},
+        **{"human_goals": len(human.task_ids), "searches": searches},
+    }
+
+
+def page(m: dict[str, Any], quick: bool, episodes: int) -> list[str]:
+    """The page's lines from :func:`measure_all`'s measurements ``m`` (``quick``: the
+    ``--quick`` run; ``episodes`` per row)."""
+    start, fresh, first, nouns = m["start"], m["fresh"], m["first"], m["nouns"]
+    random_sps, random_mean = m["random_sps"], m["random_mean"]
+    expert_sps, expert_mean = m["expert_sps"], m["expert_mean"]
+    human_expert, human_random, searches = m["human_expert"], m["human_random"], m["searches"]
+    lines = [
+        "# mvpo/WebShop-v0 speed and scores",
+        "",
+        f"`python benchmarks/webshop_env.py{' --quick' if quick else ''}` on "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}; nouns: `{nouns}`; bundled catalog, test split.",
+        "",
+        "| what | value |",
+        "|---|---|",
+        f"| new process: Python + imports + `gym.make` + reset (cached index) | {fresh:.2f} s |",
+        f"| start-up, `gym.make` + reset, BM25 index built | {start['cold index']:.2f} s |",
+        f"| start-up, `gym.make` + reset, index from disk cache | {start['cached index']:.2f} s |",
+        f"| first episode (loads the noun extractor) | {first:.2f} s |",
+        f"| random play (resets counted as steps) | {random_sps:,.0f} steps/s |",
+        f"| scripted expert (resets counted as steps) | {expert_sps:,.0f} steps/s |",
+        "",
+        "| search (bm25s, uncached query) | documents | index build | p50 | p95 |",
+        "|---|---|---|---|---|",
+    ]
+    for name, s in searches.items():
+        lines.append(
+            f"| {name} | {s['docs']} | {s['build_s']:.2f} s | {s['p50_ms']:.2f} ms | {s['p95_ms']:.2f} ms |"
+        )
+    lines += [
+        "",
+        "| player (bundled test split) | synthetic goals: mean score | human goals: mean score |",
+        "|---|---|---|",
+        f"| scripted expert | {expert_mean:.3f} | {human_expert:.3f} |",
+        f"| random clicks after searching the instruction | {random_mean:.3f} | {human_random:.3f} |",
+        "",
+        f"Episodes: {episodes} per row (expert on human goals: all {m['human_goals']}). A step "
+        "includes rendering, the info contract (deep-copied state) and the abstraction.",
+        "",
+    ]
+    return lines
