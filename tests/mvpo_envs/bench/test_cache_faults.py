@@ -3,11 +3,12 @@ matrix over the real caches runs in ``tests/faults/test_cache_faults.py``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from mvpo_envs.bench.cache_faults import MODES, damage, summary
+from mvpo_envs.bench.cache_faults import MODES, damage, markdown, summary
 
 
 def _files(tmp_path: Path) -> list[Path]:
@@ -54,3 +55,13 @@ def test_summary_counts_outcomes_per_cache() -> None:
     s = summary(rows)
     assert (s["runs"], s["files"], s["more_than_one_warning_line"]) == (3, 3, 1)
     assert s["by_cache"] == {"c": {"rebuilt": 1, "same": 1}, "d": {"rebuilt": 1}}
+
+
+def test_the_committed_table_regenerates_from_its_json() -> None:
+    results = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+    saved = json.loads((results / "cache_faults.json").read_text())
+    text = markdown(saved["runs"], saved["command"])
+    assert text == (results / "cache_faults.md").read_text()
+    bad = {**saved["runs"][0], "outcome": "traceback", "detail": "KeyError"}
+    text = markdown([*saved["runs"], bad], saved["command"])
+    assert "Tracebacks or silently different answers: 1." in text and "traceback KeyError" in text
