@@ -6,7 +6,7 @@ per actor), every observation and reward checked equal to the sync run's; with `
 wall time of one PPO update of the micro model on 1 and 2 gloo processes (:func:`time_update`).
 
 ``.venv-verl/bin/python benchmarks/scaling.py`` (needs ``ray``) writes
-``benchmarks/results/scaling.md``.
+``benchmarks/results/scaling.md``; the env part is :mod:`mvpo_envs.bench.vector_backends`.
 """
 
 from __future__ import annotations
@@ -21,72 +21,9 @@ from typing import Any
 
 import numpy as np
 
-import mvpo_envs  # noqa: F401
-from mvpo_envs.measure import play_random
-from mvpo_envs.vector import BACKENDS, GroupedVectorEnv
+from mvpo_envs.bench.vector_backends import bench_envs
 
 RESULTS = Path(__file__).parent / "results" / "scaling.md"
-
-
-def play(venv: GroupedVectorEnv, steps: int, seed: int) -> tuple[float, list]:
-    """Seconds for ``steps`` vector steps (after a reset) and the trace of what came back."""
-    run = play_random(venv, list(range(venv.num_groups)), steps, seed, trace=True)
-    return run["step_s"], run["trace"]
-
-
-def bench_envs(args: argparse.Namespace) -> list[str]:
-    import ray
-
-    from mvpo_envs.ray_vector import ray_backend
-
-    BACKENDS.setdefault("ray", ray_backend)
-    ray.init(
-        num_cpus=os.cpu_count() or 2,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    kw = dict(num_groups=args.groups, group_size=args.group_size, split="train")
-    n = args.groups * args.group_size
-    layouts = [
-        ("sync", "sync", {}),
-        ("async", "async", {}),
-        ("ray, 1 env per actor", "ray", {"envs_per_actor": 1}),
-        (f"ray, {args.envs_per_actor} envs per actor", "ray", {"envs_per_actor": args.envs_per_actor}),
-    ]  # fmt: skip
-    rows, reference = [], None
-    for label, mode, vkw in layouts:
-        t0 = time.perf_counter()
-        venv = GroupedVectorEnv(args.env, vectorization_mode=mode, vector_kwargs=vkw, **kw)
-        build = time.perf_counter() - t0
-        try:
-            play(venv, 3, args.seed)  # warm-up (first loads of the games)
-            runs = [play(venv, args.steps, args.seed) for _ in range(args.repeats)]
-            secs, trace = float(np.median([r[0] for r in runs])), runs[0][1]
-            if any(r[1] != trace for r in runs):
-                raise SystemExit(f"{label}: repeated runs on the same seeds differ")
-        finally:
-            venv.close()
-        if reference is None:
-            reference = trace
-        elif trace != reference:
-            raise SystemExit(f"{label}: the trace differs from the sync run's")
-        rate = n * args.steps / secs
-        rows.append((label, build, rate))
-        print(f"{label:28s} build {build:6.2f} s  {rate:8.1f} env steps/s", flush=True)
-    ray.shutdown()
-    base = rows[0][2]
-    lines = [
-        f"### Env workers: {args.env}, {n} sub-envs ({args.groups} groups x {args.group_size}), "
-        f"{args.steps} vector steps, median of {args.repeats} runs",
-        "",
-        "| backend | build (s) | env steps/s | vs sync |",
-        "|---|---:|---:|---:|",
-    ]
-    lines += [f"| {lab} | {b:.2f} | {r:.1f} | {r / base:.2f}x |" for lab, b, r in rows]
-    lines += ["", "Every backend's observations and rewards equal the sync run's (checked)."]
-    return lines
 
 
 # ------------------------------------------------------------------ the PPO update on N ranks

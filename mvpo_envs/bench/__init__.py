@@ -1,8 +1,8 @@
 """What the benchmark scripts measure envs with, and the pages they write (``benchmarks/*.py``;
 docs/scaling.md, docs/environments.md): each module plays or builds envs of the packages beside
-it, none is part of an env, and the trainer imports none of it. The process, memory and latency measurements
-they share are :mod:`mvpo_envs.measure`, one layer down (the env server's load generator and
-SearchQA's IVF recall use them too).
+it, none is part of an env, and the trainer imports none of it. The process, memory and latency
+measurements they share are :mod:`mvpo_envs.measure`, one layer down (the env server's load
+generator and SearchQA's IVF recall use them too).
 
 * :mod:`~mvpo_envs.bench.step_rate`: seeded, timed play of one env or a vector of them;
 * :mod:`~mvpo_envs.bench.cache_faults`: every env cache's files damaged in turn and opened
@@ -11,8 +11,9 @@ SearchQA's IVF recall use them too).
   :mod:`~mvpo_envs.bench.alfworld_generate_speed`, :mod:`~mvpo_envs.bench.webshop_speed`,
   :mod:`~mvpo_envs.bench.searchqa_speed`, :mod:`~mvpo_envs.bench.searchqa_scale`,
   :mod:`~mvpo_envs.bench.webshop_scale`, :mod:`~mvpo_envs.bench.retrieval_server_load`,
-  :mod:`~mvpo_envs.bench.serve_load`, :mod:`~mvpo_envs.bench.pyserini_overlap`: one
-  benchmark's measurements each (most with the page they are written to);
+  :mod:`~mvpo_envs.bench.serve_load`, :mod:`~mvpo_envs.bench.pyserini_overlap`,
+  :mod:`~mvpo_envs.bench.vector_backends`: one benchmark's measurements each (most with the
+  page they are written to);
 * :mod:`~mvpo_envs.bench.alfworld_env_page`, :mod:`~mvpo_envs.bench.alfworld_stats_table`,
   :mod:`~mvpo_envs.bench.searchqa_scale_page`, :mod:`~mvpo_envs.bench.webshop_scale_page`:
   one benchmark's results page each; :mod:`~mvpo_envs.bench.scale_table` the cells the two
