@@ -36,183 +36,16 @@ from typing import Any
 
 import torch
 
-from mvpo_train.config import TrainConfig, json_arg
-from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
-from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
+from mvpo_train.config import json_arg
+from mvpo_train.encoder_policy import SegmentEmbedder
+from mvpo_train.score_timing import SCORERS
 from mvpo_train.stats import wilson
+from mvpo_train.study import candidates
 from mvpo_train.study.bench import replace_section
-from mvpo_train.study.demo_layouts import (
-    expert_agreement,
-    parse_candidate,
-    relayout,
-    split_games,
-)
+from mvpo_train.study.demo_layouts import parse_candidate, split_games
 from mvpo_train.study.tables import command_line
-from mvpo_train.trainer import evaluate, load_policy, train
-from mvpo_train.warm_start import collect_demonstrations, warm_start
 
 ENV = "mvpo/ALFWorld-v0"
-
-
-#: settings shared by every measurement of one run (set by main)
-SETTINGS: dict[str, Any] = {"env_kwargs": {}, "history_length": 2, "threads": 2}
-
-
-def config(kind: str, **kw: Any) -> TrainConfig:
-    base: dict[str, Any] = dict(
-        env_id=ENV, max_steps=50, tasks=[], progress=False, tensorboard=False,
-        threads=SETTINGS["threads"],
-        eval_greedy=False, history_length=SETTINGS["history_length"],
-        env_kwargs=dict(SETTINGS["env_kwargs"]),
-    )  # fmt: skip
-    if kind == "encoder":
-        base["policy"] = "encoder"
-    base.update(kw)
-    return TrainConfig(**base)
-
-
-def make_policy(name: str, seed: int, embedder: SegmentEmbedder | None, demos) -> Any:
-    if name == "lm":
-        torch.manual_seed(seed)
-        return load_policy(config("lm", seed=seed))
-    return warm_encoder(*parse_candidate(name, SETTINGS["history_length"]), seed, embedder,
-                        demos)[0]  # fmt: skip
-
-
-def warm_encoder(
-    steps: int, hist: int, pool: str, seed: int, embedder: SegmentEmbedder, demos
-) -> tuple[EncoderPolicy, list[float]]:
-    """A fresh head of layout (``hist``, ``pool``) after ``steps`` behaviour-cloning steps on
-    ``demos`` (cut to the layout), and the cloning losses."""
-    torch.manual_seed(seed)
-    head = ScorerHead(embedder.dim, 256, embedder.fingerprint, history_length=hist,
-                      history_pool=pool)  # fmt: skip
-    policy = EncoderPolicy(head, embedder)
-    if not steps:
-        return policy, []
-    mine = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in demos]
-    return policy, warm_start(policy, mine, steps=steps, seed=seed)
-
-
-def history_of(name: str) -> int:
-    """The ``history_length`` a candidate's prompts are built with."""
-    if name == "lm":
-        return SETTINGS["history_length"]
-    _, hist, pool = parse_candidate(name, SETTINGS["history_length"])
-    return SETTINGS["history_length"] if pool == LEGACY_POOL else hist
-
-
-def measure_success(
-    name: str, policy: Any, episodes: int, seed: int, splits: list[str], train_tasks: int
-) -> dict[str, Any]:
-    """Success per split: every task x ``episodes``, or (``train``, ``train_tasks`` > 0)
-    ``train_tasks`` tasks drawn without replacement by a generator seeded with ``seed``."""
-    cfg = config("encoder" if name != "lm" else "lm", seed=seed, history_length=history_of(name))
-    out: dict[str, Any] = {"candidate": name}
-    for split in splits:
-        cache: dict[str, Any] = {}
-        tasks, eps = None, episodes
-        if split == "train" and train_tasks:
-            from mvpo_train.factories import make_venv
-
-            probe = make_venv(cfg, split, 1, 1)
-            n = probe.num_tasks
-            probe.close()
-            gen = torch.Generator().manual_seed(seed)
-            tasks = sorted(torch.randperm(n, generator=gen)[: min(train_tasks, n)].tolist())
-            eps = 1
-        r = evaluate(policy, cfg, split=split, episodes=eps, greedy=False, seed=seed,
-                     cache=cache, report_time=True, tasks=tasks)  # fmt: skip
-        for ev in cache.values():
-            ev.close()
-        steps = r["episodes"] * r["episode_length"]
-        out[f"{split}/success"] = r["success"]
-        out[f"{split}/episodes"] = r["episodes"]
-        out[f"{split}/steps_per_s"] = steps / r["time/seconds"]
-        out[f"{split}/seconds"] = r["time/seconds"]
-    if hasattr(policy, "persist_cache"):
-        policy.persist_cache()
-    return out
-
-
-def measure_iteration(name: str, warm_dir: Path, run_dir: Path, seed: int) -> dict[str, Any]:
-    kind = "lm" if name == "lm" else "encoder"
-    kw: dict[str, Any] = dict(seed=seed, num_groups=16, group_size=8, iterations=1,
-                              run_dir=str(run_dir), overwrite=True, save_every=0,
-                              record_every=0, estimator="grpo",
-                              history_length=history_of(name))  # fmt: skip
-    if kind == "encoder":
-        kw["model"] = str(warm_dir)
-        kw["lr"] = 1e-3
-        kw["embedding_cache"] = SETTINGS.get("embedding_cache", "")
-    row = train(config(kind, **kw))[-1]
-    return {"candidate": name, **{k: v for k, v in row.items() if k.startswith("time/")},
-            "steps": row["steps"], "success": row["success"]}  # fmt: skip
-
-
-def measure_learning(
-    name: str, warm_dir: Path, run_dir: Path, seed: int, iterations: int, groups: int,
-    episodes: int,
-) -> list[dict[str, Any]]:  # fmt: skip
-    """``iterations`` GRPO iterations of ``groups`` x 8 x 50 on the whole train split from the
-    warm start, evaluated on ``valid_unseen`` (sampled, ``episodes`` per task) before and
-    after every ``iterations // 2`` iterations."""
-    cfg = config(
-        "encoder", seed=seed, num_groups=groups, group_size=8, iterations=iterations,
-        run_dir=str(run_dir), overwrite=True, save_every=0, record_every=0, estimator="grpo",
-        model=str(warm_dir), lr=1e-3, eval_every=max(iterations // 2, 1),
-        history_length=history_of(name),
-        eval_split="valid_unseen", eval_episodes=episodes,
-    )  # fmt: skip
-    policy = load_policy(cfg)
-    start = evaluate(policy, cfg, episodes=episodes, seed=seed + 10_000)
-    out = [{"iteration": 0, "train_success": None, "valid_unseen": start["success"]}]
-    for r in train(cfg):
-        out.append({"iteration": r["iteration"], "train_success": r["success"],
-                    "valid_unseen": r.get("eval/success"), "seconds": r["time/total"]})  # fmt: skip
-    return out
-
-
-def measure_layouts(
-    layouts: list[str], steps: int, embedder: SegmentEmbedder, fit, held, seed: int
-) -> list[dict[str, Any]]:
-    """Per layout ``H:POOL``: ``steps`` behaviour-cloning steps on the demonstrations ``fit``,
-    then on ``held`` (the expert steps of train games left out of ``fit``): how often the
-    expert's action scores highest, its mean probability and the mean cross-entropy."""
-    out = []
-    for layout in layouts:
-        hist, pool = int(layout.split(":")[0]), layout.split(":")[1]
-        t0 = time.perf_counter()
-        policy, losses = warm_encoder(steps, hist, pool, seed, embedder, fit)
-        fit_s = time.perf_counter() - t0
-        cut = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in held]
-        agree = expert_agreement(policy, cut)
-        row = {
-            "layout": layout, "params": sum(p.numel() for p in policy.model.parameters()),
-            "fit_loss": sum(losses[-20:]) / len(losses[-20:]), "held_top1": agree["top1"],
-            "held_prob": agree["prob"], "held_nll": agree["nll"],
-            "held_steps": len(held), "seconds": fit_s,
-        }  # fmt: skip
-        out.append(row)
-        print(json.dumps(row), flush=True)
-    return out
-
-
-def measure_scoring(lengths: list[int], batch: int, repeats: int, seed: int) -> list[dict]:
-    """Per prompt length: the median CPU seconds of each score-mode scorer on the tiny LM
-    (:mod:`mvpo_train.score_timing`), forward alone and forward + backward, on ``batch``
-    prompts of 6-11 candidates of 3-9 tokens."""
-    policy = make_policy("lm", seed, None, None)
-    rows = []
-    for n in lengths:
-        prompts, cands = score_batch(policy.model.config.vocab_size, batch, n, seed=seed)
-        row: dict[str, Any] = {"prompt_tokens": n}
-        for kind, backward in (("forward", False), ("forward+backward", True)):
-            times = time_scorers(policy, prompts, cands, backward, repeats)
-            row.update({f"{name} {kind}": sec for name, sec in times.items()})
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
 
 
 def write_scoring(path: Path, rows: list[dict], args: argparse.Namespace) -> None:
@@ -280,15 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="Markdown results file")
     p.add_argument("--section", default="", help="replace (or append) this section of --out")
     args = p.parse_args(argv)
-    SETTINGS["env_kwargs"] = dict(args.env_kwargs)
-    SETTINGS["history_length"] = args.history_length
-    SETTINGS["threads"] = args.threads
-    SETTINGS["embedding_cache"] = args.embedding_cache
+    bench = candidates.Bench(
+        ENV, dict(args.env_kwargs), args.history_length, args.threads, args.embedding_cache
+    )
     torch.set_num_threads(args.threads)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if args.score_prompts:
-        rows_ = measure_scoring(args.score_prompts, args.score_batch, args.score_repeats, args.seed)
+        rows_ = bench.scoring(args.score_prompts, args.score_batch, args.score_repeats, args.seed)
         if args.out:
             write_scoring(Path(args.out), rows_, args)
     embedder = demos = None
@@ -301,23 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             embedder.load_cache(args.embedding_cache)
         # one collection with the most pairs; each layout cuts its segments (relayout)
         hists = [parse_candidate(c, args.history_length)[1] for c in encoders]
-        most = max(*hists, args.history_length, 1)
-        head = ScorerHead(embedder.dim, 8, embedder.fingerprint, history_length=most,
-                          history_pool="concat")  # fmt: skip
         t0 = time.perf_counter()
-        key = {
-            "env_kwargs": args.env_kwargs,
-            "history_length": most,
-            "encoder": embedder.fingerprint,
-        }
-        cached = Path(args.demos_cache) if args.demos_cache else None
-        if cached and cached.is_file() and json.loads(cached.read_text())["key"] == key:
-            demos = [tuple(d) for d in json.loads(cached.read_text())["demos"]]
-        else:
-            demos = collect_demonstrations(EncoderPolicy(head, embedder), ENV, "train",
-                                           args.env_kwargs, most)  # fmt: skip
-            if cached:
-                cached.write_text(json.dumps({"key": key, "demos": demos}))
+        demos = candidates.demonstrations(
+            embedder, ENV, args.env_kwargs, max(*hists, args.history_length, 1), args.demos_cache
+        )
         print(f"{len(demos)} expert steps collected in {time.perf_counter() - t0:.0f} s",
               flush=True)  # fmt: skip
     rows, iters, layouts = [], [], []
@@ -328,19 +147,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.layouts:
         fit, held = split_games(demos, embedder.sep_id, args.held_out, args.seed)
-        layouts.extend(measure_layouts(args.layouts, args.layout_steps, embedder, fit, held,
-                                       args.seed))  # fmt: skip
+        layouts.extend(candidates.layouts(args.layouts, args.layout_steps, embedder, fit, held,
+                                          args.seed))  # fmt: skip
         if args.embedding_cache:
             embedder.save_cache(args.embedding_cache)
         write()
 
     for name in args.candidates:
         t0 = time.perf_counter()
-        policy = make_policy(name, args.seed, embedder, demos)
+        policy = bench.policy(name, args.seed, embedder, demos)
         warm = time.perf_counter() - t0
         policy.cache_file = args.embedding_cache if name != "lm" else ""
-        row = measure_success(name, policy, args.episodes, args.seed, args.splits,
-                              args.train_tasks)  # fmt: skip
+        row = bench.success(name, policy, args.episodes, args.seed, args.splits, args.train_tasks)
         row["warm_start_s"] = warm
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -348,17 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.iteration:
         warm_dir = work / name.replace(":", "-")
         if name != "lm":
-            policy = make_policy(name, args.seed, embedder, demos)
+            policy = bench.policy(name, args.seed, embedder, demos)
             policy.model.save_pretrained(warm_dir)
-        it = measure_iteration(name, warm_dir, work / f"iter-{name.replace(':', '-')}", args.seed)
+        it = bench.iteration(name, warm_dir, work / f"iter-{name.replace(':', '-')}", args.seed)
         iters.append(it)
         print(json.dumps(it), flush=True)
         write()
     if args.learn:
         warm_dir = work / args.learn.replace(":", "-")
-        policy = make_policy(args.learn, args.seed, embedder, demos)
+        policy = bench.policy(args.learn, args.seed, embedder, demos)
         policy.model.save_pretrained(warm_dir)
-        learn = measure_learning(
+        learn = bench.learning(
             args.learn, warm_dir, work / "learn", args.seed, args.learn_iterations,
             args.learn_groups, args.episodes,
         )  # fmt: skip

@@ -64,22 +64,18 @@ import mvpo_envs  # noqa: E402, F401
 from mvpo_abstraction.registry import make_abstraction  # noqa: E402
 from mvpo_train.alignment import LABEL_KEY, score_sequence  # noqa: E402
 from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
-from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
-from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
-from mvpo_train.scripted_batches import (  # noqa: E402
-    SIGNATURE_PREFIX,
-    merge_batches,
-    noisy_expert_batch,
-    with_signatures,
-)
+from mvpo_train.batch import StepBatch  # noqa: E402
+from mvpo_train.records import RecordError  # noqa: E402
+from mvpo_train.scripted_batches import merge_batches, with_signatures  # noqa: E402
 from mvpo_train.stats import t_interval  # noqa: E402
+from mvpo_train.study import progress_sources as sources  # noqa: E402
 from mvpo_train.study.analyze_only import (  # noqa: E402
     AnalyzeOnlyError,
     kept_machine_line,
     saved_results,
 )
 from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
-from mvpo_train.study.tables import fmt_ci  # noqa: E402
+from mvpo_train.study.tables import changed_flags, fmt_ci  # noqa: E402
 
 CONTROL = "mvpo/MilestoneChain-v0"
 ALFWORLD = "mvpo/ALFWorld-v0"
@@ -126,125 +122,40 @@ class BenchError(ValueError):
     """A bad command-line value or missing input (one line, exit 2)."""
 
 
-# -- sources -------------------------------------------------------------------------------
-def source_tasks(env: Any, seed: int) -> list[int]:
-    """The 8 train tasks of a same-task source: drawn with ``seed`` among the split's tasks."""
-    n = len(env.unwrapped.task_ids)
-    return np.random.default_rng(seed).choice(n, size=min(TASKS, n), replace=False).tolist()
-
-
 def play_scripted(env_id: str, p: float, seed: int, k: int, **env_kwargs: Any) -> StepBatch:
     """Batch ``k`` of a same-task scripted source (the noisy expert at ``p``; 0 = uniform),
     with the progress-carrying signatures beside the env's own."""
-    env = gym.make(env_id, max_episode_steps=STEPS, **env_kwargs)
-    tasks = source_tasks(env, seed)
     name = PROGRESS_SIG[env_id]
-    kw = {"num_milestones": env.unwrapped.num_milestones} if env_id == CONTROL else {}
-    rng = np.random.default_rng([seed, int(round(p * 1000)), k])
-    played = noisy_expert_batch(
-        env, tasks, ROLLOUTS, STEPS, p, rng, abstractions={name: make_abstraction(name, **kw)}
-    )
-    env.close()
-    return played.batch
+
+    def abstractions(env: Any) -> dict[str, Any]:
+        kw = {"num_milestones": env.unwrapped.num_milestones} if env_id == CONTROL else {}
+        return {name: make_abstraction(name, **kw)}
+
+    make_env = lambda: gym.make(env_id, max_episode_steps=STEPS, **env_kwargs)  # noqa: E731
+    return sources.play_scripted(make_env, abstractions, p, seed, k, (TASKS, ROLLOUTS, STEPS))
 
 
 def play_policy(seed: int, k: int, cache: Path) -> StepBatch:
     """Batch ``k`` of the ALFWorld warm start on the same 8 train tasks, oracle on; the
     progress-carrying signatures by replaying each trajectory's commands on an env with that
     abstraction (the anchors checked step for step)."""
-    import torch
-
-    from mvpo_train.config import TrainConfig, load_config
-    from mvpo_train.factories import load_policy, make_generation_backend, make_venv
-    from mvpo_train.factories import rollout_config as make_rollout_config
-    from mvpo_train.prompts import get_template
-    from mvpo_train.rollout import RolloutCollector
-
-    raw = load_config(ROOT / WARM_CONFIG)
-    raw.update(
+    overrides = dict(
         model=str(ROOT / WARM_HEAD), env_kwargs={"progress_oracle": True}, num_groups=TASKS,
         group_size=ROLLOUTS, max_steps=STEPS, embedding_cache=str(cache / "embeddings.npz"),
-        run_dir=str(cache / "policy-run"), threads=1, seed=seed,
+        run_dir=str(cache / "policy-run"),
     )  # fmt: skip
-    cfg = TrainConfig(**raw)
-    torch.set_num_threads(1)
-    policy = load_policy(cfg)
-    policy.model.eval()
-    venv = make_venv(cfg, "train", TASKS, ROLLOUTS)
-    try:
-        tasks = source_tasks(gym.make(ALFWORLD, split="train"), seed)
-        collector = RolloutCollector(
-            venv, policy, get_template(cfg.env_id, cfg.prompt_style), make_rollout_config(cfg),
-            make_generation_backend(cfg, policy), torch.Generator().manual_seed(seed * 1000 + k),
-        )  # fmt: skip
-        batch = collector.collect(tasks)
-    finally:
-        venv.close()
-    return _with_replayed_signatures(batch)
-
-
-def _with_replayed_signatures(batch: StepBatch) -> StepBatch:
-    """``batch`` with ``signature:alfworld-progress``: every trajectory's commands replayed on
-    an env with that abstraction (refused in one line if an anchor differs)."""
+    make_env = lambda: gym.make(ALFWORLD, split="train")  # noqa: E731
+    batch = sources.play_policy(ROOT / WARM_CONFIG, overrides, make_env, seed, k)
     name = PROGRESS_SIG[ALFWORLD]
     env = gym.make(ALFWORLD, split="train", abstraction=name, max_episode_steps=STEPS)
-    sigs = np.empty(len(batch), dtype=object)
-    order = np.lexsort((batch.t, batch.traj))
-    for traj in np.unique(batch.traj):
-        rows = order[batch.traj[order] == traj]
-        _, info = env.reset(options={"task_index": int(batch.extras["task_index"][rows[0]])})
-        for r in rows:
-            if info["anchor"] != batch.anchor[r]:
-                raise BenchError(f"replay of trajectory {traj}: step {batch.t[r]} differs")
-            sigs[r] = info["signature"]
-            admissible = batch.extras["admissible_actions"][r]
-            choice = int(batch.extras["choice"][r])
-            *_, info = env.step(admissible[choice])
-    env.close()
-    keep = (LABEL_KEY, "task_index")
-    extras = {k: np.asarray(batch.extras[k]) for k in keep}
-    extras[f"{SIGNATURE_PREFIX}{name}"] = sigs.tolist()
-    return StepBatch(**{f: getattr(batch, f) for f in FIELDS}, extras=extras)
-
-
-def progress_signatures(batch: StepBatch) -> list[str]:
-    """The control task's ``milestone-chain-progress`` signatures of a recorded batch, from its
-    own columns: ``place|m{done}|d..`` with ``done`` the milestones its trajectory made before
-    the row (the control task fires each milestone once, none at reset; docs/control_task.md)."""
-    out = np.empty(len(batch), dtype=object)
-    order = np.lexsort((batch.t, batch.traj))
-    done: dict[int, int] = {}
-    for r in order.tolist():
-        place, depth = str(batch.signature[r]).rsplit("|", 1)
-        traj = int(batch.traj[r])
-        out[r] = f"{place}|m{done.get(traj, 0)}|{depth}"
-        done[traj] = done.get(traj, 0) + len(batch.milestones[r])
-    return out.tolist()
-
-
-def control_run_batches(run: Path) -> list[StepBatch]:
-    """A control-task run's recorded batches, in iteration order, labels and progress
-    signatures in extras (every iteration from 1 is needed: the rows chain over them)."""
-    records = find_records(run)
-    if not records or list(records) != list(range(1, len(records) + 1)):
-        raise BenchError(f"--control-run {run}: needs records/iter-*.npz of every iteration from 1")
-    out = []
-    for path in records.values():
-        rec = read_batch_record(path)
-        extras = {
-            LABEL_KEY: rec.extras[LABEL_KEY].astype(np.int64),
-            "task_index": rec.extras["task_index"].astype(np.int64),
-            f"{SIGNATURE_PREFIX}{PROGRESS_SIG[CONTROL]}": progress_signatures(rec.batch),
-        }
-        out.append(StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras))
-    return out
+    return sources.replayed_signatures(batch, env, name)
 
 
 def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch], float]:
     """The batches of source ``name`` in order (played or from the cache), and the CPU
     seconds spent playing them (0 for a recorded run)."""
     if name == "control-trained":
-        return control_run_batches(ROOT / args.control_run), 0.0
+        return sources.run_batches(ROOT / args.control_run, PROGRESS_SIG[CONTROL]), 0.0
     cache = Path(args.cache)
     n = args.batches if name == "control-uniform" else args.alfworld_batches
     plays: dict[str, Callable[[int], StepBatch]] = {
@@ -306,7 +217,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for _, variant, _, _ in ROWS:
         make_variant(variant)  # a bad variant fails before any rollout
     results: dict[str, Any] = {
-        "command": command_line(args),
+        "command": " ".join(["python benchmarks/potential_options.py", *args.flags]),
         "settings": {
             "seed": args.seed, "batches": args.batches, "alfworld_batches": args.alfworld_batches,
             "control_run": args.control_run, "trained_window": args.trained_window,
@@ -338,23 +249,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- the page ------------------------------------------------------------------------------
-def command_line(args: argparse.Namespace) -> str:
-    parts = ["python benchmarks/potential_options.py"]
-    if args.seed != 0:
-        parts.append(f"--seed {args.seed}")
-    if args.batches != 12:
-        parts.append(f"--batches {args.batches}")
-    if args.alfworld_batches != 8:
-        parts.append(f"--alfworld-batches {args.alfworld_batches}")
-    if args.control_run != CONTROL_RUN:
-        parts.append(f"--control-run {args.control_run}")
-    if args.cached_only:
-        parts.append("--cached-only")
-    if list(args.sources) != list(SOURCES):
-        parts.append("--sources " + " ".join(args.sources))
-    return " ".join(parts)
-
-
 def write_page(results: dict[str, Any], out: Path, analyze_only: bool) -> None:
     s = results["settings"]
     sources = list(results["sources"])
@@ -430,12 +324,14 @@ def main(argv: list[str] | None = None) -> int:
         "says how many it used)",
     )
     args = ap.parse_args(argv)
+    shown = ("seed", "batches", "alfworld_batches", "control_run", "cached_only", "sources")
+    args.flags = changed_flags(ap, args, shown)
     out = Path(args.out)
     try:
         if min(args.batches, args.alfworld_batches) < 1:
             raise BenchError("--batches and --alfworld-batches must be >= 1")
         results = saved_results(out) if args.analyze_only else run(args)
-    except (BenchError, VariantError, RecordError, AnalyzeOnlyError) as err:
+    except (BenchError, VariantError, RecordError, AnalyzeOnlyError, sources.SourceError) as err:
         print(f"potential_options: {err}", file=sys.stderr)
         return 2
     write_page(results, out, args.analyze_only)

@@ -3,6 +3,7 @@ files of one result (markdown, ``.json`` and ``.png`` beside it)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -15,6 +16,7 @@ from typing import Any
 from mvpo_train.study.analyze_only import kept_machine_line
 
 __all__ = [
+    "changed_flags",
     "command_line",
     "fmt_ci",
     "machine_line",
@@ -72,6 +74,25 @@ def machine_line(out: Path, analyze_only: bool, detail: str) -> str:
 def command_line(script: str, argv: Sequence[str]) -> str:
     """``python <script> ARGS`` as a shell would need it (``argv`` quoted)."""
     return f"python {script} " + " ".join(shlex.quote(a) for a in argv)
+
+
+def changed_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, only: Sequence[str]
+) -> list[str]:
+    """The flags among ``only`` (destinations, in that order) whose values in ``args`` differ
+    from ``parser``'s defaults, as a command line gives them: ``--flag`` for a switch,
+    ``--flag V ...`` otherwise (a list's items one after another)."""
+    out: list[str] = []
+    for action in (a for d in only for a in parser._actions if a.dest == d):
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        flag = action.option_strings[-1]
+        if isinstance(value, bool):
+            out.append(flag)
+        else:
+            out += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return out
 
 
 def save_results(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from mvpo_train.study.tables import command_line, machine_line, partial_lines
+from mvpo_train.study.tables import changed_flags, command_line, machine_line, partial_lines
 
 
 def test_a_partial_table_names_the_arms_short_of_seeds():
@@ -25,3 +26,16 @@ def test_the_machine_line_is_kept_when_rebuilding(tmp_path: Path):
     assert machine_line(out, True, "") == "Machine: elsewhere, long ago."
     assert machine_line(out, False, "") != "Machine: elsewhere, long ago."
     assert command_line("benchmarks/x.py", ["--a", "b c"]) == "python benchmarks/x.py --a 'b c'"
+
+
+def test_changed_flags_name_only_what_differs_from_the_defaults():
+    p = argparse.ArgumentParser()
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sources", nargs="+", default=["a", "b"])
+    p.add_argument("--cached-only", action="store_true")
+    p.add_argument("--out", default="x")
+    args = p.parse_args(["--sources", "b", "--cached-only", "--out", "y"])
+    shown = ("seed", "cached_only", "sources")
+    assert changed_flags(p, args, shown) == ["--cached-only", "--sources", "b"]
+    assert changed_flags(p, p.parse_args(["--seed", "0"]), shown) == []
+    assert changed_flags(p, p.parse_args(["--seed", "3"]), shown) == ["--seed", "3"]

@@ -1,0 +1,267 @@
+"""Measuring policy candidates for long episodes (``benchmarks/policy_candidates.py``;
+docs/policies.md): a candidate is ``lm`` (the bundled tiny causal LM in score mode) or
+``encoder:K[:H[:POOL]]`` (the frozen-MiniLM scorer after K behaviour-cloning steps on expert
+demonstrations, reading H past pairs pooled by POOL; :func:`~mvpo_train.study.demo_layouts.parse_candidate`).
+
+:class:`Bench` holds what every measurement of one call shares (the env, its keywords, the
+history length, the threads, the embedding cache); its methods give the trainer config of a
+candidate, the candidate's policy, and each measurement: success per split
+(:meth:`Bench.success`), one training iteration's phases (:meth:`Bench.iteration`), a short
+learning run (:meth:`Bench.learning`), history layouts compared by behaviour cloning
+(:meth:`Bench.layouts`) and the LM's score-mode scorers (:meth:`Bench.scoring`).
+:func:`demonstrations` collects the expert steps (kept in a JSON file when asked).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mvpo_train.config import TrainConfig
+from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
+from mvpo_train.score_timing import score_batch, time_scorers
+from mvpo_train.study.demo_layouts import expert_agreement, parse_candidate, relayout
+from mvpo_train.trainer import evaluate, load_policy, train
+from mvpo_train.warm_start import collect_demonstrations, warm_start
+
+__all__ = ["Bench", "demonstrations", "layouts", "warm_encoder"]
+
+
+@dataclass
+class Bench:
+    """The settings every measurement of one call shares: 50-step episodes of ``env_id``."""
+
+    env_id: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    history_length: int = 2
+    threads: int = 2
+    embedding_cache: str = ""
+
+    def config(self, kind: str, **kw: Any) -> TrainConfig:
+        """The trainer config of a ``kind`` (``lm`` | ``encoder``) candidate, with ``kw``."""
+        base: dict[str, Any] = dict(
+            env_id=self.env_id,
+            max_steps=50,
+            tasks=[],
+            progress=False,
+            tensorboard=False,
+            threads=self.threads,
+            eval_greedy=False,
+            history_length=self.history_length,
+            env_kwargs=dict(self.env_kwargs),
+        )
+        if kind == "encoder":
+            base["policy"] = "encoder"
+        return TrainConfig(**{**base, **kw})
+
+    def history_of(self, name: str) -> int:
+        """The ``history_length`` a candidate's prompts are built with."""
+        if name == "lm":
+            return self.history_length
+        _, hist, pool = parse_candidate(name, self.history_length)
+        return self.history_length if pool == LEGACY_POOL else hist
+
+    def policy(self, name: str, seed: int, embedder: SegmentEmbedder | None, demos: Any) -> Any:
+        """The candidate's policy: the tiny LM, or a fresh head warm-started on ``demos``."""
+        if name == "lm":
+            torch.manual_seed(seed)
+            return load_policy(self.config("lm", seed=seed))
+        steps, hist, pool = parse_candidate(name, self.history_length)
+        assert embedder is not None, "an encoder candidate needs the embedder"
+        return warm_encoder(steps, hist, pool, seed, embedder, demos)[0]
+
+    def success(
+        self, name: str, policy: Any, episodes: int, seed: int, splits: list[str], train_tasks: int
+    ) -> dict[str, Any]:
+        """Success per split: every task x ``episodes``, or (``train``, ``train_tasks`` > 0)
+        ``train_tasks`` tasks drawn without replacement by a generator seeded with ``seed``."""
+        kind = "encoder" if name != "lm" else "lm"
+        cfg = self.config(kind, seed=seed, history_length=self.history_of(name))
+        out: dict[str, Any] = {"candidate": name}
+        for split in splits:
+            cache: dict[str, Any] = {}
+            tasks, eps = None, episodes
+            if split == "train" and train_tasks:
+                from mvpo_train.factories import make_venv
+
+                probe = make_venv(cfg, split, 1, 1)
+                n = probe.num_tasks
+                probe.close()
+                gen = torch.Generator().manual_seed(seed)
+                tasks = sorted(torch.randperm(n, generator=gen)[: min(train_tasks, n)].tolist())
+                eps = 1
+            r = evaluate(
+                policy,
+                cfg,
+                split=split,
+                episodes=eps,
+                greedy=False,
+                seed=seed,
+                cache=cache,
+                report_time=True,
+                tasks=tasks,
+            )
+            for ev in cache.values():
+                ev.close()
+            out[f"{split}/success"] = r["success"]
+            out[f"{split}/episodes"] = r["episodes"]
+            out[f"{split}/steps_per_s"] = r["episodes"] * r["episode_length"] / r["time/seconds"]
+            out[f"{split}/seconds"] = r["time/seconds"]
+        if hasattr(policy, "persist_cache"):
+            policy.persist_cache()
+        return out
+
+    def _run(self, name: str, warm_dir: Path, run_dir: Path, seed: int, **kw: Any) -> TrainConfig:
+        """A GRPO training config of the candidate from ``warm_dir`` (an encoder's saved head)."""
+        kind = "lm" if name == "lm" else "encoder"
+        kw = dict(
+            seed=seed,
+            run_dir=str(run_dir),
+            overwrite=True,
+            save_every=0,
+            record_every=0,
+            estimator="grpo",
+            history_length=self.history_of(name),
+            **kw,
+        )
+        if kind == "encoder":
+            kw.update(model=str(warm_dir), lr=1e-3)
+        return self.config(kind, **kw)
+
+    def iteration(self, name: str, warm_dir: Path, run_dir: Path, seed: int) -> dict[str, Any]:
+        """One GRPO iteration of 16 groups x 8 rollouts: its seconds per phase."""
+        extra = {"embedding_cache": self.embedding_cache} if name != "lm" else {}
+        cfg = self._run(
+            name, warm_dir, run_dir, seed, num_groups=16, group_size=8, iterations=1, **extra
+        )
+        row = train(cfg)[-1]
+        return {
+            "candidate": name,
+            **{k: v for k, v in row.items() if k.startswith("time/")},
+            "steps": row["steps"],
+            "success": row["success"],
+        }
+
+    def learning(
+        self,
+        name: str,
+        warm_dir: Path,
+        run_dir: Path,
+        seed: int,
+        iterations: int,
+        groups: int,
+        episodes: int,
+    ) -> list[dict[str, Any]]:
+        """``iterations`` GRPO iterations of ``groups`` x 8 x 50 on the whole train split from the
+        warm start, evaluated on ``valid_unseen`` (sampled, ``episodes`` per task) before and
+        after every ``iterations // 2`` iterations."""
+        cfg = self._run(
+            name,
+            warm_dir,
+            run_dir,
+            seed,
+            num_groups=groups,
+            group_size=8,
+            iterations=iterations,
+            eval_every=max(iterations // 2, 1),
+            eval_split="valid_unseen",
+            eval_episodes=episodes,
+        )
+        start = evaluate(load_policy(cfg), cfg, episodes=episodes, seed=seed + 10_000)
+        out = [{"iteration": 0, "train_success": None, "valid_unseen": start["success"]}]
+        for r in train(cfg):
+            out.append(
+                {
+                    "iteration": r["iteration"],
+                    "train_success": r["success"],
+                    "valid_unseen": r.get("eval/success"),
+                    "seconds": r["time/total"],
+                }
+            )
+        return out
+
+    def scoring(self, lengths: list[int], batch: int, repeats: int, seed: int) -> list[dict]:
+        """Per prompt length: the median CPU seconds of each score-mode scorer on the tiny LM
+        (:mod:`mvpo_train.score_timing`), forward alone and forward + backward, on ``batch``
+        prompts of 6-11 candidates of 3-9 tokens."""
+        policy = self.policy("lm", seed, None, None)
+        rows = []
+        for n in lengths:
+            prompts, cands = score_batch(policy.model.config.vocab_size, batch, n, seed=seed)
+            row: dict[str, Any] = {"prompt_tokens": n}
+            for kind, backward in (("forward", False), ("forward+backward", True)):
+                times = time_scorers(policy, prompts, cands, backward, repeats)
+                row.update({f"{name} {kind}": sec for name, sec in times.items()})
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        return rows
+
+
+def warm_encoder(
+    steps: int, hist: int, pool: str, seed: int, embedder: SegmentEmbedder, demos: Any
+) -> tuple[EncoderPolicy, list[float]]:
+    """A fresh head of layout (``hist``, ``pool``) after ``steps`` behaviour-cloning steps on
+    ``demos`` (cut to the layout), and the cloning losses."""
+    torch.manual_seed(seed)
+    head = ScorerHead(
+        embedder.dim, 256, embedder.fingerprint, history_length=hist, history_pool=pool
+    )
+    policy = EncoderPolicy(head, embedder)
+    if not steps:
+        return policy, []
+    mine = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in demos]
+    return policy, warm_start(policy, mine, steps=steps, seed=seed)
+
+
+def layouts(
+    layouts: list[str], steps: int, embedder: SegmentEmbedder, fit: Any, held: Any, seed: int
+) -> list[dict[str, Any]]:
+    """Per layout ``H:POOL``: ``steps`` behaviour-cloning steps on the demonstrations ``fit``,
+    then on ``held`` (the expert steps of train games left out of ``fit``): how often the
+    expert's action scores highest, its mean probability and the mean cross-entropy."""
+    out = []
+    for layout in layouts:
+        hist, pool = int(layout.split(":")[0]), layout.split(":")[1]
+        t0 = time.perf_counter()
+        policy, losses = warm_encoder(steps, hist, pool, seed, embedder, fit)
+        fit_s = time.perf_counter() - t0
+        cut = [(relayout(d[0], embedder.sep_id, hist, pool), d[1], d[2]) for d in held]
+        agree = expert_agreement(policy, cut)
+        row = {
+            "layout": layout,
+            "params": sum(p.numel() for p in policy.model.parameters()),
+            "fit_loss": sum(losses[-20:]) / len(losses[-20:]),
+            "held_top1": agree["top1"],
+            "held_prob": agree["prob"],
+            "held_nll": agree["nll"],
+            "held_steps": len(held),
+            "seconds": fit_s,
+        }
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def demonstrations(
+    embedder: SegmentEmbedder, env_id: str, env_kwargs: dict[str, Any], most: int, cache: str
+) -> list[tuple]:
+    """The train split's expert steps, prompts of ``most`` past pairs (every layout of fewer
+    pairs cuts them: :func:`~mvpo_train.study.demo_layouts.relayout`); read from the JSON file
+    ``cache`` when it was written for the same env keywords, pairs and encoder, else collected
+    (and written there when ``cache`` is given)."""
+    head = ScorerHead(
+        embedder.dim, 8, embedder.fingerprint, history_length=most, history_pool="concat"
+    )
+    key = {"env_kwargs": env_kwargs, "history_length": most, "encoder": embedder.fingerprint}
+    path = Path(cache) if cache else None
+    if path and path.is_file() and json.loads(path.read_text())["key"] == key:
+        return [tuple(d) for d in json.loads(path.read_text())["demos"]]
+    demos = collect_demonstrations(EncoderPolicy(head, embedder), env_id, "train", env_kwargs, most)
+    if path:
+        path.write_text(json.dumps({"key": key, "demos": demos}))
+    return demos
