@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shlex
 import shutil
 import subprocess
@@ -50,8 +49,11 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.study import cost_estimate
 from mvpo_train.study.archive import compact_files, import_
-from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, interval, json_clean
+from mvpo_train.study.gain_sweep import FINAL, mean_finite
+from mvpo_train.study.gain_table import boot_cell, pair_cells, seed_cells
+from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, json_clean
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -71,7 +73,6 @@ ENV_ID = "mvpo/ALFWorld-v0"
 ENV_KWARGS = {"num_games": "full", "progress_oracle": True}
 HELDOUT = "valid_unseen"
 REFERENCE = "gigpo"
-FINAL = 5  # iterations of the "final" mean
 #: arm -> (estimator, estimator keywords)
 ARMS: dict[str, tuple[str, dict[str, Any]]] = {
     "gigpo": ("gigpo", {}),
@@ -169,11 +170,6 @@ def run_all(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------ sizing
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def size(args: argparse.Namespace) -> dict[str, Any]:
     """CPU seconds of 2 iterations of ``oracle-r1`` and of a small held-out evaluation (module
     docstring), and the estimate of the whole study."""
@@ -191,58 +187,33 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     w = json.loads(worker.read_text())
     if w["rc"] != 0:
         sys.exit(f"oracle_gain_alfworld: the sized run failed (rc {w['rc']}); see its output above")
-    per_it = [sum(it.values()) for it in w["iterations"]]
-    before = _children_cpu()
+    before = cost_estimate.children_cpu()
     cmd = [*python_entry("eval_main"), *eval_argv(path, 1, args.size_eval_games)]
     subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    eval_cpu = _children_cpu() - before
-    ev = json.loads(eval_file(path, HELDOUT).read_text())
-    games = _heldout_games()
-    runs = len(ARMS) * len(args.seeds)
-    per_episode = eval_cpu / max(int(ev["episodes"]), 1)
-    run_cpu = w["setup"] + args.iterations * float(np.mean(per_it))
-    eval_run = per_episode * games * args.final_episodes
+    eval_cpu = cost_estimate.children_cpu() - before
+    episodes = int(json.loads(eval_file(path, HELDOUT).read_text())["episodes"])
+    sizes = (len(ARMS) * len(args.seeds), args.iterations, args.final_episodes)
     return {
         "command": command_line("benchmarks/oracle_gain_alfworld.py", ["--size"]),
-        "setup_cpu_s": w["setup"], "iteration_cpu_s": per_it, "eval_cpu_s": eval_cpu,
-        "eval_episodes": int(ev["episodes"]), "heldout_games": games,
-        "runs": runs, "iterations": args.iterations, "final_episodes": args.final_episodes,
-        "run_cpu_s": run_cpu, "eval_run_cpu_s": eval_run,
-        "study_cpu_h": runs * (run_cpu + eval_run) / 3600.0,
+        **cost_estimate.sized(w, eval_cpu, episodes, _heldout_games(), *sizes),
         "load_avg": [load_start, os.getloadavg()[0]], "cpus": os.cpu_count(),
     }  # fmt: skip
 
 
 def prior_estimate(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The cost of the study from committed measurements of the same preset, before ``--size``:
-    benchmarks/results/cpu_cost.json (``study/after/cold``: setup and one iteration with an
-    empty embedding cache, ``--preset cpu-showcase --estimator mvpo``, without the oracle) and
-    benchmarks/results/learning_full.json (the study's MVPO arm: minutes per 60-iteration run,
-    two runs at a time on 2 cores, its held-out evaluations included). None without them."""
+    """The cost of the study from committed measurements of the same preset, before ``--size``
+    (:func:`mvpo_train.study.cost_estimate.prior`): benchmarks/results/cpu_cost.json
+    (``study/after/cold``: setup and one iteration with an empty embedding cache, ``--preset
+    cpu-showcase --estimator mvpo``, without the oracle) and benchmarks/results/learning_full.json
+    (the study's MVPO arm: minutes per 60-iteration run, two runs at a time on 2 cores, its
+    held-out evaluations included). None without them."""
     try:
         cold = json.loads((RESULTS / "cpu_cost.json").read_text())["study/after/cold"]
         study = json.loads((RESULTS / "learning_full.json").read_text())
-        minutes, full = study["arms"]["mvpo"]["minutes"], study["settings"]
+        sizes = (len(ARMS) * len(args.seeds), args.iterations, args.final_episodes)
+        return cost_estimate.prior(cold, study, HELDOUT, *sizes)
     except (OSError, KeyError, ValueError):
         return None
-    phases = cold["iterations"][0]
-    it_cold = float(sum(phases.values()))
-    play = sum(phases.get(k, 0.0) for k in ("env", "rollout", "minilm", "head forward"))
-    episodes = full["num_groups"] * full["group_size"]
-    games = int(full["heldout_games"][HELDOUT])
-    runs = len(ARMS) * len(args.seeds)
-    run_lo = cold["setup"] + args.iterations * (it_cold - phases.get("minilm", 0.0))
-    run_hi = cold["setup"] + args.iterations * it_cold
-    eval_run = play / episodes * games * args.final_episodes
-    return {
-        "setup_cpu_s": cold["setup"], "iteration_cold_cpu_s": it_cold,
-        "iteration_warm_cpu_s": it_cold - phases.get("minilm", 0.0),
-        "play_cpu_s_per_episode": play / episodes, "heldout_games": games,
-        "study_minutes_per_iteration": float(np.mean(minutes)) / full["iterations"],
-        "runs": runs, "iterations": args.iterations, "final_episodes": args.final_episodes,
-        "eval_run_cpu_s": eval_run,
-        "study_cpu_h": [runs * (run_lo + eval_run) / 3600.0, runs * (run_hi + eval_run) / 3600.0],
-    }  # fmt: skip
 
 
 def _heldout_games() -> int:
@@ -273,18 +244,15 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
         estimator, kwargs = ARMS[arm]
         arms_out[arm] = {
             "estimator": estimator, "kwargs": kwargs, "rho": kwargs.get("oracle_rho"),
-            "seeds": seeds, **{k: interval([per[arm][s][k] for s in seeds]) for k in METRICS},
-            "per_seed": {k: [per[arm][s][k] for s in seeds] for k in METRICS},
+            "seeds": seeds, **seed_cells([per[arm][s] for s in seeds], METRICS),
             "auc": _mean([per[arm][s]["auc"] for s in seeds]),
             "curve": np.mean([[r["success"] for r in runs[s]] for s in seeds], axis=0).tolist(),
         }  # fmt: skip
     pairs = {}
     for arm in arms_out:
-        common = sorted(set(per[arm]) & set(per.get(REFERENCE, {})))
-        if arm == REFERENCE or not common:
-            continue
-        diff = {k: [per[arm][s][k] - per[REFERENCE][s][k] for s in common] for k in METRICS}
-        pairs[f"{arm} - {REFERENCE}"] = {"seeds": common, **{k: interval(diff[k]) for k in METRICS}}
+        cells = pair_cells(per, arm, REFERENCE, METRICS)
+        if arm != REFERENCE and cells:
+            pairs[f"{arm} - {REFERENCE}"] = cells
     done = sum(len(v) for v in per.values())
     return {
         "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
@@ -306,8 +274,8 @@ def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
 
 
 def _mean(values: list[Any]) -> float:
-    v = [float(x) for x in values if x is not None and np.isfinite(float(x))]
-    return float(np.mean(v)) if v else float("nan")
+    m = mean_finite(values)
+    return float("nan") if m is None else m
 
 
 def markdown(out: dict[str, Any], machine: str) -> str:
@@ -328,7 +296,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
         '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
         "",
     ]
-    lines += _sizing_lines(out["sizing"], out["prior_estimate"])
+    lines += cost_estimate.size_lines(out["sizing"], out["prior_estimate"])
     lines += [f"## Results ({prog['runs_done']} of {prog['runs_planned']} runs)", ""]
     if not out["arms"]:
         return "\n".join([*lines, "No run has finished yet.", ""])
@@ -357,91 +325,10 @@ def markdown(out: dict[str, Any], machine: str) -> str:
     for name, p in out["pairs"].items():
         lines.append(
             f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | "
-            f"{_boot(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
-            f"{_boot(p['heldout'])} |"
+            f"{boot_cell(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
+            f"{boot_cell(p['heldout'])} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def _boot(c: dict[str, Any]) -> str:
-    b = c["boot95"]
-    return "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
-
-
-def _sizing_lines(sz: dict[str, Any] | None, prior: dict[str, Any] | None) -> list[str]:
-    if not sz:
-        return ["## Size", "", "Not measured for this study yet (`--size`).", "",
-                *_prior_lines(prior)]  # fmt: skip
-    it = sz["iteration_cpu_s"]
-    run_h = (sz["run_cpu_s"] + sz["eval_run_cpu_s"]) / 3600.0
-    return [
-        "## Size",
-        "",
-        f"Measured with `{sz['command']}`: process CPU seconds, one torch thread, a fresh "
-        "process and an empty embedding cache (so MiniLM embeds every text; later iterations "
-        "of a run and later runs hit the shared cache more). Setup (warm start, encoder, the "
-        f"full train split) {sz['setup_cpu_s']:.0f} s; iterations 1 and 2 "
-        f"{', '.join(f'{x:.0f}' for x in it)} s; a held-out evaluation of "
-        f"{sz['eval_episodes']} games x 1 episode {sz['eval_cpu_s']:.0f} s (with its setup, "
-        "so the per-episode cost below is an upper bound).",
-        "",
-        f"Estimate: one run = setup + {sz['iterations']} x {np.mean(it):.0f} s + "
-        f"{sz['heldout_games']} games x {sz['final_episodes']} episode(s) x "
-        f"{sz['eval_cpu_s'] / max(sz['eval_episodes'], 1):.1f} s = "
-        f"{sz['run_cpu_s']:.0f} + {sz['eval_run_cpu_s']:.0f} CPU s ({run_h:.2f} CPU h); "
-        f"the study, {sz['runs']} runs: {sz['study_cpu_h']:.1f} CPU h, that is "
-        f"{sz['study_cpu_h'] / 2:.1f} h of wall time at 2 runs at a time on a free 2-core "
-        f"machine and about {sz['study_cpu_h']:.1f} h on one core beside the running "
-        "oracle-gain sweep (which keeps the other busy).",
-        "",
-        *_load_lines(sz),
-        *_prior_lines(prior),
-    ]
-
-
-def _load_lines(sz: dict[str, Any]) -> list[str]:
-    """What the machine was doing while ``--size`` measured (its 1-minute load average at the
-    start and the end): process CPU time grows when other jobs share the cores."""
-    load = sz.get("load_avg")
-    if not load:
-        return []
-    return [
-        f"The 1-minute load average was {load[0]:.1f} at the start and {load[1]:.1f} at the "
-        f"end of the measurement, on {sz.get('cpus', '?')} cores: with other jobs on the cores "
-        "a process's CPU seconds grow (shared caches and cores), so on a busy machine this "
-        "estimate is an upper bound.",
-        "",
-    ]
-
-
-def _prior_lines(pr: dict[str, Any] | None) -> list[str]:
-    if not pr:
-        return []
-    lo, hi = pr["study_cpu_h"]
-    return [
-        "Estimate from committed measurements of the same preset without the oracle "
-        "(`prior_estimate` in the JSON): benchmarks/results/cpu_cost.md (`--preset "
-        "cpu-showcase --estimator mvpo`, one thread, process CPU) gives setup "
-        f"{pr['setup_cpu_s']:.0f} s and an iteration of {pr['iteration_cold_cpu_s']:.0f} s with "
-        f"an empty embedding cache ({pr['iteration_warm_cpu_s']:.0f} s with every embedding "
-        f"cached, estimated there), of which playing costs {pr['play_cpu_s_per_episode']:.2f} s "
-        "per episode; benchmarks/results/learning_full.md's MVPO arm took "
-        f"{pr['study_minutes_per_iteration']:.2f} minutes of wall time per iteration, two "
-        "runs at a time on this 2-core machine, its held-out evaluations included "
-        f"({pr['iterations'] * pr['study_minutes_per_iteration']:.0f} minutes for "
-        f"{pr['iterations']} iterations at that pace). So one run "
-        f"of {pr['iterations']} iterations is setup + {pr['iterations']} x "
-        f"{pr['iteration_warm_cpu_s']:.0f}-{pr['iteration_cold_cpu_s']:.0f} s, and its held-out "
-        f"evaluation {pr['heldout_games']} games x {pr['final_episodes']} episodes x "
-        f"{pr['play_cpu_s_per_episode']:.2f} s = {pr['eval_run_cpu_s']:.0f} s; the study, "
-        f"{pr['runs']} runs: {lo:.1f}-{hi:.1f} CPU h, that is {lo / 2:.1f}-{hi / 2:.1f} h at "
-        "2 runs at a time on a free 2-core machine, and about "
-        f"{lo:.1f}-{hi:.1f} h on the one core the running control-task sweep leaves. The "
-        'oracle adds to every env step (docs/alignment.md, "The progress oracle": 1.55 ms '
-        "against 0.23 ms per step, about 8 s per iteration of 6,400 steps), which this does "
-        "not include.",
-        "",
-    ]
 
 
 def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> None:
