@@ -81,12 +81,6 @@ VARIANTS: dict[str, list[str]] = {
 }
 #: tasks whose policy embeds texts (a warm run exists)
 CACHED = {"study", "control"}
-#: display order of the phases
-PHASES = [
-    "setup", "minilm", "head forward", "lm score", "backward", "optimizer", "env",
-    "rollout", "logp_ref", "advantage", "update", "eval",
-]  # fmt: skip
-TRAINER_PHASES = ("rollout", "logp_ref", "advantage", "update")
 #: phases that hold everything called inside them (no nested phase is split out)
 OPAQUE = {"eval"}
 
@@ -252,52 +246,6 @@ def measure(task: str, variant: str, src: Path, cache: Path, args: argparse.Name
     return result
 
 
-def row_of(result: dict) -> dict[str, float]:
-    """The first iteration's seconds per phase, with the run's setup."""
-    it = dict(result["iterations"][0])
-    it["setup"] = result["setup"]
-    return it
-
-
-def iteration_cpu(row: dict[str, float]) -> float:
-    return sum(v for k, v in row.items() if k not in ("setup", "eval"))
-
-
-def table(title: str, rows: dict[str, dict[str, float]]) -> list[str]:
-    """Markdown: one line per phase, a column per measurement; the iteration's total leaves
-    out setup and eval."""
-    cols = list(rows)
-    lines = [f"### {title}", "", "| phase | " + " | ".join(cols) + " |",
-             "|---|" + "---:|" * len(cols)]  # fmt: skip
-    names = [p for p in PHASES if any(rows[c].get(p, 0.0) > 0.005 for c in cols)]
-    for p in names:
-        lines.append(f"| {p} | " + " | ".join(f"{rows[c].get(p, 0.0):.2f}" for c in cols) + " |")
-    tot = {c: iteration_cpu(rows[c]) for c in cols}
-    lines.append("| **iteration** | " + " | ".join(f"**{tot[c]:.2f}**" for c in cols) + " |")
-    return lines
-
-
-def showcase_lines(res: dict[str, dict], n: int) -> list[str]:
-    """The showcase's totals, before and after, and the 10-iteration estimate."""
-    lines = ["| | before | after | after / before |", "|---|---:|---:|---:|"]
-    vals: dict[str, dict[str, float]] = {}
-    for v in ("before", "after"):
-        r = res[v]
-        its = [iteration_cpu(it) for it in r["iterations"]]
-        later = its[-1] if len(its) > 1 else its[0]
-        vals[v] = {"setup": r["setup"], "eval": r["eval"], **{f"iteration {k + 1}": x
-                   for k, x in enumerate(its)}, "total": r["total"],
-                   "make run estimate": r["total"] + (10 - len(its)) * later}  # fmt: skip
-    for key in vals["before"]:
-        b, a = vals["before"][key], vals["after"][key]
-        lines.append(f"| {key} | {b:.1f} | {a:.1f} | x{a / b:.2f} |")
-    lines += ["", f"`make run` estimate: the measured total of `mvpo-showcase --iterations {n}` "
-              f"plus {10 - n} more iterations at the cost of its last measured one (later "
-              "iterations hit the embedding cache more often, so this overstates them, the "
-              "`before` more: it spends more on MiniLM)."]  # fmt: skip
-    return lines
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", nargs="+", default=["study", "control", "tiny", "showcase"],
@@ -320,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
+    from mvpo_train.study.phase_tables import iteration_cpu, row_of, showcase_lines, table
     from mvpo_train.study.tables import command_line
     from mvpo_train.study.worktree import checkout, short_sha
 

@@ -43,14 +43,15 @@ import argparse
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
 
+from mvpo_train.study import estimator_cost
 from mvpo_train.study.curve_panels import plot_panels
+from mvpo_train.study.estimator_cost import time_arms
 from mvpo_train.study.gain_sweep import seed_dir, sweep
 from mvpo_train.study.gain_table import (
     PAIR_HEAD,
@@ -140,7 +141,6 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
-    from mvpo_train.credit import get_estimator
     from mvpo_train.scripted_batches import noisy_expert_batch
 
     env_kwargs = {"difficulty": 1, "num_milestones": 4, "show_progress": args.show_progress}
@@ -152,21 +152,12 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
         tasks = [int(t) for t in rng.choice(n_tasks, size=args.num_groups, replace=False)]
         batches.append(noisy_expert_batch(env, tasks, args.group_size, 50, 0.0, rng).batch)
     env.close()
-    rows: dict[str, Any] = {}
-    for arm in [og.Arm("mvpo", "mvpo"), *new_arms()]:
-        est = get_estimator("mvpo", **arm.kwargs)
-        ms = []
-        for batch in batches:
-            t0 = time.perf_counter()
-            est(batch)
-            ms.append(1000.0 * (time.perf_counter() - t0))
-        rows[arm.name] = {"ms": ms, "first5": float(np.mean(ms[:5])),
-                          "last5": float(np.mean(ms[-5:])), "mean": float(np.mean(ms))}  # fmt: skip
+    arms = {a.name: ("mvpo", a.kwargs) for a in [og.Arm("mvpo", "mvpo"), *new_arms()]}
     flags = ["--cost", str(args.cost)] + (
         ["--base", args.base] if args.base != DEFAULT_BASE else []
     )
     out = {"batches": args.cost, "command": command_line("benchmarks/potential_learning.py", flags),
-           "arms": rows}  # fmt: skip
+           "arms": time_arms(batches, arms)}  # fmt: skip
     og.archive_dir(args).mkdir(parents=True, exist_ok=True)
     (og.archive_dir(args) / "cost.json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     return out
@@ -174,29 +165,7 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
 
 def cost_lines(archive: Path) -> list[str]:
     """The cost section of the results page from ``<archive>/cost.json`` (none without it)."""
-    path = Path(archive) / "cost.json"
-    if not path.is_file():
-        return []
-    c = json.loads(path.read_text())
-    paper = c["arms"]["mvpo"]
-    lines = [
-        "",
-        "## Estimator cost",
-        "",
-        f"Command: `{c['command']}`: one estimator per arm on {c['batches']} consecutive "
-        "uniform-policy batches of this env and size (the pools grow as in a run); "
-        "milliseconds per batch, and the ratio to the paper's form. A run's iteration takes "
-        "seconds (rollout and update), so these are its estimator's share only.",
-        "",
-        "| arm | ms/batch, batches 1-5 | last 5 | mean | mean / paper |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, r in c["arms"].items():
-        lines.append(
-            f"| {name} | {r['first5']:.1f} | {r['last5']:.1f} | {r['mean']:.1f} | "
-            f"{r['mean'] / paper['mean']:.1f}x |"
-        )
-    return lines
+    return estimator_cost.cost_lines(Path(archive) / "cost.json")
 
 
 # ------------------------------------------------------------------ analysis

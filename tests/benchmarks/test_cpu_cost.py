@@ -5,6 +5,8 @@ The phases run on a fake clock that moves only when told to: no timing in these 
 
 from __future__ import annotations
 
+from mvpo_train.study.phase_tables import table
+
 from .helpers import load_benchmark
 
 
@@ -43,7 +45,7 @@ def test_phases_are_exclusive_and_split_per_iteration():
         {"rollout": 5.0, "minilm": 5.0, "update": 2.0},
     ]
     assert ph.first == 100.0 and ph.stack == []
-    md = "\n".join(bench.table("t", {"a": {"setup": 1.0, **ph.iterations()[0]}}))
+    md = "\n".join(table("t", {"a": {"setup": 1.0, **ph.iterations()[0]}}))
     assert "| **iteration** | **11.00** |" in md and "| setup | 1.00 |" in md
 
 
@@ -70,17 +72,3 @@ def test_an_opaque_phase_holds_what_runs_inside_it():
     assert ph.seconds == {"eval": 7.0, "minilm": 4.0, "rollout": 0.0}
     assert ph.marks == [{"eval": 7.0}]  # what ran before iteration 1
     assert ph.first == 107.0
-
-
-def test_showcase_estimate_adds_the_missing_iterations_at_the_last_ones_cost():
-    bench = load_benchmark("cpu_cost")
-
-    def result(scale: float) -> dict:
-        its = [{"rollout": 50.0 * scale, "update": 10.0 * scale}, {"rollout": 30.0 * scale}]
-        return {"setup": 5.0, "eval": 40.0 * scale, "iterations": its, "total": 200.0 * scale}
-
-    lines = bench.showcase_lines({"before": result(1.0), "after": result(0.5)}, 2)
-    row = next(x for x in lines if x.startswith("| make run estimate"))
-    assert row == "| make run estimate | 440.0 | 220.0 | x0.50 |"  # 200 + 8 x 30
-    assert "| iteration 1 | 60.0 | 30.0 | x0.50 |" in lines
-    assert "| setup | 5.0 | 5.0 | x1.00 |" in lines

@@ -1,0 +1,86 @@
+"""The tables of ``benchmarks/cpu_cost.py``: process CPU seconds per phase of a training
+iteration, a column per measurement (docs/training.md, "CPU cost").
+
+A measurement is the JSON its measured process writes: ``setup`` (from the trainer's start to
+its first iteration), ``iterations`` (per iteration, the exclusive seconds of each phase),
+``eval`` and ``total``. The measured processes run another commit's packages, so nothing here
+is imported by them: only the driver that writes the page reads this module.
+
+* :func:`row_of`, :func:`iteration_cpu`: the first iteration's phases with the setup, and an
+  iteration's total (setup and evaluation left out);
+* :func:`table`: one line per phase that took time, a column per measurement;
+* :func:`showcase_lines`: ``mvpo-showcase``'s totals before and after, and the estimate of
+  ``make run`` (10 iterations) from its last measured iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["PHASES", "iteration_cpu", "row_of", "showcase_lines", "table"]
+
+#: display order of the phases
+PHASES = [
+    "setup", "minilm", "head forward", "lm score", "backward", "optimizer", "env",
+    "rollout", "logp_ref", "advantage", "update", "eval",
+]  # fmt: skip
+
+
+def row_of(result: Mapping[str, Any]) -> dict[str, float]:
+    """The first iteration's seconds per phase, with the run's setup."""
+    it = dict(result["iterations"][0])
+    it["setup"] = result["setup"]
+    return it
+
+
+def iteration_cpu(row: Mapping[str, float]) -> float:
+    """An iteration's CPU seconds: every phase but ``setup`` and ``eval``."""
+    return sum(v for k, v in row.items() if k not in ("setup", "eval"))
+
+
+def table(title: str, rows: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Markdown: one line per phase, a column per measurement; the iteration's total leaves
+    out setup and eval."""
+    cols = list(rows)
+    lines = [
+        f"### {title}",
+        "",
+        "| phase | " + " | ".join(cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    names = [p for p in PHASES if any(rows[c].get(p, 0.0) > 0.005 for c in cols)]
+    for p in names:
+        lines.append(f"| {p} | " + " | ".join(f"{rows[c].get(p, 0.0):.2f}" for c in cols) + " |")
+    tot = {c: iteration_cpu(rows[c]) for c in cols}
+    lines.append("| **iteration** | " + " | ".join(f"**{tot[c]:.2f}**" for c in cols) + " |")
+    return lines
+
+
+def showcase_lines(res: Mapping[str, Mapping[str, Any]], n: int) -> list[str]:
+    """The showcase's totals, before and after, and the 10-iteration estimate (``n``: the
+    iterations measured)."""
+    lines = ["| | before | after | after / before |", "|---|---:|---:|---:|"]
+    vals: dict[str, dict[str, float]] = {}
+    for v in ("before", "after"):
+        r = res[v]
+        its = [iteration_cpu(it) for it in r["iterations"]]
+        later = its[-1] if len(its) > 1 else its[0]
+        vals[v] = {
+            "setup": r["setup"],
+            "eval": r["eval"],
+            **{f"iteration {k + 1}": x for k, x in enumerate(its)},
+            "total": r["total"],
+            "make run estimate": r["total"] + (10 - len(its)) * later,
+        }
+    for key in vals["before"]:
+        b, a = vals["before"][key], vals["after"][key]
+        lines.append(f"| {key} | {b:.1f} | {a:.1f} | x{a / b:.2f} |")
+    lines += [
+        "",
+        f"`make run` estimate: the measured total of `mvpo-showcase --iterations {n}` "
+        f"plus {10 - n} more iterations at the cost of its last measured one (later "
+        "iterations hit the embedding cache more often, so this overstates them, the "
+        "`before` more: it spends more on MiniLM).",
+    ]
+    return lines
