@@ -1,6 +1,7 @@
 """Listing a split for every env of a batch (docs/alfworld_generator.md, "Listing a split"):
 ``collect_games`` with its per-process memo against a full scan per env (the earlier
-behaviour, ``data._scan_games``), both in one process on the same split, CPU time.
+behaviour, ``data._scan_games``), both in one process on the same split, CPU time. The
+measurement and the page are :mod:`mvpo_envs.bench.alfworld_listing`.
 
     python benchmarks/alfworld_listing.py            # 16 listings of the full train split
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,32 +18,16 @@ RESULTS = ROOT / "benchmarks" / "results" / "alfworld_listing.md"
 
 def main(argv: list[str] | None = None) -> int:
     from mvpo_envs.alfworld import data
+    from mvpo_envs.bench.alfworld_listing import listing_times, page
 
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--envs", type=int, default=16, help="listings, as a batch's envs do")
     p.add_argument("--out", default=str(RESULTS))
     args = p.parse_args(argv)
     split = data.select_split_dir("train", "alfworld", "full")
-    start = time.process_time()
-    scanned = [data._scan_games(split, data.TASK_TYPES, []) for _ in range(args.envs)]
-    before = time.process_time() - start
-    data._SCANNED.clear()
-    start = time.process_time()
-    memo = [data.collect_games(split) for _ in range(args.envs)]
-    now = time.process_time() - start
-    if any(m != scanned[0] for m in memo + scanned):
-        raise SystemExit("alfworld_listing: the memo returned other games than a scan")
-    n = len(memo[0])
-    text = (
-        "# Listing the full ALFWorld train split for every env\n\n"
-        f"Command: `python benchmarks/alfworld_listing.py --envs {args.envs}` (CPU time, one "
-        "process, the same split, the same games from both).\n\n"
-        "| listings | games | full scan per env (before) | memo with its file check (now) | "
-        "ratio | per listing, before / now |\n|---|---|---|---|---|---|\n"
-        f"| {args.envs} | {n:,} | {before:.2f} s | {now:.2f} s | {before / now:.1f}x | "
-        f"{before / args.envs * 1000:.0f} ms / {now / args.envs * 1000:.0f} ms |\n"
-    )
+    text = page(args.envs, listing_times(split, args.envs))
     print(text)
     Path(args.out).write_text(text)
     return 0
