@@ -46,8 +46,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,22 +53,19 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.study.curve_panels import plot_panels
+from mvpo_train.study.gain_pages import oracle_gain_page
 from mvpo_train.study.gain_sweep import GainArm as Arm
 from mvpo_train.study.gain_sweep import Sweep, finished, mean_finite, sweep
 from mvpo_train.study.gain_table import (
     METRICS,
-    PAIR_HEAD,
     carried_metrics,
     curve_cells,
     pair_cells,
-    pair_row,
     per_run,
     product_fit,
     seed_cells,
 )
-from mvpo_train.study.paired import SEEDS
 from mvpo_train.study.paired import check_settings as record_settings
-from mvpo_train.study.paired import fmt_interval as _fmt
 from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
 
@@ -253,7 +248,8 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
     out_path = Path(args.out)
     out_path.with_suffix(".json").write_text(json.dumps(_clean(out), indent=1) + "\n")
-    out_path.with_suffix(".md").write_text(markdown(out, args))
+    png, archive = out_path.with_suffix(".png").name, archive_dir(args).name
+    out_path.with_suffix(".md").write_text(oracle_gain_page(out, args.jobs, png, archive))
     plot(out, out_path.with_suffix(".png"))
     return out
 
@@ -286,100 +282,6 @@ def rho_star(arms_out: dict, pairs: dict) -> dict[str, Any]:
         if p and p["area"]["t95"] and p["area"]["t95"][0] > 0:
             return {"rho": r, "arm": name, "auc": arms_out[name]["auc"]}
     return {"rho": None, "note": "no main oracle arm's area gain interval excludes 0 (yet)"}
-
-
-def markdown(out: dict[str, Any], args: argparse.Namespace) -> str:
-    prog = out["progress"]
-    st = out["settings"]
-    lines = [
-        "# Oracle-gain study: does an aligned potential speed learning?",
-        "",
-        f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), "
-        f"{args.jobs} run(s) at a time, 1 torch thread each.",
-        "",
-    ]
-    if prog["partial"]:
-        lines += [
-            f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs done.** The sweep "
-            "resumes with the same command; the numbers below are over the finished runs only.",
-            "",
-        ]
-    lines += [
-        f"Settings: encoder policy with a fresh head, `{ENV_ID}` (K = 4, "
-        f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}"
-        + (f", num_tasks={st['num_tasks']}" if "num_tasks" in st else "")
-        + f"), {st['num_groups']} layouts x {st['group_size']} "
-        f"rollouts x 50 steps per iteration, {st['iterations']} iterations, lr {st['lr']}, "
-        f"{st['ppo_epochs']} PPO epochs, seeds {st[SEEDS]}; held-out: the final checkpoint on "
-        f"the `eval` layouts, sampled, {st['eval_episodes']} episode(s) per layout.",
-        "",
-    ]
-    if not st.get("show_route"):
-        lines += [
-            "**This setting failed the study's first check** (show_route off: the positive "
-            "control does not learn, benchmarks/results/oracle_gain_pilot.md); the study's "
-            'setting is show_route on (docs/alignment.md, "The oracle-gain study").',
-            "",
-        ]
-    lines += [
-        f"![oracle gain]({Path(args.out).with_suffix('.png').name})",
-        "",
-        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
-        "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
-        f"moving average reaches it ({st['iterations'] + 1} = never). `align/auc`: the "
-        "trainer's AUC of the repair for `oracle_progress` (mean over iterations and seeds). "
-        "Zero-credit: share of rows in zero-credit step groups, first 5 iterations. Entropy: "
-        "the policy's mean action entropy (`loss/entropy`), last 5 iterations.",
-        "",
-        "| arm | difficulty | rho | seeds | area | final | it. to 5% | it. to 10% | held-out "
-        "| align/auc | zero-credit | kappa | entropy | min/run |",
-        "|---|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for name, a in out["arms"].items():
-        rho = "-" if a["rho"] is None else f"{a['rho']:g}"
-        auc = "-" if a["auc"] is None else f"{a['auc']:.3f}"
-        mark = " (c)" if a.get("carried") else ""
-        lines.append(
-            f"| {name}{mark} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {_fmt(a['area'])} | "
-            f"{_fmt(a['final'])} | {_fmt(a['it5'], 1)} | {_fmt(a['it10'], 1)} | "
-            f"{_fmt(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
-            f"{'-' if a['entropy'] is None else format(a['entropy'], '.2f')} | "
-            f"{a['minutes_per_run']:.1f} |"
-        )
-    if any(a.get("carried") for a in out["arms"].values()):
-        lines += [
-            "",
-            "(c): carried from the sweep of 2026-12-03, whose run folders were not kept: per-seed "
-            f"metrics and curve bands from `{archive_dir(args).name}/carried.json`; every other "
-            f"arm is built from its runs' compact results in `{archive_dir(args).name}/`.",
-        ]
-    lines += [
-        "",
-        "Paired against GiGPO at the same difficulty (per seed: same initial head and task "
-        "draws): mean difference, t-based 95% interval, percentile-bootstrap interval "
-        "(10,000 resamples) beside it.",
-        "",
-        *PAIR_HEAD,
-        *(pair_row(name, p) for name, p in out["pairs"].items()),
-    ]
-    f = out["fit"]
-    lines += ["", "## Gain against alignment x strength x zero-credit", ""]
-    if "note" in f:
-        lines.append(f["note"] + ".")
-    else:
-        lines.append(
-            f"Over {len(f['arms'])} oracle arms: area gain = {f['product_b']:.3f} x rho x kappa "
-            f"x zero-credit, R^2 {f['product_r2']:.2f}; the additive fit (intercept + three "
-            f"terms) R^2 {f['additive_r2']:.2f}."
-        )
-    rs = out["rho_star"]
-    lines += ["", "## rho*", ""]
-    if rs.get("rho") is None:
-        lines.append(rs["note"] + ".")
-    else:
-        lines.append(f"rho* = {rs['rho']:g} (`{rs['arm']}`), measured `align/auc` {rs['auc']:.3f}.")
-    return "\n".join(lines) + "\n"
 
 
 def plot(out: dict[str, Any], path: Path) -> None:

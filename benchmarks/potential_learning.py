@@ -52,17 +52,16 @@ import oracle_gain as og  # the study whose settings and runs this one shares (a
 from mvpo_train.study import estimator_cost
 from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.estimator_cost import time_arms
+from mvpo_train.study.gain_pages import potential_learning_page
 from mvpo_train.study.gain_sweep import seed_dir, sweep
 from mvpo_train.study.gain_table import (
-    PAIR_HEAD,
     carried_metrics,
     curve_cells,
     pair_cells,
-    pair_row,
     per_run,
     seed_cells,
 )
-from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, json_clean
+from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
@@ -276,101 +275,11 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     cost_file = og.archive_dir(args) / "cost.json"
     if cost_file.is_file():
         out["cost"] = json.loads(cost_file.read_text())
-    md = markdown(out, machine, cost_lines(og.archive_dir(args)))
+    md = potential_learning_page(out, machine, cost_lines(og.archive_dir(args)), REUSED)
     out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     out_path.with_suffix(".md").write_text(md)
     plot(out, out_path.with_suffix(".png"))
     return out
-
-
-def markdown(out: dict[str, Any], machine: str, cost: list[str]) -> str:
-    """The results page of :func:`analyze`'s ``out`` (``cost``: :func:`cost_lines`)."""
-    st, prog = out["settings"], out["progress"]
-    lines = [
-        "# Potential options on the control task: learning against GRPO, GiGPO and the "
-        "paper's form",
-        "",
-        f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
-        machine,
-        "",
-        f"Settings: exactly the oracle-gain study's (benchmarks/results/oracle_gain.md; settings "
-        f"fingerprint `{st['fingerprint']}`, checked against the reused runs' settings record): "
-        f"encoder policy with a fresh head, `{st['env_id']}` (K = 4, "
-        f"show_progress={st['show_progress']}, show_route={st.get('show_route', False)}), "
-        f"{st['num_groups']} layouts x {st['group_size']} rollouts x {st['max_steps']} steps per "
-        f"iteration, {st['iterations']} iterations, lr {st['lr']}, {st['ppo_epochs']} PPO "
-        f"epochs, seeds {st[SEEDS]}; held-out: the final checkpoint on the `eval` layouts, "
-        f"sampled, {st['eval_episodes']} episode(s) per layout. The runs of "
-        f"{', '.join(f'`{n}`' for n in REUSED)} are the oracle-gain study's, read from its "
-        f"archive `{out['reuse_archive']}` (else `{out['reuse_base']}`); the new arms run in "
-        "their own folder and are archived beside this page.",
-        "",
-    ]
-    if prog["partial"]:
-        lines += [
-            f"**Partial: {prog['runs_done']} of {prog['runs_planned']} runs exist.** The "
-            "numbers below are over the finished runs only (the seed-count column says which); the "
-            "command resumes the sweep.",
-            "",
-        ]
-    if not any(not a["reused"] for a in out["arms"].values()):
-        lines += [
-            "**None of the new arms has run yet**: the tables below hold the reused runs only; "
-            f"`{out['command']}` runs the new arms (resumable).",
-            "",
-        ]
-    lines += [
-        "Runs that exist: "
-        + "; ".join(f"`{n}` seeds {a[SEEDS]}" for n, a in out["arms"].items())
-        + ("." if out["arms"] else "none."),
-        "",
-        f"![learning curves]({Path('potential_learning.png')})",
-        "",
-        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
-        "iterations; final = last 5; iterations to 5% / 10%: first iteration whose 5-iteration "
-        f"moving average reaches it ({st['iterations'] + 1} = never); `align/auc`: the "
-        "trainer's AUC of the repair on the routed rows for `oracle_progress` (mean over "
-        "iterations); estimator s/it.: `time/advantage` per iteration (mean over runs).",
-        "",
-        "| arm | kwargs | seeds | area | final | it. to 5% | it. to 10% | held-out | align/auc "
-        "| estimator s/it. | min/run |",
-        "|---|---|---:|---|---|---|---|---|---|---:|---:|",
-    ]
-    for name, a in out["arms"].items():
-        kw = json.dumps(a["kwargs"], sort_keys=True) if a["kwargs"] else "-"
-        adv = "-" if a["advantage_s"] is None else f"{a['advantage_s']:.4f}"
-        mark = (" (reused)" if a["reused"] else "") + (" (c)" if a.get("carried") else "")
-        lines.append(
-            f"| {name}{mark} | `{kw}` | {len(a[SEEDS])} | "
-            f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
-            f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
-            f"{fmt_interval(a['heldout'])} | {fmt_interval(a['auc'])} | {adv} | "
-            f"{a['minutes_per_run']:.1f} |"
-        )
-    if any(a.get("carried") for a in out["arms"].values()):
-        lines += [
-            "",
-            "(c): carried from the runs of 2026-12-03, whose run folders were not kept: per-seed "
-            "values and curve bands from `potential_learning_runs/carried.json`; every other arm "
-            "is built from its runs' compact results in the committed archives "
-            "(`potential_learning_runs/`, `oracle_gain_runs/`).",
-        ]
-    for ref, title in (("gigpo", "GiGPO"), ("mvpo", "the paper's form (`mvpo`)")):
-        lines += [
-            "",
-            f"## Paired against {title}",
-            "",
-            "Per seed (same initial head and task draws), the difference arm - reference: mean, "
-            "t-based 95% interval, percentile-bootstrap interval (10,000 resamples) beside it.",
-            "",
-            *PAIR_HEAD,
-        ]
-        rows = {n: p for n, p in out["pairs"].items() if p["reference"] == ref}
-        lines += [pair_row(name, p) for name, p in rows.items()]
-        if not rows:
-            lines.append("| (no pair yet) | 0 | - | - | - | - | - |")
-    lines += cost
-    return "\n".join(lines) + "\n"
 
 
 def plot(out: dict[str, Any], path: Path) -> None:
