@@ -1,83 +1,24 @@
 """Benchmark: Union-Find viability regions and region potential (docs/estimators.md §3.1-§3.3).
 
-Times each stage MVPO runs on top of GiGPO on the batches of ``benchmarks/credit.py``
-(:mod:`mvpo_train.study.synthetic`). ``python benchmarks/abstraction.py`` (from the repository
-root) writes ``benchmarks/results/abstraction.md``.
+Times each stage MVPO runs on top of GiGPO (:mod:`mvpo_train.study.potential_stages`) on the
+batches of ``benchmarks/credit.py`` (:mod:`mvpo_train.study.synthetic`).
+``python benchmarks/abstraction.py`` (from the repository root) writes
+``benchmarks/results/abstraction.md``.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from mvpo_train.batch import StepBatch
-from mvpo_train.credit.mvpo import MVPOConfig, hit_names, potential_terms
-from mvpo_train.credit.potential import AMPWeights, region_potential, viability_values
 from mvpo_train.credit.regions import viability_regions
-from mvpo_train.segments import factorize
-from mvpo_train.study.synthetic import REFERENCE_STEP_S, fresh, process_times, synthetic_batch
+from mvpo_train.study.potential_stages import stages, time_stages
+from mvpo_train.study.synthetic import REFERENCE_STEP_S, synthetic_batch
 
 HERE = Path(__file__).resolve().parent
-
-
-def stages() -> dict[str, Callable[[StepBatch], object]]:
-    """Each stage as a function of a newly built batch (its inputs computed inside, untimed
-    where they belong to an earlier stage: see ``prepare``)."""
-    cfg = MVPOConfig()
-
-    def regions(b: StepBatch) -> object:
-        return viability_regions(b.signature, b.traj, b.t, b.group_index)
-
-    def values(b: StepBatch) -> object:
-        return viability_values(b.__dict__["_m"], b.traj, b.t, b.is_last, b.returns)
-
-    def potential(b: StepBatch) -> object:
-        return region_potential(b.__dict__["_region"], b.traj, b.__dict__["_v"])
-
-    def amp_update(b: StepBatch) -> object:
-        amp, hn = b.__dict__["_amp"]
-        rows, _ = b.milestone_hits
-        return amp.update(b.traj_index[rows], hn, b.t[rows], b.traj_success)
-
-    def full(b: StepBatch) -> object:
-        amp = AMPWeights()
-        return potential_terms(b, cfg, amp)
-
-    return {
-        "signature codes (factorize)": lambda b: factorize(b.signature),
-        "viability_regions (incl. codes)": regions,
-        "viability_values (p, g)": values,
-        "region_potential (phi, L)": potential,
-        "AMP update": amp_update,
-        "all of MVPO's potential terms": full,
-    }
-
-
-def prepare(b: StepBatch) -> StepBatch:
-    """Inputs of the later stages, computed before timing."""
-    amp = AMPWeights()
-    hn = hit_names(b, amp)
-    rows, _ = b.milestone_hits
-    m = np.bincount(rows, weights=amp.weights[hn], minlength=len(b))
-    p, g = viability_values(m, b.traj, b.t, b.is_last, b.returns)
-    b.__dict__.update(
-        _m=m, _v=p + g, _amp=(amp, hn),
-        _region=viability_regions(b.signature, b.traj, b.t, b.group_index),
-    )  # fmt: skip
-    return fresh_keep(b)
-
-
-def fresh_keep(b: StepBatch) -> StepBatch:
-    """A newly built copy that keeps the prepared inputs."""
-    out = fresh(b)
-    out.__dict__.update({k: v for k, v in b.__dict__.items() if k.startswith("_") and
-                         k in ("_m", "_v", "_amp", "_region")})  # fmt: skip
-    return out
 
 
 def main() -> None:
@@ -88,16 +29,7 @@ def main() -> None:
     info = {}
     for label, (n_groups, repeats) in sizes.items():
         base = synthetic_batch(n_groups)
-
-        def setup(name: str, base: StepBatch = base) -> Callable[[], object]:
-            b = prepare(fresh(base))
-            if name == "AMP update":
-                amp, hn = b.__dict__["_amp"]
-                b.__dict__["_amp"] = (AMPWeights(names=list(amp.names), weights=amp.weights), hn)
-            return partial(st[name], b)
-
-        times = process_times(st, setup, repeats)
-        res[label] = {k: float(np.median(v)) for k, v in times.items()}
+        res[label] = time_stages(base, repeats)
         region = viability_regions(base.signature, base.traj, base.t, base.group_index)
         info[label] = (len(base), int(region.max()) + 1, len(base.milestone_hits[0]))
     lines = [

@@ -17,21 +17,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from control_study_report import command_line, plot, write_markdown
-from control_study_runs import (
-    RESULTS,
-    ROOT,
-    default_pairs,
-    load_results,
-    pending_runs,
-    settings,
-)
-
 from mvpo_train.study.arms import StudyError, parse_arms, parse_pair
 from mvpo_train.study.compact import RESULT, credit_code_sha256
+from mvpo_train.study.result_report import plot, write_markdown
+from mvpo_train.study.result_runs import default_pairs, load_results, pending_runs, settings
 from mvpo_train.study.result_summary import summarize
 from mvpo_train.study.runs import run_local
-from mvpo_train.study.tables import save_results
+from mvpo_train.study.tables import command_line, save_results
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ENV_ID = "mvpo/MilestoneChain-v0"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -81,11 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [parse_pair(p) for p in args.pair] if args.pair else default_pairs(arms)
         failed: list[str] = []
         if not args.analyze_only:
-            pending = pending_runs(args, arms)
+            pending = pending_runs(args, arms, ENV_ID)
             run_local(pending, args.jobs, ROOT)
             failed = [f"{name} (see {path}/train.log)" for name, path, _ in pending
                       if not (path / RESULT).is_file()]  # fmt: skip
-        results = load_results(args, arms)
+        results = load_results(args, arms, ENV_ID)
     except StudyError as err:
         print(f"control_study: {err}", file=sys.stderr)
         return 2
@@ -93,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     now = credit_code_sha256()
     table["stale"] = [f"{arm}-seed{seed}" for arm, runs in results.items()
                       for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
-    table["settings"] = settings(args)
-    table["command"] = command_line(args)
+    table["settings"] = settings(args, ENV_ID)
+    table["command"] = command_line("benchmarks/control_study.py", args.argv)
     save_results(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold),
-        lambda t, out, png: write_markdown(t, args, arms, out, png),
+        lambda t, out, png: write_markdown(t, args, arms, out, png, ENV_ID, table["command"]),
     )
     if failed:  # the table is written without them; the command's status says so
         print(f"control_study: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)

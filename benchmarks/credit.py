@@ -10,70 +10,28 @@ from __future__ import annotations
 
 import os
 import platform
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from mvpo_train.batch import FIELDS, StepBatch
 from mvpo_train.credit import available_estimators, get_estimator
+from mvpo_train.study.credit_timing import (
+    VARIANTS,
+    make,
+    time_build,
+    time_estimators,
+    timing_rows,
+)
 from mvpo_train.study.synthetic import (
     REFERENCE_ADV_S,
     REFERENCE_STEP_S,
     fresh,
-    process_times,
     synthetic_batch,
     time_major,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 ESTIMATORS = ["grpo", "rloo", "reinforce", "gigpo", "mvpo", "mvpo-paper", "ecpo", "progpo", "beacon"]  # fmt: skip
-VARIANTS = {"mvpo-paper": ("mvpo", {"form": "paper"})}  # docs/estimators.md §3.8
-
-
-def make(name: str):
-    """A new estimator: a registered name or one of ``VARIANTS`` (name + config)."""
-    base, kwargs = VARIANTS.get(name, (name, {}))
-    return get_estimator(base, **kwargs)
-
-
-def time_estimators(
-    names: list[str], batch: StepBatch, repeats: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Median seconds of one call per estimator, and the median ratio to GiGPO.
-
-    Repeats are interleaved across estimators and each ratio is taken within one round, so a
-    busy machine slows both sides alike. Each call gets a fresh batch and a fresh estimator.
-    """
-    times = process_times(names, lambda n: partial(make(n), fresh(batch)), repeats)
-    ref = np.asarray(times["gigpo"])
-    med = {n: float(np.median(v)) for n, v in times.items()}
-    ratio = {n: float(np.median(np.asarray(v) / ref)) for n, v in times.items()}
-    return med, ratio
-
-
-def time_build(batch: StepBatch, repeats: int = 5) -> float:
-    """Median seconds to build the batch from one dict per step (shared by every estimator)."""
-    steps = [{f: getattr(batch, f)[k] for f in FIELDS} for k in range(len(batch))]
-    times = process_times(["build"], lambda _: partial(StepBatch.from_steps, steps), repeats)
-    return float(np.median(times["build"]))
-
-
-def table(names: list[str], res: dict, ratio: dict) -> list[str]:
-    """Markdown rows: ms and ratio to GiGPO at both sizes, share of the reference step."""
-    lines = [
-        "| estimator | ms @ 6,400 rows | ms @ 64,000 rows | x GiGPO (6,400) | x GiGPO (64,000) "
-        "| share of a 340 s step (6,400) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for n in names:
-        a, b = res["6,400"][n], res["64,000"][n]
-        ra, rb = ratio["6,400"][n], ratio["64,000"][n]
-        share = a / REFERENCE_STEP_S * 100
-        lines.append(
-            f"| {n} | {a * 1e3:.2f} | {b * 1e3:.1f} | {ra:.2f} | {rb:.2f} | {share:.5f}% |"
-        )
-    return lines
 
 
 def main() -> None:
@@ -110,11 +68,11 @@ def main() -> None:
         "",
         "## Rows in rollout order (time-major, as `rollout.collect()` emits them)",
         "",
-        *table(names, res["time"], ratio["time"]),
+        *timing_rows(names, res["time"], ratio["time"]),
         "",
         "## Rows already sorted by trajectory (no sort needed: the lowest cost of every estimator)",
         "",
-        *table(names, res["traj"], ratio["traj"]),
+        *timing_rows(names, res["traj"], ratio["traj"]),
         "",
         f"Building the 6,400-row StepBatch from step dicts (shared by all estimators, not in the "
         f"tables): {build * 1e3:.1f} ms.",

@@ -13,12 +13,10 @@ result file (:func:`eval_with_scores`).
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
-import numpy as np
+from mvpo_train.study import eval_scores
 
 #: ``mvpo/WebShop-v0`` with the MVPO paper's success reward (1.0 for a won episode, else 0)
 SUCCESS_ENV_ID = "mvpo-study/WebShop-SuccessReward-v0"
@@ -52,51 +50,10 @@ def register() -> None:
 
 
 def eval_with_scores(argv: list[str]) -> int:
-    """``mvpo-eval ARGV`` that also writes WebShop's score of every episode into ``--out``.
-
-    The score of an episode is its env return on ``mvpo/WebShop-v0`` (0 on every step but the
-    purchase, which pays the score; 0 if it never buys). Read from the batches
-    ``mvpo_train.evaluation.evaluate`` collects; padding episodes (the last chunk of tasks is
-    padded to its size) come last and are dropped, and the kept episodes must give exactly the
-    success ``mvpo-eval`` reports (else this fails rather than misreport).
-    """
-    from mvpo_train import cli, evaluation
-
-    if "--out" not in argv:
-        raise SystemExit("learning_webshop.py eval_main: --out is required (the score goes there)")
-    played: list[tuple[np.ndarray, np.ndarray]] = []  # (return, success) per trajectory, by call
-
-    class ScoreCapture(evaluation.RolloutCollector):
-        def collect(self, *args: Any, **kwargs: Any) -> Any:
-            batch = super().collect(*args, **kwargs)
-            env_reward = np.asarray(batch.extras["env_reward"], dtype=np.float64)
-            ret = np.bincount(batch.traj_index, weights=env_reward, minlength=batch.n_traj)
-            order = np.argsort(batch.traj_group, kind="stable")  # task order, as kept
-            played.append((ret[order], np.asarray(batch.traj_success)[order]))
-            return batch
-
-    evaluation.RolloutCollector = ScoreCapture  # for this call only, put back after it
-    try:
-        rc = cli.eval_main(argv)
-    finally:
-        evaluation.RolloutCollector = ScoreCapture.__base__
-    if rc != 0:
-        return rc
-    out = Path(argv[argv.index("--out") + 1])
-    result = json.loads(out.read_text())
-    n = int(result["episodes"])
-    scores = np.concatenate([r for r, _ in played])[:n] if played else np.zeros(0)
-    wins = np.concatenate([s for _, s in played])[:n] if played else np.zeros(0, dtype=bool)
-    if len(scores) != n or not np.isclose(float(np.mean(wins)) if n else 0.0, result["success"]):
-        raise SystemExit(
-            f"learning_webshop.py eval_main: the episodes read ({len(scores)}) do not give "
-            f"mvpo-eval's success {result['success']} over {n} episodes"
-        )
-    result["score"] = float(scores.mean()) if n else 0.0
-    result["scores"] = [round(float(x), 6) for x in scores]
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"score     {result['score']:.3f}  (WebShop's score, mean over {n} episodes)")
-    return 0
+    """``mvpo-eval ARGV`` that also writes WebShop's score of every episode into ``--out``: its
+    env return on ``mvpo/WebShop-v0`` (0 on every step but the purchase, which pays the score;
+    0 if it never buys), :func:`mvpo_train.study.eval_scores.eval_with_scores`."""
+    return eval_scores.eval_with_scores(argv, "learning_webshop.py eval_main", "WebShop's score")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,27 +1,18 @@
 """``benchmarks/control_study.py`` (docs/control_task.md, "Results"): the default pairs, and a
 tiny real sweep (1 arm x 1 seed x 2 iterations of ``mvpo-train`` on ``mvpo/MilestoneChain-v0``)
-whose results are written and whose rerun skips the finished run. The arm specs, compact
-results and their summary are tested with their modules in ``tests/mvpo_train/study/``."""
+whose results are written and whose rerun skips the finished run. The arm specs, default pairs,
+compact results, their summary and page are tested with their modules in
+``tests/mvpo_train/study/``."""
 
 from __future__ import annotations
 
 import json
-
-from mvpo_train.study.arms import parse_arms
 
 from .helpers import study_module
 
 
 def _study():
     return study_module("control_study")
-
-
-def test_default_pairs_compare_each_arm_with_the_baselines_and_its_plain_estimator():
-    arms = parse_arms(["grpo", "gigpo", "mvpo", "mvpo-paper=mvpo:form=paper"])
-    assert study_module("control_study_runs").default_pairs(arms) == [
-        ("mvpo", "grpo"), ("mvpo", "gigpo"), ("mvpo-paper", "grpo"), ("mvpo-paper", "gigpo"),
-        ("gigpo", "grpo"), ("mvpo-paper", "mvpo"),
-    ]  # fmt: skip
 
 
 TINY = ["--arm", "grpo", "--seeds", "0", "--iterations", "2", "--num-groups", "1",

@@ -1,4 +1,6 @@
-"""The control study's figure and markdown (``benchmarks/control_study.py``)."""
+"""The figure and results page of a study kept as compact results (``benchmarks/control_study.py``;
+docs/control_task.md, "Results"): :func:`plot` draws the table of
+:func:`mvpo_train.study.result_summary.summarize`, :func:`write_markdown` writes it out."""
 
 from __future__ import annotations
 
@@ -8,19 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from control_study_runs import (
-    ALIGN_SHOWN,
-    ENV_ID,
-    Arm,
-)
 
 from mvpo_train.stats import SMOOTH
-from mvpo_train.study import tables
+from mvpo_train.study.arms import Arm
 from mvpo_train.study.figures import band_line, pyplot, save
 from mvpo_train.study.tables import fmt_ci, machine_line, n_seeds, partial_lines, reach_cell
 
+__all__ = ["ALIGN_SHOWN", "plot", "write_markdown"]
+
+#: the trainer's alignment metrics shown in the table and plot (docs/alignment.md); every
+#: ``align/*`` key is kept in the compact results
+ALIGN_SHOWN = ("align/auc", "align/labelled_fraction", "align/positives", "align/negatives")
+
 
 def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
+    """Batch success per arm, paired differences, GiGPO's zero-credit ratio and, when logged,
+    the repair's ``align/auc``, one panel each."""
     plt = pyplot()
     align = [k for k in ALIGN_SHOWN if any(k in r["curves"] for r in table["arms"].values())]
     panels = 3 + (1 if align else 0)
@@ -57,18 +62,23 @@ def plot(table: dict[str, Any], out: Path, threshold: float) -> None:
     save(fig, out)
 
 
-def command_line(args: argparse.Namespace) -> str:
-    return tables.command_line("benchmarks/control_study.py", args.argv)
-
-
-def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: Path,
-                   png: Path) -> None:  # fmt: skip
+def write_markdown(
+    table: dict[str, Any],
+    args: argparse.Namespace,
+    arms: list[Arm],
+    out: Path,
+    png: Path,
+    env_id: str,
+    command: str,
+) -> None:
+    """The results page: the command, settings, figure, the per-arm and paired tables, the
+    repair against the oracle when logged, stale and partial runs, and ``args.note``."""
     it, th = args.iterations, args.threshold
     specs = ", ".join(f"`{a.name}`: `{' '.join(shlex.quote(f) for f in a.flags())}`" for a in arms)
     lines = [
-        "# Control-task study: GRPO vs GiGPO vs MVPO on mvpo/MilestoneChain-v0",
+        f"# Control-task study: GRPO vs GiGPO vs MVPO on {env_id}",
         "",
-        f"Command: `{command_line(args).strip()}` (table and plot only: add `--analyze-only`).",
+        f"Command: `{command.strip()}` (table and plot only: add `--analyze-only`).",
         machine_line(
             out,
             getattr(args, "analyze_only", False),
@@ -76,7 +86,7 @@ def write_markdown(table: dict, args: argparse.Namespace, arms: list[Arm], out: 
         ),  # fmt: skip
         "",
         f"Settings: encoder policy with a fresh head (`--model fresh`, from the seed), "
-        f"`{ENV_ID}` difficulty {args.difficulty}, K = {args.num_milestones}, all train layouts, "
+        f"`{env_id}` difficulty {args.difficulty}, K = {args.num_milestones}, all train layouts, "
         f"{args.max_steps}-step episodes, {args.num_groups} layouts x {args.group_size} rollouts "
         f"per iteration, {it} iterations, lr {args.lr}, {args.ppo_epochs} PPO epochs, seeds "
         f"{list(args.seeds)}"
