@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import time
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +31,10 @@ import gymnasium as gym
 import numpy as np
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_abstraction.base import Abstraction, AbstractionTracker
-from mvpo_abstraction.learned import EmbeddingClusterAbstraction
-from mvpo_abstraction.learned_milestones import MilestoneLearner
 from mvpo_envs.webshop.expert import expert_episode
-from mvpo_train.credit.potential import region_potential, viability_values
-from mvpo_train.credit.regions import viability_regions
-from mvpo_train.stats import auc
+from mvpo_train.study.abstraction_quality import Episode, compare, markdown
 
 HERE = Path(__file__).resolve().parent
-
-Episode = dict[str, Any]  # states, actions, return, won, group
 
 
 # -- episodes ------------------------------------------------------------------------------------
@@ -92,99 +83,7 @@ def webshop_episodes(split: str, tasks: int, per_task: int, seed: int) -> list[E
     return out
 
 
-# -- labelling -----------------------------------------------------------------------------------
-def label(episodes: list[Episode], abstraction: Abstraction) -> list[dict[str, list]]:
-    """Replay each episode's states through a tracker: signature of the state each action was
-    taken in, milestones fired by the transition (the rollout collector's convention)."""
-    out = []
-    for ep in episodes:
-        tracker = AbstractionTracker(abstraction)
-        sigs, ms = [tracker.reset(ep["states"][0])["signature"]], []
-        for s in ep["states"][1:]:
-            f = tracker.step(s, "")
-            sigs.append(f["signature"])
-            ms.append(tuple(f["milestones"]))
-        out.append({"signature": sigs[:-1], "milestones": ms})
-    return out
-
-
-def agreement(episodes, rules, learned) -> dict[str, float]:
-    tp_l = n_l = tp_r = n_r = 0
-    any_fired = n_exp = 0
-    for ep, r, lrn in zip(episodes, rules, learned, strict=True):
-        if not ep["expert"]:
-            continue
-        n_exp += 1
-        rs = {t for t, m in enumerate(r["milestones"]) if m}
-        ls = {t for t, m in enumerate(lrn["milestones"]) if m}
-        any_fired += bool(ls)
-        n_l += len(ls)
-        tp_l += len(ls & rs)
-        n_r += len(rs)
-        tp_r += len(rs & ls)
-    p = tp_l / n_l if n_l else float("nan")
-    rc = tp_r / n_r if n_r else float("nan")
-    return {"precision": p, "recall": rc, "expert_eps_with_firing": any_fired / max(n_exp, 1)}
-
-
-def grouping(episodes, labels) -> dict[str, float]:
-    keys = [
-        (ep["group"], s) for ep, lab in zip(episodes, labels, strict=True) for s in lab["signature"]
-    ]
-    return {"steps_per_class": len(keys) / len(set(keys)), "signatures": len({k[1] for k in keys})}
-
-
-def phi_separation(episodes, labels, names: list[str]) -> dict[str, float]:
-    sig, traj, t, grp, ms, last, ret = [], [], [], [], [], [], []
-    for i, (ep, lab) in enumerate(zip(episodes, labels, strict=True)):
-        n = len(lab["signature"])
-        sig += lab["signature"]
-        ms += lab["milestones"]
-        traj += [i] * n
-        t += list(range(n))
-        grp += [ep["group"]] * n
-        last += [k == n - 1 for k in range(n)]
-        ret += [float(ep["won"])] * n
-    traj_a, t_a = np.asarray(traj), np.asarray(t)
-    w = {n: 1.0 / max(len(names), 1) for n in names}
-    m = np.asarray([sum(w.get(x, 0.0) for x in row) for row in ms])
-    region = viability_regions(np.asarray(sig, dtype=object), traj_a, t_a, np.asarray(grp))
-    v, _ = viability_values(m, traj_a, t_a, np.asarray(last), np.asarray(ret))
-    phi, _ = region_potential(region, traj_a, v)
-    per_traj = np.bincount(traj_a, weights=phi[region]) / np.bincount(traj_a)
-    won = np.asarray([ep["won"] for ep in episodes])
-    return {
-        "auc": auc(per_traj[won], per_traj[~won]),
-        "gap": float(per_traj[won].mean() - per_traj[~won].mean()),
-    }
-
-
 # -- main ----------------------------------------------------------------------------------------
-def run_env(name: str, fit_eps, test_eps, rules: Abstraction, args) -> list[dict[str, Any]]:
-    t0 = time.perf_counter()
-    learned = EmbeddingClusterAbstraction(
-        k=args.k,
-        milestones_from="learned",
-        seed=args.seed,
-        learner=MilestoneLearner(top_k=args.top_k, min_support=args.min_support, seed=args.seed),
-    ).fit_episodes([e["states"] for e in fit_eps], [e["return"] for e in fit_eps])
-    fit_s = time.perf_counter() - t0
-    rows = []
-    lab_rules, lab_learned = label(test_eps, rules), label(test_eps, learned)
-    for abs_name, lab, names in (
-        (f"rules ({rules.name})", lab_rules, rules.milestone_names),
-        ("learned", lab_learned, learned.milestone_names),
-    ):
-        row = {"env": name, "abstraction": abs_name, "milestones": len(names)}
-        row.update(grouping(test_eps, lab))
-        row.update(phi_separation(test_eps, lab, names))
-        rows.append(row)
-    rows[1].update(agreement(test_eps, lab_rules, lab_learned))
-    rows[1]["fit_s"] = fit_s
-    rows[1]["names"] = learned.milestone_names
-    return rows
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--k", type=int, default=32)
@@ -200,11 +99,11 @@ def main() -> None:
     alf_fit = alfworld_episodes("train", args.per_task, args.seed, args.extra_steps)
     alf_test = alfworld_episodes("eval", args.per_task, args.seed + 1, args.extra_steps)
     rules = gym.make("mvpo/ALFWorld-v0").unwrapped.abstraction
-    rows += run_env("ALFWorld (standard: fit train, test eval)", alf_fit, alf_test, rules, args)
+    rows += compare("ALFWorld (standard: fit train, test eval)", alf_fit, alf_test, rules, args)
     ws_fit = webshop_episodes("train", args.webshop_tasks, args.per_task, args.seed)
     ws_test = webshop_episodes("test", args.webshop_tasks, args.per_task, args.seed + 1)
     rules = gym.make("mvpo/WebShop-v0").unwrapped.abstraction
-    rows += run_env("WebShop (bundled: fit train, test test)", ws_fit, ws_test, rules, args)
+    rows += compare("WebShop (bundled: fit train, test test)", ws_fit, ws_test, rules, args)
     counts = {
         "ALFWorld": (len(alf_fit), len(alf_test), np.mean([e["won"] for e in alf_test])),
         "WebShop": (len(ws_fit), len(ws_test), np.mean([e["won"] for e in ws_test])),
@@ -212,44 +111,13 @@ def main() -> None:
     write(rows, counts, args)
 
 
-#: the columns of the table, in order
-COLUMNS = ("env", "abstraction", "milestones", "steps_per_class", "signatures", "auc", "gap",
-           "precision", "recall", "expert_eps_with_firing")  # fmt: skip
-
-
-def _f(x: Any) -> str:
-    if isinstance(x, float):
-        return "n/a" if np.isnan(x) else f"{x:.3f}"
-    return str(x)
-
-
-def write(rows, counts, args) -> None:
+def write(rows: list[dict[str, Any]], counts: dict, args: argparse.Namespace) -> None:
     cmd = "python benchmarks/learned_abstraction.py" + "".join(
         f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
     )
-    lines = [
-        "# Learned vs hand-written abstraction",
-        "",
-        f"Command: `{cmd}` (CPU: {platform.processor() or platform.machine()}). "
-        "Method: `benchmarks/learned_abstraction.py` docstring and docs/abstractions.md.",
-        "",
-        "Episodes (fit / held-out, held-out won share): "
-        + "; ".join(f"{k} {a} / {b}, {w:.2f}" for k, (a, b, w) in counts.items()),
-        "",
-        "| env | abstraction | milestones | steps per (group, signature) | distinct signatures "
-        "| Phi AUC won vs not | Phi gap | precision vs rules | recall vs rules "
-        "| expert eps with a firing |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append("| " + " | ".join(_f(r.get(k, "-")) for k in COLUMNS) + " |")
-    lines += ["", "Learned milestones (fit split):", ""]
-    for r in rows:
-        if "names" in r:
-            lines.append(f"- {r['env']}: " + ", ".join(f"`{n}`" for n in r["names"]))
-            lines.append(f"  (fit time {r['fit_s']:.0f} s, encoder on CPU)")
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    text = markdown(rows, counts, cmd)
+    Path(args.out).write_text(text)
+    print(text, end="")
 
 
 if __name__ == "__main__":
