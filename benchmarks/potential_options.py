@@ -49,11 +49,9 @@ import argparse
 import json
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -62,19 +60,20 @@ import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401
 from mvpo_abstraction.registry import make_abstraction  # noqa: E402
-from mvpo_train.alignment import LABEL_KEY, score_sequence  # noqa: E402
 from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
 from mvpo_train.batch import StepBatch  # noqa: E402
 from mvpo_train.records import RecordError  # noqa: E402
-from mvpo_train.scripted_batches import merge_batches, with_signatures  # noqa: E402
-from mvpo_train.stats import t_interval  # noqa: E402
 from mvpo_train.study import progress_sources as sources  # noqa: E402
 from mvpo_train.study.analyze_only import (  # noqa: E402
     AnalyzeOnlyError,
     kept_machine_line,
     saved_results,
 )
-from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
+from mvpo_train.study.option_alignment import (  # noqa: E402
+    cached_batches,
+    score_rows,
+    source_summary,
+)
 from mvpo_train.study.tables import changed_flags, fmt_ci  # noqa: E402
 
 CONTROL = "mvpo/MilestoneChain-v0"
@@ -156,7 +155,6 @@ def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch]
     seconds spent playing them (0 for a recorded run)."""
     if name == "control-trained":
         return sources.run_batches(ROOT / args.control_run, PROGRESS_SIG[CONTROL]), 0.0
-    cache = Path(args.cache)
     n = args.batches if name == "control-uniform" else args.alfworld_batches
     plays: dict[str, Callable[[int], StepBatch]] = {
         "control-uniform": lambda k: play_scripted(CONTROL, 0.0, args.seed, k, difficulty=1),
@@ -166,51 +164,9 @@ def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch]
         "alfworld-p0.3": lambda k: play_scripted(
             ALFWORLD, 0.3, args.seed, k, split="train", progress_oracle=True
         ),
-        "alfworld-policy": lambda k: play_policy(args.seed, k, cache),
+        "alfworld-policy": lambda k: play_policy(args.seed, k, Path(args.cache)),
     }
-    out, spent = [], 0.0
-    for k in range(n):
-        path = cache / name / f"seed{args.seed}-b{k:02d}.npz"
-        if args.cached_only and not path.is_file():
-            break  # --cached-only: the batches played so far (the json says how many)
-        batch, meta, _ = cached_batch(path, lambda k=k: (plays[name](k), {}))
-        s = float(meta.get("play_cpu_s", 0.0))
-        out.append(batch)
-        spent += s
-        print(f"{name}: batch {k + 1}/{n} ({len(batch)} rows, {s:.0f} s CPU)", flush=True)
-    return out, spent
-
-
-# -- scoring -------------------------------------------------------------------------------
-def score_row(
-    variant: str, signature: str, merge: int, batches: Sequence[StepBatch], name: str
-) -> dict[str, Any]:
-    """One row's per-batch scores on one source (``{}`` where the row does not apply)."""
-    if merge > 1:
-        if name == "control-trained":
-            return {}  # its layouts change per batch: no task has 32 rollouts
-        batches = [
-            merge_batches(batches[i : i + merge]) for i in range(0, len(batches) - merge + 1, merge)
-        ]
-        if not batches:
-            return {}  # fewer than `merge` batches played
-    if signature == "progress":
-        env_id = CONTROL if name.startswith("control") else ALFWORLD
-        batches = [with_signatures(b, PROGRESS_SIG[env_id]) for b in batches]
-    scores = score_sequence(batches, make_variant(variant))
-    return {k: [s[k] for s in scores] for k in ("auc", "repaired_rows", "positives", "negatives")}
-
-
-def summarise(cell: dict[str, Any], window: int) -> dict[str, Any]:
-    """Mean AUC over the last ``window`` batches (all when 0) with a t-based 95% interval."""
-    if not cell:
-        return cell
-    aucs = cell["auc"][-window:] if window else cell["auc"]
-    rows = cell["repaired_rows"][-window:] if window else cell["repaired_rows"]
-    known = [a for a in aucs if not np.isnan(a)]
-    mean, lo, hi = t_interval(known)
-    return {**cell, "mean": mean, "lo": lo, "hi": hi, "scored": len(known),
-            "repaired_per_batch": float(np.mean(rows))}  # fmt: skip
+    return cached_batches(Path(args.cache) / name, args.seed, n, plays[name], args.cached_only)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -231,20 +187,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not batches:
             print(f"{name}: no batch (--cached-only and none played yet): left out", flush=True)
             continue
-        y = [np.asarray(b.extras[LABEL_KEY]) for b in batches]
         window = args.trained_window if name == "control-trained" else 0
-        results["sources"][name] = {
-            "batches": len(batches), "window": window, "play_cpu_s": spent,
-            "rows_per_batch": float(np.mean([len(b) for b in batches])),
-            "success": float(np.mean([b.traj_success.mean() for b in batches[-window:]])),
-            "progress_rate": float(np.mean([(v == 1).mean() for v in y])),
-        }  # fmt: skip
-        for row, variant, signature, merge in ROWS:
-            cell = score_row(variant, signature, merge, batches, name)
-            results["rows"][row]["cells"][name] = summarise(cell, window)
-            got = results["rows"][row]["cells"][name]
-            if got:
-                print(f"{name}: {row}: AUC {got['mean']:.3f} [{got['lo']:.3f}, {got['hi']:.3f}]")
+        results["sources"][name] = source_summary(batches, window, spent)
+        progress = PROGRESS_SIG[CONTROL if name.startswith("control") else ALFWORLD]
+        # the trained run's layouts change per batch: no task has 32 rollouts
+        same = name != "control-trained"
+        for row, cell in score_rows(ROWS, batches, window, progress, same, name).items():
+            results["rows"][row]["cells"][name] = cell
     return results
 
 

@@ -1,0 +1,130 @@
+"""How well estimator options rank progress steps, source by source (``benchmarks/potential_options.py``;
+docs/alignment.md, "The potential's options"): each row, an estimator variant on the env's or
+a progress-carrying signature (``extras["signature:NAME"]``), perhaps with consecutive batches
+merged into more rollouts per task, is one estimator carried over a source's batches in order
+(:func:`mvpo_train.alignment.score_sequence`); a cell is its mean AUC over the batches with a
+t-based 95% interval.
+
+* :func:`cached_batches`: a source's batches, played once and kept as batch records;
+* :func:`source_summary`: what the page says of a source (rows, success, progress steps);
+* :func:`score_row`, :func:`summarise`: one row's per-batch scores on a source, and its cell;
+* :func:`score_rows`: every row's cell on one source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mvpo_train.alignment import LABEL_KEY, score_sequence
+from mvpo_train.alignment_variants import make_variant
+from mvpo_train.batch import StepBatch
+from mvpo_train.scripted_batches import merge_batches, with_signatures
+from mvpo_train.stats import t_interval
+from mvpo_train.study.batch_cache import cached_batch
+
+__all__ = ["Row", "cached_batches", "score_row", "score_rows", "source_summary", "summarise"]
+
+#: (row name, estimator variant, signature: "env" | "progress", batches merged per batch)
+Row = tuple[str, str, str, int]
+
+
+def cached_batches(
+    folder: Path, seed: int, n: int, play: Callable[[int], StepBatch], cached_only: bool = False
+) -> tuple[list[StepBatch], float]:
+    """Batches ``0..n-1`` of a source, each read from ``folder/seed<S>-b<k>.npz`` or played
+    (``play(k)``) and recorded there; with ``cached_only`` only those already recorded, up to
+    the first missing one. The batches, and the CPU seconds their plays took."""
+    out, spent = [], 0.0
+    for k in range(n):
+        path = Path(folder) / f"seed{seed}-b{k:02d}.npz"
+        if cached_only and not path.is_file():
+            break  # the batches played so far (the results say how many)
+        batch, meta, _ = cached_batch(path, lambda k=k: (play(k), {}))
+        s = float(meta.get("play_cpu_s", 0.0))
+        out.append(batch)
+        spent += s
+        print(
+            f"{Path(folder).name}: batch {k + 1}/{n} ({len(batch)} rows, {s:.0f} s CPU)", flush=True
+        )
+    return out, spent
+
+
+def source_summary(batches: Sequence[StepBatch], window: int, spent: float) -> dict[str, Any]:
+    """A source's batches, scoring window (the last ``window`` batches; 0: all), play CPU
+    seconds, rows per batch, success over the window and share of progress steps."""
+    y = [np.asarray(b.extras[LABEL_KEY]) for b in batches]
+    return {
+        "batches": len(batches),
+        "window": window,
+        "play_cpu_s": spent,
+        "rows_per_batch": float(np.mean([len(b) for b in batches])),
+        "success": float(np.mean([b.traj_success.mean() for b in batches[-window:]])),
+        "progress_rate": float(np.mean([(v == 1).mean() for v in y])),
+    }
+
+
+def score_row(
+    variant: str,
+    signature: str | None,
+    merge: int,
+    batches: Sequence[StepBatch],
+    same_tasks: bool = True,
+) -> dict[str, Any]:
+    """One row's per-batch scores on one source: ``variant`` (:func:`make_variant`) on the
+    signatures ``signature`` (None: the env's), ``merge`` consecutive batches as one; ``{}``
+    where the row does not apply (batches merged on a source whose tasks change per batch, or
+    fewer than ``merge`` batches)."""
+    if merge > 1:
+        if not same_tasks:
+            return {}  # no task has merge x the rollouts
+        batches = [
+            merge_batches(batches[i : i + merge]) for i in range(0, len(batches) - merge + 1, merge)
+        ]
+        if not batches:
+            return {}
+    if signature is not None:
+        batches = [with_signatures(b, signature) for b in batches]
+    scores = score_sequence(batches, make_variant(variant))
+    return {k: [s[k] for s in scores] for k in ("auc", "repaired_rows", "positives", "negatives")}
+
+
+def summarise(cell: dict[str, Any], window: int) -> dict[str, Any]:
+    """Mean AUC over the last ``window`` batches (all when 0) with a t-based 95% interval
+    (batches whose AUC is NaN left out), and the repaired rows per batch."""
+    if not cell:
+        return cell
+    aucs = cell["auc"][-window:] if window else cell["auc"]
+    rows = cell["repaired_rows"][-window:] if window else cell["repaired_rows"]
+    known = [a for a in aucs if not np.isnan(a)]
+    mean, lo, hi = t_interval(known)
+    return {
+        **cell,
+        "mean": mean,
+        "lo": lo,
+        "hi": hi,
+        "scored": len(known),
+        "repaired_per_batch": float(np.mean(rows)),
+    }
+
+
+def score_rows(
+    rows: Sequence[Row],
+    batches: Sequence[StepBatch],
+    window: int,
+    progress: str,
+    same_tasks: bool,
+    name: str,
+) -> dict[str, dict[str, Any]]:
+    """Every row's cell (:func:`summarise`) on the source ``name``, whose progress-carrying
+    signatures are ``progress``; each printed as it is scored."""
+    cells = {}
+    for row, variant, signature, merge in rows:
+        sig = progress if signature == "progress" else None
+        got = cells[row] = summarise(score_row(variant, sig, merge, batches, same_tasks), window)
+        if got:
+            print(f"{name}: {row}: AUC {got['mean']:.3f} [{got['lo']:.3f}, {got['hi']:.3f}]")
+    return cells
