@@ -61,7 +61,6 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401
-from mvpo_train.alignment import LABEL_KEY, mean_sd, score_variant  # noqa: E402
 from mvpo_train.alignment_variants import (  # noqa: E402
     VariantError,
     make_variant,
@@ -77,10 +76,13 @@ from mvpo_train.study.analyze_only import (  # noqa: E402
     kept_machine_line,
     saved_results,
 )
-from mvpo_train.study.batch_cache import cached_batch  # noqa: E402
+from mvpo_train.study.expert_alignment import (  # noqa: E402
+    context_lines,
+    score_batches,
+    variant_lines,
+)
 from mvpo_train.study.run_alignment import (  # noqa: E402
     DEFAULT_RUN_VARIANTS,
-    auc_summary,
     score_run,
     write_json,
 )
@@ -118,32 +120,17 @@ def run_noisy(args: argparse.Namespace) -> dict[str, Any]:
     variants = list(args.variant or DEFAULT_VARIANTS)
     for v in variants:
         make_variant(v)  # a bad variant fails before any rollout
-    cache = Path(args.cache)
-    results: dict[str, Any] = {"batches": [], "variants": variants}
     size = (args.tasks, args.rollouts, args.steps)
-    for p in args.p or DEFAULT_PS:
+    ps = list(args.p or DEFAULT_PS)
+    for p in ps:
         if not 0.0 <= p <= 1.0:
             raise BenchError(f"--p {p}: a probability in [0, 1]")
-        for seed in args.seeds:
-            batch, meta, from_cache = cached_batch(
-                cache / f"p{p:g}-seed{seed}-{size[0]}x{size[1]}x{size[2]}.npz",
-                lambda p=p, seed=seed: noisy_expert_batch(p, seed, *size),
-            )
-            y = np.asarray(batch.extras[LABEL_KEY])
-            entry = {
-                "p": p, "seed": seed, "rows": len(batch),
-                "play_cpu_s": float(meta.get("play_cpu_s", 0.0)), "from_cache": from_cache,
-                "success": float(batch.traj_success.mean()),
-                "progress_rate": float((y == 1).mean()), "tasks": meta.get("tasks"),
-                "variants": {v: score_variant(batch, make_variant(v)) for v in variants},
-            }  # fmt: skip
-            results["batches"].append(entry)
-            print(
-                f"p={p:g} seed={seed}: {len(batch)} rows, success {entry['success']:.2f}, "
-                + auc_summary(entry["variants"]),
-                flush=True,
-            )
-    return results
+
+    def cache(p: float, seed: int) -> Path:
+        return Path(args.cache) / f"p{p:g}-seed{seed}-{size[0]}x{size[1]}x{size[2]}.npz"
+
+    play = lambda p, seed: noisy_expert_batch(p, seed, *size)  # noqa: E731
+    return {"batches": score_batches(ps, args.seeds, variants, cache, play), "variants": variants}
 
 
 class RunReplayer(_RunReplayer):
@@ -172,8 +159,6 @@ def command_line(args: argparse.Namespace) -> str:
 def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path) -> None:
     """``out``.md (the tables) and ``out``.json (``results``). With ``--analyze-only`` the
     page's ``Machine:`` line is kept as it is (where the batches were played)."""
-    variants = results["variants"]
-    ps = sorted({b["p"] for b in results["batches"]})
     lines = [
         "# Alignment of MVPO's repair with the exact ALFWorld progress oracle",
         "",
@@ -187,37 +172,14 @@ def write_markdown(results: dict[str, Any], args: argparse.Namespace, out: Path)
         "differ; a fresh estimator per batch (MVPO's EMA at 0, kappa near 1). Mean over seeds "
         "(sd over seeds); `nan` where a batch's repaired rows hold one class only.",
         "",
-        "| variant | " + " | ".join(f"p={p:g} AUC" for p in ps) + " | repaired rows / batch |",
-        "|---|" + "---:|" * (len(ps) + 1),
-    ]
-    for v in variants:
-        cells = []
-        rep = []
-        for p in ps:
-            sel = [b["variants"][v] for b in results["batches"] if b["p"] == p]
-            m, sd = mean_sd([s["auc"] for s in sel])
-            cells.append(f"{m:.3f} ({sd:.3f})")
-            rep.append(f"{np.mean([s['repaired_rows'] for s in sel]):.0f}")
-        lines.append(f"| `{v}` | " + " | ".join(cells) + f" | {' / '.join(rep)} |")
-    lines += [
+        *variant_lines(results),
         "",
         "Context per p (mean over seeds): rows per batch, success rate, share of steps labelled "
         "1, share of repaired rows with a known label, and GiGPO's own AUC on the labelled rows "
-        f"it credits outside the repair (first variant, `{variants[0]}`):",
+        f"it credits outside the repair (first variant, `{results['variants'][0]}`):",
         "",
-        "| p | rows | success | progress steps | labelled (repaired) | GiGPO AUC, other rows |",
-        "|---:|---:|---:|---:|---:|---:|",
+        *context_lines(results),
     ]
-    for p in ps:
-        bs = [b for b in results["batches"] if b["p"] == p]
-        first = [b["variants"][variants[0]] for b in bs]
-        lines.append(
-            f"| {p:g} | {np.mean([b['rows'] for b in bs]):.0f} | "
-            f"{np.mean([b['success'] for b in bs]):.2f} | "
-            f"{np.mean([b['progress_rate'] for b in bs]):.3f} | "
-            f"{mean_sd([s['labelled_fraction'] for s in first])[0]:.2f} | "
-            f"{mean_sd([s['gigpo_auc_other_rows'] for s in first])[0]:.3f} |"
-        )
     play = [b["play_cpu_s"] for b in results["batches"]]
     machine = (
         f"Machine: {platform.processor() or platform.machine()}, Python "

@@ -1,0 +1,102 @@
+"""MVPO's repair scored on noisy-expert batches, per estimator variant
+(``benchmarks/alignment.py``; docs/alignment.md): each ``(p, seed)`` batch is played once and
+kept as a batch record, then every variant scores it with a fresh estimator
+(:func:`mvpo_train.alignment.score_variant`).
+
+* :func:`score_batches`: the results of every ``(p, seed)`` batch, variants scored;
+* :func:`variant_lines`, :func:`context_lines`: the two tables of the page, per variant and p
+  (mean and sd over seeds), and per p (rows, success, progress steps, labelled rows, GiGPO's
+  own AUC).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mvpo_train.alignment import LABEL_KEY, mean_sd, score_variant
+from mvpo_train.alignment_variants import make_variant
+from mvpo_train.batch import StepBatch
+from mvpo_train.study.batch_cache import cached_batch
+from mvpo_train.study.run_alignment import auc_summary
+
+__all__ = ["context_lines", "score_batches", "variant_lines"]
+
+Play = Callable[[float, int], tuple[StepBatch, dict[str, Any]]]
+
+
+def score_batches(
+    ps: Sequence[float], seeds: Sequence[int], variants: Sequence[str], cache: Path, play: Play
+) -> list[dict[str, Any]]:
+    """Per ``(p, seed)``, p by p: the batch ``cache(p, seed)`` (played by ``play(p, seed)`` ->
+    (batch, meta) when not recorded yet), its rows, play CPU seconds, success, share of
+    progress steps, tasks, and each variant's scores; a line printed per batch."""
+    out = []
+    for p in ps:
+        for seed in seeds:
+            batch, meta, from_cache = cached_batch(
+                cache(p, seed), lambda p=p, seed=seed: play(p, seed)
+            )
+            y = np.asarray(batch.extras[LABEL_KEY])
+            entry = {
+                "p": p,
+                "seed": seed,
+                "rows": len(batch),
+                "play_cpu_s": float(meta.get("play_cpu_s", 0.0)),
+                "from_cache": from_cache,
+                "success": float(batch.traj_success.mean()),
+                "progress_rate": float((y == 1).mean()),
+                "tasks": meta.get("tasks"),
+                "variants": {v: score_variant(batch, make_variant(v)) for v in variants},
+            }
+            out.append(entry)
+            print(
+                f"p={p:g} seed={seed}: {len(batch)} rows, success {entry['success']:.2f}, "
+                + auc_summary(entry["variants"]),
+                flush=True,
+            )
+    return out
+
+
+def variant_lines(results: Mapping[str, Any]) -> list[str]:
+    """The table of the variants: per p the mean AUC (sd) over seeds, and the repaired rows
+    per batch of each p."""
+    ps = sorted({b["p"] for b in results["batches"]})
+    lines = [
+        "| variant | " + " | ".join(f"p={p:g} AUC" for p in ps) + " | repaired rows / batch |",
+        "|---|" + "---:|" * (len(ps) + 1),
+    ]
+    for v in results["variants"]:
+        cells, rep = [], []
+        for p in ps:
+            sel = [b["variants"][v] for b in results["batches"] if b["p"] == p]
+            m, sd = mean_sd([s["auc"] for s in sel])
+            cells.append(f"{m:.3f} ({sd:.3f})")
+            rep.append(f"{np.mean([s['repaired_rows'] for s in sel]):.0f}")
+        lines.append(f"| `{v}` | " + " | ".join(cells) + f" | {' / '.join(rep)} |")
+    return lines
+
+
+def context_lines(results: Mapping[str, Any]) -> list[str]:
+    """The table of the batches per p (means over seeds): rows, success, share of progress
+    steps, share of repaired rows with a known label, GiGPO's AUC on the other rows (the
+    first variant's scores)."""
+    first_variant = results["variants"][0]
+    lines = [
+        "| p | rows | success | progress steps | labelled (repaired) | GiGPO AUC, other rows |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in sorted({b["p"] for b in results["batches"]}):
+        bs = [b for b in results["batches"] if b["p"] == p]
+        first = [b["variants"][first_variant] for b in bs]
+        lines.append(
+            f"| {p:g} | {np.mean([b['rows'] for b in bs]):.0f} | "
+            f"{np.mean([b['success'] for b in bs]):.2f} | "
+            f"{np.mean([b['progress_rate'] for b in bs]):.3f} | "
+            f"{mean_sd([s['labelled_fraction'] for s in first])[0]:.2f} | "
+            f"{mean_sd([s['gigpo_auc_other_rows'] for s in first])[0]:.3f} |"
+        )
+    return lines
