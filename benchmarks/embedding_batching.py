@@ -1,9 +1,18 @@
 """How the encoder policy's MiniLM forward passes are batched (docs/policies.md, "Embedding
-cache"): the earlier scheme (every pass 8 rows of one token length) against the current one
-(8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces, one row above), on the texts one
-training iteration of ``mvpo-train --policy encoder`` per env had to embed, recorded call by
-call; both schemes embed the same calls in one process, alternating (CPU time), and the
-vectors are compared.
+cache" and "Where MiniLM runs"), on the texts one training iteration of ``mvpo-train --policy
+encoder`` per env had to embed, recorded call by call. Two tables, each measured in one
+process with its variants alternating (CPU time, 1 thread):
+
+* PyTorch: the earlier scheme (every pass 8 rows of one token length) against the current one
+  (8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces, one row above); the vectors are
+  compared.
+* The runtimes: PyTorch's current scheme, onnxruntime's (one text per pass, ``rows1``) and
+  fixed-shape padded passes on onnxruntime (:data:`PADDED`: a text of ``n`` word pieces goes
+  in a pass of ``rows`` rows of ``n + 2`` tokens rounded up to a multiple, padding tokens
+  masked, the last text repeated as padding rows: the pass shape depends on the text alone).
+  Each padded variant embeds every call twice, the second time in reverse order (other
+  neighbours, other row positions, other padding rows), and counts the texts whose vector
+  changed in any bit.
 
     python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
     python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run
@@ -23,6 +32,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+
+#: fixed-shape padded passes on onnxruntime: name -> (token multiple, rows of every pass)
+PADDED = {"pad16x8": (16, 8), "pad16x4": (16, 4), "pad8x2": (8, 2), "pad2x2": (2, 2)}
 
 #: env, its mvpo-train flags (the study's settings; docs/learning_study.md)
 ENVS = {
@@ -101,12 +113,138 @@ def measure(env: str, groups: int, size: int, seed: int, repeats: int) -> dict:
                         "tokens": v[0]["tokens"]} for k, v in runs.items()},
         "speedup": cpu["8 rows, any length (before)"] / cpu["current"],
         "max_abs_diff": diff,
+        "runtimes": compare_runtimes(calls, repeats),
     }  # fmt: skip
+
+
+class _MaskedPooled(torch.nn.Module):
+    """ids and attention mask -> unit-length mean of the unmasked tokens' last hidden states."""
+
+    def __init__(self, encoder: torch.nn.Module):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask)[0]
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+
+
+def masked_export(encoder: torch.nn.Module, path: Path):
+    """An ONNX export of MiniLM that takes an attention mask (the project's export does not:
+    its passes have no padding), opened on onnxruntime with 1 thread; the export options of
+    :func:`mvpo_train.minilm_onnx.build_export`."""
+    import warnings
+
+    from mvpo_train.minilm_onnx import OPSET, OnnxEncoder
+
+    ids = torch.tensor([[101, 2000, 102, 0]] * 2)
+    axes = {"rows": 0, "tokens": 1}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+        torch.onnx.export(
+            _MaskedPooled(encoder).eval(), (ids, (ids != 0).long()), str(path),
+            input_names=["input_ids", "attention_mask"], output_names=["vectors"],
+            dynamic_axes={"input_ids": {v: k for k, v in axes.items()},
+                          "attention_mask": {v: k for k, v in axes.items()},
+                          "vectors": {0: "rows"}},
+            opset_version=OPSET, dynamo=False,
+        )  # fmt: skip
+    return OnnxEncoder(path, threads=1)
+
+
+def padded_length(n_tokens: int, multiple: int) -> int:
+    """Tokens of the padded pass of a text of ``n_tokens`` word pieces ([CLS] and [SEP] too)."""
+    return -(-(n_tokens + 2) // multiple) * multiple
+
+
+def padded_encode(session, texts, cls_id: int, sep_id: int, multiple: int, rows: int) -> dict:
+    """``texts`` (distinct id sequences) in fixed-shape passes ``[rows, padded_length(n)]``:
+    texts of one padded length ``rows`` to a pass in the order given, the last repeated as
+    padding rows, padding tokens 0 and masked. The vectors, passes and tokens computed."""
+    by_len: dict[int, list[tuple[int, ...]]] = {}
+    for s in texts:
+        by_len.setdefault(padded_length(len(s), multiple), []).append(s)
+    out: dict[tuple[int, ...], torch.Tensor] = {}
+    passes = tokens = 0
+    for length, group in by_len.items():
+        for k in range(0, len(group), rows):
+            part = group[k : k + rows]
+            ids = torch.zeros(rows, length, dtype=torch.long)
+            for r, s in enumerate(part + [part[-1]] * (rows - len(part))):
+                ids[r, : len(s) + 2] = torch.tensor([cls_id, *s, sep_id])
+            vec = session(ids, (ids != 0).long())
+            out.update(zip(part, vec[: len(part)], strict=True))
+            passes, tokens = passes + 1, tokens + rows * length
+    return {"vectors": out, "passes": passes, "tokens": tokens}
+
+
+def compare_runtimes(calls, repeats: int) -> dict:
+    """Every call's texts embedded by each variant (PyTorch's scheme, onnxruntime's ``rows1``,
+    :data:`PADDED`), alternating ``repeats`` times: median CPU s, passes, tokens computed,
+    the largest difference from ``rows1``'s vectors and, for the padded variants, the texts
+    whose vector changed when its call was embedded in reverse order."""
+    from mvpo_train.segment_embedder import SegmentEmbedder
+
+    emb, onnx = SegmentEmbedder(), SegmentEmbedder(runtime="onnx")
+    onnx.onnx_encoder  # noqa: B018 - opened (or exported once per machine) before any timing
+    with tempfile.TemporaryDirectory() as tmp:
+        session = masked_export(emb.encoder, Path(tmp) / "masked.onnx")
+
+        def padded(name: str, order: int = 1) -> dict:
+            multiple, rows = PADDED[name]
+            out: dict = {"vectors": {}, "passes": 0, "tokens": 0}
+            for c in calls:
+                got = padded_encode(session, c[::order], emb.cls_id, emb.sep_id, multiple, rows)
+                out["vectors"].update(got["vectors"])
+                out["passes"] += got["passes"]
+                out["tokens"] += got["tokens"]
+            return out
+
+        def unpadded(e: SegmentEmbedder) -> dict:
+            vectors = {k: v for c in calls for k, v in e.encode(c).items()}
+            sizes: dict[tuple[int, int], int] = {}  # (call, length) -> texts
+            for k, c in enumerate(calls):
+                for s in c:
+                    sizes[k, len(s)] = sizes.get((k, len(s)), 0) + 1
+            rows = {key: e.pass_rows(key[1]) for key in sizes}
+            passes = sum(-(-m // rows[key]) for key, m in sizes.items())
+            tokens = sum(-(-m // rows[key]) * rows[key] * (key[1] + 2) for key, m in sizes.items())
+            return {"vectors": vectors, "passes": passes, "tokens": tokens}
+
+        variants = {"torch (current)": lambda: unpadded(emb), "onnx rows1": lambda: unpadded(onnx),
+                    **{f"onnx {name}": (lambda name=name: padded(name)) for name in PADDED}}  # fmt: skip
+        runs: dict[str, list[tuple[float, dict]]] = {k: [] for k in variants}
+        with torch.no_grad():
+            for _ in range(repeats):
+                for name, fn in variants.items():
+                    start = time.process_time()
+                    got = fn()
+                    runs[name].append((time.process_time() - start, got))
+            reversed_ = {name: padded(name, -1)["vectors"] for name in PADDED}
+    texts = [s for c in calls for s in c]
+    ref = runs["onnx rows1"][0][1]["vectors"]
+    out = {}
+    for name, got in runs.items():
+        cpu = sorted(t for t, _ in got)[len(got) // 2]
+        vec = got[0][1]["vectors"]
+        row = {"median_cpu_s": cpu, "texts_per_cpu_s": len(texts) / cpu,
+               "passes": got[0][1]["passes"], "tokens": got[0][1]["tokens"],
+               "max_abs_diff_from_rows1": max(float((vec[s] - ref[s]).abs().max()) for s in texts)}  # fmt: skip
+        key = name.removeprefix("onnx ")
+        if key in reversed_:
+            row["changed_with_neighbours"] = sum(
+                not torch.equal(vec[s], reversed_[key][s]) for s in texts
+            )
+        out[name] = row
+    return out
 
 
 def markdown(rows: list[dict], command: str) -> str:
     lines = [
-        "# Embedding batching: 8-row passes vs one row for long texts",
+        "# Embedding batching: MiniLM's forward passes on PyTorch and onnxruntime",
+        "",
+        "## PyTorch: 8-row passes vs one row for long texts",
         "",
         f"Command: `{command}` (1 torch thread; CPU time, median of the alternating repeats).",
         "The texts are those one training iteration of `mvpo-train --policy encoder` (fresh "
@@ -124,6 +262,35 @@ def markdown(rows: list[dict], command: str) -> str:
             tail = f"{r['speedup']:.2f}x | {r['max_abs_diff']:.1e} |" if k else "| |"
             lines.append(f"{head} {name} | {s['passes']} | {s['tokens']:,} "
                          f"({r['real_tokens']:,}) | {s['median_cpu_s']:.1f} | {tail}")  # fmt: skip
+    lines += [
+        "",
+        "## The runtimes: PyTorch, onnxruntime one text per pass, fixed-shape padded passes",
+        "",
+        "The same calls, each variant in turn (median CPU time of the alternating repeats, "
+        "1 thread). `onnx rows1` is the `onnx` "
+        "runtime's batching; `onnx padLxR`: a text of n word pieces goes in a pass of R rows of "
+        "n + 2 tokens rounded up to a multiple of L (padding masked, the last text repeated as "
+        "padding rows), so its pass shape depends on the text alone. *changed*: texts whose "
+        "vector differs in any bit when every call is embedded again in reverse order (other "
+        "neighbours, row positions and padding rows).",
+        "",
+        "| env | variant | passes | tokens computed | CPU s | texts per CPU s | vs onnx rows1 "
+        "| vs torch | max abs diff from rows1 | changed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rt = r["runtimes"]
+        for k, (name, v) in enumerate(rt.items()):
+            changed = v.get("changed_with_neighbours")
+            changed_text = "" if changed is None else f"{changed} of {r['texts']}"
+            lines.append(
+                f"| {r['env'] if k == 0 else ''} | {name} | {v['passes']} | {v['tokens']:,} | "
+                f"{v['median_cpu_s']:.1f} | {v['texts_per_cpu_s']:.0f} | "
+                f"{rt['onnx rows1']['median_cpu_s'] / v['median_cpu_s']:.2f}x | "
+                f"{rt['torch (current)']['median_cpu_s'] / v['median_cpu_s']:.2f}x | "
+                f"{v['max_abs_diff_from_rows1']:.1e} | "
+                f"{changed_text} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -129,8 +129,12 @@ class OnnxEncoder:
         self.threads = opts.intra_op_num_threads
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
-    def __call__(self, ids: torch.Tensor) -> torch.Tensor:
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``mask``: the ``attention_mask`` input, for an export that takes one (the padded
+        passes ``benchmarks/embedding_batching.py`` measures); the project's export has none."""
         feed = {"input_ids": ids.numpy().astype(np.int64, copy=False)}
+        if mask is not None:
+            feed["attention_mask"] = mask.numpy().astype(np.int64, copy=False)
         return torch.from_numpy(self.session.run(None, feed)[0])
 
 

@@ -1,8 +1,13 @@
-"""``benchmarks/embedding_batching.py``: both schemes embed every recorded text, count the
-passes and padded tokens they compute, and give the vectors SegmentEmbedder gives."""
+"""``benchmarks/embedding_batching.py``: both PyTorch schemes embed every recorded text, count
+the passes and padded tokens they compute, and give the vectors SegmentEmbedder gives; on
+onnxruntime a fixed-shape padded pass gives a text the same vector, bit for bit, whatever the
+other rows hold and wherever the text sits (the claim its runtime table rests on)."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 import torch
 
 from mvpo_train.encoder_policy import SegmentEmbedder
@@ -29,3 +34,35 @@ def test_both_schemes_embed_every_text_and_count_their_padding():
     ref = emb.embed(texts)  # the policy's own embedder, current scheme
     for k, s in enumerate(texts):
         assert torch.equal(now["vectors"][s], ref[k])
+
+
+def test_a_fixed_shape_padded_pass_gives_a_text_one_vector_whatever_its_neighbours(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    bench = study_module("embedding_batching")
+    emb = SegmentEmbedder()
+    session = bench.masked_export(emb.encoder, tmp_path / "masked.onnx")
+    rng = random.Random(0)
+
+    def text(n: int) -> tuple[int, ...]:
+        return tuple(rng.randrange(1000, 30000) for _ in range(n))
+
+    for multiple, rows in ((16, 4), (8, 2)):
+        for n in (3, 13, 30):  # several buckets of each scheme
+            length = bench.padded_length(n, multiple)
+            same_bucket = [
+                k for k in range(1, length) if bench.padded_length(k, multiple) == length
+            ]
+            seq = text(n)
+            alone = bench.padded_encode(session, [seq], emb.cls_id, emb.sep_id, multiple, rows)
+            assert alone["passes"] == 1 and alone["tokens"] == rows * length
+            want = alone["vectors"][seq]  # its padding rows are repeats of itself
+            for pos in range(rows):  # every row position, random neighbours of its bucket
+                others = [text(rng.choice(same_bucket)) for _ in range(rows - 1)]
+                batch = [*others[:pos], seq, *others[pos:]]
+                got = bench.padded_encode(session, batch, emb.cls_id, emb.sep_id, multiple, rows)
+                assert got["passes"] == 1
+                assert torch.equal(got["vectors"][seq], want), (multiple, rows, n, pos)
+            # and the same text as the PyTorch model embeds it unpadded, within the tolerance
+            ref = emb.forward(torch.tensor([[emb.cls_id, *seq, emb.sep_id]]))[0]
+            assert float((want - ref).abs().max()) <= 1e-5
