@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
-    from mvpo_train.study.phase_tables import iteration_cpu, row_of, showcase_lines, table
+    from mvpo_train.study.phase_tables import showcase_lines, task_lines
     from mvpo_train.study.tables import command_line
     from mvpo_train.study.worktree import checkout, short_sha
 
@@ -303,20 +303,11 @@ def main(argv: list[str] | None = None) -> int:
                    "cold embedding cache)", "", *showcase_lines(res, args.showcase_iterations),
                    ""]  # fmt: skip
             continue
-        rows: dict[str, dict[str, float]] = {}
         kinds = ("cold", "warm") if task in CACHED else ("cold",)
-        for kind in kinds:
-            for v, r in pair(task, kind).items():
-                results[f"{task}/{v}/{kind}"] = r
-                rows[f"{v} {kind}"] = row_of(r)
-        md += table(task, {f"{v} {k}": rows[f"{v} {k}"] for k in kinds for v in VARIANTS})
-        md.append("")
-        for kind in kinds:
-            b, a = rows[f"before {kind}"], rows[f"after {kind}"]
-            tb, ta = iteration_cpu(b), iteration_cpu(a)
-            md.append(f"- {task}, {kind}: iteration {tb:.1f} -> {ta:.1f} CPU s "
-                      f"(x{ta / tb:.2f}); setup {b['setup']:.1f} -> {a['setup']:.1f} s")  # fmt: skip
-        md.append("")
+        measured = {kind: pair(task, kind) for kind in kinds}
+        for kind, res in measured.items():
+            results.update({f"{task}/{v}/{kind}": r for v, r in res.items()})
+        md += task_lines(task, measured)
         Path(args.out).write_text("\n".join(md) + "\n")  # what is done so far
     pool.shutdown()
     Path(args.out).write_text("\n".join(md) + "\n")

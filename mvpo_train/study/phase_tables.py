@@ -9,6 +9,8 @@ is imported by them: only the driver that writes the page reads this module.
 * :func:`row_of`, :func:`iteration_cpu`: the first iteration's phases with the setup, and an
   iteration's total (setup and evaluation left out);
 * :func:`table`: one line per phase that took time, a column per measurement;
+* :func:`task_lines`: a task's table of its cold (and warm) measurements, before and after,
+  and the change of its iteration and setup;
 * :func:`showcase_lines`: ``mvpo-showcase``'s totals before and after, and the estimate of
   ``make run`` (10 iterations) from its last measured iteration.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PHASES", "iteration_cpu", "row_of", "showcase_lines", "table"]
+__all__ = ["PHASES", "iteration_cpu", "row_of", "showcase_lines", "table", "task_lines"]
 
 #: display order of the phases
 PHASES = [
@@ -55,6 +57,23 @@ def table(title: str, rows: Mapping[str, Mapping[str, float]]) -> list[str]:
     tot = {c: iteration_cpu(rows[c]) for c in cols}
     lines.append("| **iteration** | " + " | ".join(f"**{tot[c]:.2f}**" for c in cols) + " |")
     return lines
+
+
+def task_lines(task: str, measured: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """The section of one task: ``measured`` holds per kind (``cold``, ``warm``) the
+    measurement of each variant (``before``, ``after``); the table of their first iterations
+    (:func:`table`, kinds then variants), then per kind the change of the iteration's CPU
+    seconds and of the setup."""
+    rows = {f"{v} {k}": row_of(r) for k, pair in measured.items() for v, r in pair.items()}
+    lines = [*table(task, rows), ""]
+    for kind in measured:
+        b, a = rows[f"before {kind}"], rows[f"after {kind}"]
+        tb, ta = iteration_cpu(b), iteration_cpu(a)
+        lines.append(
+            f"- {task}, {kind}: iteration {tb:.1f} -> {ta:.1f} CPU s "
+            f"(x{ta / tb:.2f}); setup {b['setup']:.1f} -> {a['setup']:.1f} s"
+        )
+    return [*lines, ""]
 
 
 def showcase_lines(res: Mapping[str, Mapping[str, Any]], n: int) -> list[str]:

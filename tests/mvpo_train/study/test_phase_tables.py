@@ -3,7 +3,7 @@ estimate."""
 
 from __future__ import annotations
 
-from mvpo_train.study.phase_tables import iteration_cpu, row_of, showcase_lines, table
+from mvpo_train.study.phase_tables import iteration_cpu, row_of, showcase_lines, table, task_lines
 
 
 def test_showcase_estimate_adds_the_missing_iterations_at_the_last_ones_cost():
@@ -27,3 +27,18 @@ def test_the_table_lists_phases_that_took_time_and_totals_the_iteration():
     assert "| minilm | 2.00 | 0.00 |" in lines and "| eval | 4.00 | 0.00 |" in lines
     assert not any(x.startswith("| backward") for x in lines)  # no time in either column
     assert lines[-1] == "| **iteration** | **3.00** | **1.50** |"
+
+
+def test_a_task_section_compares_before_and_after_per_kind():
+    def res(setup: float, env: float) -> dict:
+        return {"setup": setup, "iterations": [{"env": env, "update": 1.0}]}
+
+    measured = {
+        "cold": {"before": res(10.0, 3.0), "after": res(5.0, 1.0)},
+        "warm": {"before": res(8.0, 2.0), "after": res(4.0, 0.5)},
+    }
+    lines = task_lines("study", measured)
+    assert lines[2] == "| phase | before cold | after cold | before warm | after warm |"
+    assert "- study, cold: iteration 4.0 -> 2.0 CPU s (x0.50); setup 10.0 -> 5.0 s" in lines
+    assert "- study, warm: iteration 3.0 -> 1.5 CPU s (x0.50); setup 8.0 -> 4.0 s" in lines
+    assert lines[-1] == ""
