@@ -12,6 +12,7 @@ import pytest
 
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
+from mvpo_train.study.credit_mass import credit_alignment
 
 from .helpers import study_module
 
@@ -67,7 +68,7 @@ def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablatio
     # the ablations decompose the v1 form (its loop term); benchmarks/results/ablations.md
     _train(tmp_path / "default", "--estimator-kwargs", '{"form": "v1"}')
     success = [json.loads(x)["success"] for x in (tmp_path / "default" / "metrics.jsonl").open()]
-    default = ablations.credit_alignment(tmp_path / "default")
+    default = credit_alignment(tmp_path / "default")
     # GiGPO's part is not given an alignment (it contains A^E, the outcome itself)
     assert "alignment_gigpo" not in default and "phi_split_spearman_failed" in default
     if not any(success):
@@ -82,7 +83,7 @@ def test_credit_alignment_splits_a_real_run_into_gigpo_credit_and_repair(ablatio
         "--estimator-kwargs",
         '{"form": "v1", "kappa_schedule": "constant", "kappa_constant": 0.0, "lambda_L": 0.0}',
     )
-    off = ablations.credit_alignment(tmp_path / "off")
+    off = credit_alignment(tmp_path / "off")
     assert 0.0 < default["loop_share"] <= 1.0 + 1e-9  # v1's lambda_L = 0.5 has a loop term
     assert off["loop_share"] == 0.0 or np.isnan(off["loop_share"])  # lambda_L = 0: none
     assert off["repair_share"] == 0.0 or (not any(success) and np.isnan(off["repair_share"]))
@@ -98,7 +99,7 @@ def test_credit_alignment_refuses_a_record_it_does_not_reproduce(ablations, tmp_
     data["advantages"] = data["advantages"] + 1.0
     np.savez(path, **data)
     with pytest.raises(RuntimeError, match="differ from the recorded ones"):
-        ablations.credit_alignment(tmp_path / "run")
+        credit_alignment(tmp_path / "run")
 
 
 def test_the_analysis_tables_a_variant_against_mvpo_on_the_same_seed(ablations, tmp_path):
