@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.study import cost_estimate
-from mvpo_train.study.archive import compact_files, import_
+from mvpo_train.study.archive import copy_compact, import_
 from mvpo_train.study.gain_sweep import FINAL, mean_finite
 from mvpo_train.study.gain_table import boot_cell, pair_cells, seed_cells
 from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, json_clean
@@ -59,6 +58,7 @@ from mvpo_train.study.runs import (
     fingerprint,
     load_runs,
     n_metrics,
+    pending_runs,
     python_entry,
     read_eval,
     resume_flag,
@@ -116,52 +116,46 @@ def eval_argv(path: Path, episodes: int, max_tasks: int = 0) -> list[str]:
     return argv + (["--max-tasks", str(max_tasks)] if max_tasks else [])
 
 
+def check(args: argparse.Namespace, folder: Path) -> None:
+    """Record this study's settings in ``folder`` on first use; refuse others after that."""
+    check_settings(folder, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
+
+
 def restore(args: argparse.Namespace) -> None:
     """Import the committed archive's runs into ``--base`` (a run already there is kept), after
     checking that the archive was made with this study's settings."""
     archive = Path(args.archive)
-    if not archive.is_dir():
-        return
-    check_settings(archive, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
-    import_(archive, Path(args.base))
+    if archive.is_dir():
+        check(args, archive)
+        import_(archive, Path(args.base))
 
 
 def archive_finished(args: argparse.Namespace) -> int:
     """Copy the compact files of every finished run (all iterations and the held-out
     evaluation) into ``--archive``; the count."""
-    archive, n = Path(args.archive), 0
-    check_settings(archive, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
-    for seed in args.seeds:
-        for arm in args.arms:
-            path = run_dir(Path(args.base), arm, seed)
-            if n_metrics(path) < args.iterations or not eval_file(path, HELDOUT).is_file():
-                continue
-            dest = archive / path.name
-            dest.mkdir(parents=True, exist_ok=True)
-            for f in compact_files(path):
-                shutil.copy2(f, dest / f.name)
-            n += 1
-    return n
+    check(args, Path(args.archive))
+    runs = [run_dir(Path(args.base), arm, seed) for seed in args.seeds for arm in args.arms]
+    done = [p for p in runs if n_metrics(p) >= args.iterations and eval_file(p, HELDOUT).is_file()]
+    return copy_compact(done, Path(args.archive))
 
 
 def run_all(args: argparse.Namespace) -> None:
     """Train and evaluate every (arm, seed) not finished yet, seed by seed; archive the
     finished ones."""
-    base = Path(args.base)
-    check_settings(base, settings(args), fingerprint(settings(args)), "oracle_gain_alfworld")
-    pending = []
-    for seed in args.seeds:
-        for arm in args.arms:
-            path = run_dir(base, arm, seed)
-            cmds = []
-            if n_metrics(path) < args.iterations:
-                argv = train_argv(path, arm, seed, args, args.iterations) + resume_flag(path)
-                cmds.append([*python_entry("train_main"), *argv])
-            if not eval_file(path, HELDOUT).is_file():
-                cmds.append([*python_entry("eval_main"), *eval_argv(path, args.final_episodes)])
-            if cmds:
-                pending.append((f"{arm}-seed{seed}", path, " && ".join(map(shlex.join, cmds))))
-    failed = run_local(pending, args.jobs, ROOT)
+    check(args, Path(args.base))
+
+    def commands(path: Path, arm: str, seed: int) -> list[list[str]]:
+        cmds = []
+        if n_metrics(path) < args.iterations:
+            argv = train_argv(path, arm, seed, args, args.iterations) + resume_flag(path)
+            cmds.append([*python_entry("train_main"), *argv])
+        if not eval_file(path, HELDOUT).is_file():
+            cmds.append([*python_entry("eval_main"), *eval_argv(path, args.final_episodes)])
+        return cmds
+
+    failed = run_local(
+        pending_runs(Path(args.base), args.arms, args.seeds, commands), args.jobs, ROOT
+    )
     archive_finished(args)
     if failed:
         print(f"oracle_gain_alfworld: failed: {failed} (see their train.log)", flush=True)

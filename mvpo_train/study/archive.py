@@ -75,7 +75,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -84,6 +84,7 @@ __all__ = [
     "ArchiveError",
     "check_records_dir",
     "compact_files",
+    "copy_compact",
     "export",
     "export_warm",
     "finished",
@@ -251,6 +252,19 @@ def _export_records(run: Path, dest: Path, latest: Path | None) -> int:
     return n
 
 
+def copy_compact(runs: Iterable[Path], to: Path) -> int:
+    """Copy the compact results (:func:`compact_files`) of each run folder of ``runs`` into
+    ``to/<run>/``; the count."""
+    n = 0
+    for run in runs:
+        dest = to / run.name
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in compact_files(run):
+            shutil.copy2(f, dest / f.name)
+        n += 1
+    return n
+
+
 def export(
     base: Path,
     to: Path,
@@ -269,9 +283,7 @@ def export(
     n = 0
     for run in _runs(base):
         dest = to / run.name
-        dest.mkdir(parents=True, exist_ok=True)
-        for f in compact_files(run):
-            shutil.copy2(f, dest / f.name)
+        copy_compact([run], to)
         needs = records is not None or (checkpoints is not None and not finished(run, checkpoints))
         latest = _load_checkpoint_module().find_intact_checkpoint(run)[0] if needs else None
         if checkpoints is not None:
