@@ -50,9 +50,10 @@ import numpy as np
 
 from mvpo_train.study import cost_estimate
 from mvpo_train.study.archive import copy_compact, import_
+from mvpo_train.study.gain_pages import held_out_results
 from mvpo_train.study.gain_sweep import FINAL, mean_finite
-from mvpo_train.study.gain_table import boot_cell, pair_cells, seed_cells
-from mvpo_train.study.paired import SEEDS, check_settings, fmt_interval, json_clean
+from mvpo_train.study.gain_table import pair_cells, seed_cells
+from mvpo_train.study.paired import SEEDS, check_settings, json_clean
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -273,7 +274,7 @@ def _mean(values: list[Any]) -> float:
 
 
 def markdown(out: dict[str, Any], machine: str) -> str:
-    st, prog = out["settings"], out["progress"]
+    st = out["settings"]
     lines = [
         "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO",
         "",
@@ -291,38 +292,7 @@ def markdown(out: dict[str, Any], machine: str) -> str:
         "",
     ]
     lines += cost_estimate.size_lines(out["sizing"], out["prior_estimate"])
-    lines += [f"## Results ({prog['runs_done']} of {prog['runs_planned']} runs)", ""]
-    if not out["arms"]:
-        return "\n".join([*lines, "No run has finished yet.", ""])
-    lines += [
-        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
-        f"iterations; final = the last {FINAL}; `align/auc`: the trainer's AUC of the credit "
-        "the arm adds for `oracle_progress` (mean over iterations and seeds).",
-        "",
-        "| arm | seeds | area | final | held-out | align/auc |",
-        "|---|---:|---|---|---|---:|",
-    ]
-    for name, a in out["arms"].items():
-        auc = "-" if a["auc"] is None or not np.isfinite(a["auc"]) else f"{a['auc']:.3f}"
-        lines.append(
-            f"| {name} | {len(a[SEEDS])} | {fmt_interval(a['area'])} | "
-            f"{fmt_interval(a['final'])} | {fmt_interval(a['heldout'])} | {auc} |"
-        )
-    lines += [
-        "",
-        "Paired against GiGPO (same seed: same warm start, task draws and held-out games): mean "
-        "difference, t-based 95% interval, percentile-bootstrap interval (10,000 resamples).",
-        "",
-        "| pair | seeds | area | area (bootstrap) | final | held-out | held-out (bootstrap) |",
-        "|---|---:|---|---|---|---|---|",
-    ]
-    for name, p in out["pairs"].items():
-        lines.append(
-            f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | "
-            f"{boot_cell(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
-            f"{boot_cell(p['heldout'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *held_out_results(out, FINAL)]) + "\n"
 
 
 def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> None:

@@ -1,22 +1,24 @@
 """The results pages of the oracle-gain studies (docs/alignment.md, "The oracle-gain study"), each
 written from its results dict alone, so that ``--analyze-only`` rebuilds it byte for byte
 from the committed JSON and archives: :func:`oracle_gain_page` (``benchmarks/oracle_gain.py``)
-and :func:`potential_learning_page` (``benchmarks/potential_learning.py``). Their tables:
+and :func:`potential_learning_page` (``benchmarks/potential_learning.py``), and the results
+section of the ALFWorld one (:func:`held_out_results`). Their tables:
 :mod:`mvpo_train.study.gain_table`."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.study.gain_table import PAIR_HEAD, pair_row
+from mvpo_train.study.gain_table import PAIR_HEAD, boot_cell, pair_row
 from mvpo_train.study.paired import SEEDS, fmt_interval
 
-__all__ = ["oracle_gain_page", "potential_learning_page"]
+__all__ = ["held_out_results", "oracle_gain_page", "potential_learning_page"]
 
 
 def oracle_gain_page(out: Mapping[str, Any], jobs: int, png: str, archive: str) -> str:
@@ -208,3 +210,43 @@ def potential_learning_page(
             lines.append("| (no pair yet) | 0 | - | - | - | - | - |")
     lines += cost
     return "\n".join(lines) + "\n"
+
+
+def held_out_results(out: Mapping[str, Any], final: int) -> list[str]:
+    """The "Results" section of a study paired by seed against GiGPO with a held-out split
+    (``benchmarks/oracle_gain_alfworld.py``): per arm area, final (the last ``final``
+    iterations), held-out success and ``align/auc``; per pair the differences with their
+    bootstrap intervals; a line saying no run has finished when none has."""
+    prog = out["progress"]
+    lines = [f"## Results ({prog['runs_done']} of {prog['runs_planned']} runs)", ""]
+    if not out["arms"]:
+        return [*lines, "No run has finished yet."]
+    lines += [
+        "Means over seeds with t-based 95% intervals. Area = mean batch success over all "
+        f"iterations; final = the last {final}; `align/auc`: the trainer's AUC of the credit "
+        "the arm adds for `oracle_progress` (mean over iterations and seeds).",
+        "",
+        "| arm | seeds | area | final | held-out | align/auc |",
+        "|---|---:|---|---|---|---:|",
+    ]
+    for name, a in out["arms"].items():
+        auc = "-" if a["auc"] is None or not math.isfinite(a["auc"]) else f"{a['auc']:.3f}"
+        lines.append(
+            f"| {name} | {len(a[SEEDS])} | {fmt_interval(a['area'])} | "
+            f"{fmt_interval(a['final'])} | {fmt_interval(a['heldout'])} | {auc} |"
+        )
+    lines += [
+        "",
+        "Paired against GiGPO (same seed: same warm start, task draws and held-out games): mean "
+        "difference, t-based 95% interval, percentile-bootstrap interval (10,000 resamples).",
+        "",
+        "| pair | seeds | area | area (bootstrap) | final | held-out | held-out (bootstrap) |",
+        "|---|---:|---|---|---|---|---|",
+    ]
+    for name, p in out["pairs"].items():
+        lines.append(
+            f"| {name} | {len(p[SEEDS])} | {fmt_interval(p['area'])} | "
+            f"{boot_cell(p['area'])} | {fmt_interval(p['final'])} | {fmt_interval(p['heldout'])} | "
+            f"{boot_cell(p['heldout'])} |"
+        )
+    return lines
