@@ -38,7 +38,6 @@ import torch
 
 from mvpo_train.config import json_arg
 from mvpo_train.encoder_policy import SegmentEmbedder
-from mvpo_train.score_timing import SCORERS
 from mvpo_train.stats import wilson
 from mvpo_train.study import candidates
 from mvpo_train.study.bench import replace_section
@@ -52,7 +51,6 @@ def write_scoring(path: Path, rows: list[dict], args: argparse.Namespace) -> Non
     """The ``--section`` (default "Score mode: kv vs concat") of ``path``: seconds per scorer
     and pass, each with its ratio to ``kv``."""
     cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
-    cols = [(name, kind) for name in SCORERS for kind in ("forward", "forward+backward")]
     lines = [
         f"## {args.section or 'Score mode: kv vs concat'}",
         "",
@@ -65,16 +63,8 @@ def write_scoring(path: Path, rows: list[dict], args: argparse.Namespace) -> Non
         "(the path before the shared cache), `concat` runs every prompt + candidate in full "
         "(mvpo_train/score_timing.py).",
         "",
-        "| prompt tokens | " + " | ".join(f"`{name}` {kind}" for name, kind in cols) + " |",
-        "|---|" + "---:|" * len(cols),
+        *candidates.scoring_lines(rows),
     ]
-    for r in rows:
-        cells = [
-            f"{r[f'{name} {kind}']:.2f} s"
-            + ("" if name == "kv" else f" ({r[f'{name} {kind}'] / r[f'kv {kind}']:.1f}x)")
-            for name, kind in cols
-        ]
-        lines.append(f"| {r['prompt_tokens']} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     old = path.read_text() if path.is_file() else ""
     path.write_text(replace_section(old, lines[0][3:], text) if old else text)
@@ -227,22 +217,7 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layout
         "|---|---|" + "---|" * (2 * len(args.splits)),
     ]
     if layouts:
-        lines[-2:-2] = [
-            f"History layouts (`--layouts`): {args.layout_steps} behaviour-cloning steps on the "
-            f"expert steps of {100 - 100 * args.held_out:.0f}% of the train games, scored on the "
-            f"other {100 * args.held_out:.0f}% ({layouts[0]['held_steps']} expert steps, train "
-            "games drawn with the seed): top-1 = the expert's action scores highest.",
-            "",
-            "| layout (H:POOL) | head parameters | fit loss (last 20 steps) | held-out top-1 "
-            "| held-out expert prob | held-out cross-entropy | seconds |",
-            "|---|---|---|---|---|---|---|",
-            *(
-                f"| {r['layout']} | {r['params']} | {r['fit_loss']:.3f} | {r['held_top1']:.3f} "
-                f"| {r['held_prob']:.3f} | {r['held_nll']:.3f} | {r['seconds']:.0f} |"
-                for r in layouts
-            ),
-            "",
-        ]
+        lines[-2:-2] = [*candidates.layout_lines(layouts, args.layout_steps, args.held_out), ""]
     if not rows:
         lines = lines[:-3]
     for r in rows:
@@ -254,35 +229,9 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layout
             + " |"
         )
     if iters:
-        lines += [
-            "",
-            "One training iteration, 16 groups x 8 rollouts x 50 steps, GRPO, ppo_epochs 4 "
-            "(seconds per phase):",
-            "",
-            "| candidate | steps | rollout | logp_ref | advantage | update | total |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for it in iters:
-            lines.append(
-                f"| {it['candidate']} | {it['steps']} | {it.get('time/rollout', 0):.1f} "
-                f"| {it.get('time/logp_ref', 0):.1f} | {it.get('time/advantage', 0):.2f} "
-                f"| {it.get('time/update', 0):.1f} | {it.get('time/total', 0):.1f} |"
-            )
+        lines += candidates.iteration_lines(iters)
     if learn:
-        lines += [
-            "",
-            f"Learning on the whole train split from `{args.learn}`: GRPO, "
-            f"{args.learn_groups} groups x 8 rollouts x 50 steps, lr 1e-3; `valid_unseen` "
-            f"success sampled, {args.episodes} episodes per task:",
-            "",
-            "| iteration | batch (train) success | valid_unseen success | seconds |",
-            "|---|---|---|---|",
-        ]
-        for r in learn:
-            tr = "" if r["train_success"] is None else f"{r['train_success']:.3f}"
-            vu = "" if r["valid_unseen"] is None else f"{r['valid_unseen']:.3f}"
-            sec = f"{r['seconds']:.0f}" if "seconds" in r else ""
-            lines.append(f"| {r['iteration']} | {tr} | {vu} | {sec} |")
+        lines += candidates.learning_lines(learn, args.learn, args.learn_groups, args.episodes)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
     if args.section and path.is_file():

@@ -9,7 +9,9 @@ candidate, the candidate's policy, and each measurement: success per split
 (:meth:`Bench.success`), one training iteration's phases (:meth:`Bench.iteration`), a short
 learning run (:meth:`Bench.learning`), history layouts compared by behaviour cloning
 (:meth:`Bench.layouts`) and the LM's score-mode scorers (:meth:`Bench.scoring`).
-:func:`demonstrations` collects the expert steps (kept in a JSON file when asked).
+:func:`demonstrations` collects the expert steps (kept in a JSON file when asked);
+:func:`layout_lines`, :func:`iteration_lines`, :func:`learning_lines` and
+:func:`scoring_lines` are the tables of the measurements.
 """
 
 from __future__ import annotations
@@ -24,12 +26,21 @@ import torch
 
 from mvpo_train.config import TrainConfig
 from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
-from mvpo_train.score_timing import score_batch, time_scorers
+from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
 from mvpo_train.study.demo_layouts import expert_agreement, parse_candidate, relayout
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
 
-__all__ = ["Bench", "demonstrations", "layouts", "warm_encoder"]
+__all__ = [
+    "Bench",
+    "demonstrations",
+    "iteration_lines",
+    "layout_lines",
+    "layouts",
+    "learning_lines",
+    "scoring_lines",
+    "warm_encoder",
+]
 
 
 @dataclass
@@ -265,3 +276,79 @@ def demonstrations(
     if path:
         path.write_text(json.dumps({"key": key, "demos": demos}))
     return demos
+
+
+def layout_lines(layouts: list[dict[str, Any]], steps: int, held_out: float) -> list[str]:
+    """The table of :func:`layouts` (``steps`` cloning steps, ``held_out`` the share of train
+    games left out) with the sentence that says how it was made."""
+    return [
+        f"History layouts (`--layouts`): {steps} behaviour-cloning steps on the "
+        f"expert steps of {100 - 100 * held_out:.0f}% of the train games, scored on the "
+        f"other {100 * held_out:.0f}% ({layouts[0]['held_steps']} expert steps, train "
+        "games drawn with the seed): top-1 = the expert's action scores highest.",
+        "",
+        "| layout (H:POOL) | head parameters | fit loss (last 20 steps) | held-out top-1 "
+        "| held-out expert prob | held-out cross-entropy | seconds |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {r['layout']} | {r['params']} | {r['fit_loss']:.3f} | {r['held_top1']:.3f} "
+            f"| {r['held_prob']:.3f} | {r['held_nll']:.3f} | {r['seconds']:.0f} |"
+            for r in layouts
+        ),
+    ]
+
+
+def iteration_lines(iters: list[dict[str, Any]]) -> list[str]:
+    """The table of :meth:`Bench.iteration` rows: seconds per trainer phase."""
+    return [
+        "",
+        "One training iteration, 16 groups x 8 rollouts x 50 steps, GRPO, ppo_epochs 4 "
+        "(seconds per phase):",
+        "",
+        "| candidate | steps | rollout | logp_ref | advantage | update | total |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {it['candidate']} | {it['steps']} | {it.get('time/rollout', 0):.1f} "
+            f"| {it.get('time/logp_ref', 0):.1f} | {it.get('time/advantage', 0):.2f} "
+            f"| {it.get('time/update', 0):.1f} | {it.get('time/total', 0):.1f} |"
+            for it in iters
+        ),
+    ]
+
+
+def learning_lines(learn: list[dict[str, Any]], name: str, groups: int, episodes: int) -> list[str]:
+    """The table of :meth:`Bench.learning` from candidate ``name``: batch and held-out
+    success per iteration."""
+    lines = [
+        "",
+        f"Learning on the whole train split from `{name}`: GRPO, "
+        f"{groups} groups x 8 rollouts x 50 steps, lr 1e-3; `valid_unseen` "
+        f"success sampled, {episodes} episodes per task:",
+        "",
+        "| iteration | batch (train) success | valid_unseen success | seconds |",
+        "|---|---|---|---|",
+    ]
+    for r in learn:
+        tr = "" if r["train_success"] is None else f"{r['train_success']:.3f}"
+        vu = "" if r["valid_unseen"] is None else f"{r['valid_unseen']:.3f}"
+        sec = f"{r['seconds']:.0f}" if "seconds" in r else ""
+        lines.append(f"| {r['iteration']} | {tr} | {vu} | {sec} |")
+    return lines
+
+
+def scoring_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The table of :meth:`Bench.scoring` rows: seconds per scorer and pass, each with its
+    ratio to ``kv``."""
+    cols = [(name, kind) for name in SCORERS for kind in ("forward", "forward+backward")]
+    lines = [
+        "| prompt tokens | " + " | ".join(f"`{name}` {kind}" for name, kind in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for r in rows:
+        cells = [
+            f"{r[f'{name} {kind}']:.2f} s"
+            + ("" if name == "kv" else f" ({r[f'{name} {kind}'] / r[f'kv {kind}']:.1f}x)")
+            for name, kind in cols
+        ]
+        lines.append(f"| {r['prompt_tokens']} | " + " | ".join(cells) + " |")
+    return lines

@@ -24,3 +24,21 @@ def test_scoring_times_every_scorer_both_ways(capsys) -> None:
         for kind in ("forward", "forward+backward"):
             assert rows[0][f"{name} {kind}"] > 0
     assert '"prompt_tokens": 8' in capsys.readouterr().out
+
+
+def test_the_tables_of_the_measurements() -> None:
+    from mvpo_train.study.candidates import iteration_lines, layout_lines, learning_lines
+
+    layout = {"layout": "2:concat", "params": 10, "fit_loss": 0.5, "held_top1": 0.25,
+              "held_prob": 0.2, "held_nll": 1.5, "held_steps": 40, "seconds": 3.0}  # fmt: skip
+    lines = layout_lines([layout], 200, 0.05)
+    assert "95% of the train games, scored on the other 5% (40 expert steps" in lines[0]
+    assert lines[-1] == "| 2:concat | 10 | 0.500 | 0.250 | 0.200 | 1.500 | 3 |"
+    it = {"candidate": "lm", "steps": 12, "time/rollout": 1.0, "time/total": 2.0}
+    assert iteration_lines([it])[-1] == "| lm | 12 | 1.0 | 0.0 | 0.00 | 0.0 | 2.0 |"
+    learn = [{"iteration": 0, "train_success": None, "valid_unseen": 0.5},
+             {"iteration": 1, "train_success": 0.25, "valid_unseen": None, "seconds": 9.0}]  # fmt: skip
+    assert learning_lines(learn, "encoder:2", 8, 2)[-2:] == [
+        "| 0 |  | 0.500 |  |",
+        "| 1 | 0.250 |  | 9 |",
+    ]
