@@ -36,11 +36,10 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401  (registers the env ids)
-from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.credit.mvpo import MVPOConfig, milestones_done  # noqa: E402
+from mvpo_train.credit.mvpo import MVPOConfig  # noqa: E402
 from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
 from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
-from mvpo_train.study.step_kinds import KINDS, measure  # noqa: E402
+from mvpo_train.study.step_kinds import keys_per_task, measure, pool_lines  # noqa: E402
 
 ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = ROOT / "benchmarks" / "results" / "potential_kinds.md"
@@ -73,18 +72,6 @@ DECAYS = (0.5, 0.9, 1.0)
 FOLDS = (4, 8)
 
 
-def keys_per_task(batch: StepBatch) -> list[int]:
-    """Distinct ``(signature, milestones done)`` keys of each task of ``batch`` (the pool's
-    entries one batch adds per task with ``potential_split="milestones"``)."""
-    sb = batch.canonical()
-    task = np.asarray(batch.extras["task_index"])[batch.order]
-    done = milestones_done(sb)
-    keys: dict[int, set] = {}
-    for k, sig, d in zip(task.tolist(), sb.signature.tolist(), done.tolist(), strict=True):
-        keys.setdefault(k, set()).add((sig, d))
-    return [len(v) for v in keys.values()]
-
-
 def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
     """Keys per task on uniform ALFWorld batches (train split as bundled, fast engine): the
     memory a pool over ALFWorld's 3,553 train tasks needs."""
@@ -110,33 +97,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
         "across the batches. docs/estimators.md §3.11-§3.13.",
     ]
     for n_tasks, res in out["pools"].items():
-        lines += [
-            "",
-            f"## Tasks drawn from N = {n_tasks} layouts",
-            "",
-            "AUC of the repair for the oracle label, per batch (`repair_alignment`); per-kind "
-            "repair `kappa * A^Phi` over the routed rows of every batch: mean / share below 0 / "
-            "rows; the estimator's wall time per batch (one process, this run) and its ratio "
-            "to the paper form's.",
-            "",
-            f"| option | MVPO keywords | mean AUC [95% t] | mean after batch {s['burn_in']} "
-            "| per batch | " + " | ".join(KINDS[:3]) + " | ms per call (x paper) |",
-            "|---|---|---|---:|---|---|---|---|---:|",
-        ]
-        for name, r in res.items():
-            ci = r["auc_mean"]
-            per = " ".join(f"{a:.2f}" for a in r["auc"])
-            cells = [
-                f"{c['mean']:+.3f} / {c['negative']:.0%} / {c['rows']}"
-                for c in (r["kinds"][k] for k in KINDS[:3])
-            ]
-            lines.append(
-                f"| {name} | `{json.dumps(r['kwargs'])}` | {ci['mean']:.3f} "
-                f"[{ci['low']:.3f}, {ci['high']:.3f}] | {r['auc_after_burn_in']:.3f} | {per} | "
-                + " | ".join(cells)
-                + f" | {r['ms_per_batch']:.0f} "
-                f"({r['ms_per_batch'] / res['paper (default)']['ms_per_batch']:.1f}x) |"
-            )
+        lines += pool_lines(n_tasks, res, s["burn_in"])
     mem = out["memory"]
     cap = MVPOConfig().pool_max_entries
     lines += [

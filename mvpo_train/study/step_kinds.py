@@ -8,11 +8,14 @@ leaving it (the first ``go to`` after a milestone, from the place where it was m
 other ``go to`` and every other step. :func:`measure` calls one MVPO estimator on batches in
 order (its state, the pool included, carried from batch to batch, as in a run) and gives per
 batch the AUC of its repair for ``extras["oracle_progress"]`` (``repair_alignment``,
-docs/alignment.md) and per kind the routed rows' repair ``kappa * A^Phi``.
+docs/alignment.md) and per kind the routed rows' repair ``kappa * A^Phi``;
+:func:`pool_lines` writes one task pool's table of them. :func:`keys_per_task` counts the
+entries a batch adds to the pool per task.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -21,9 +24,10 @@ import numpy as np
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
 from mvpo_train.credit.alignment_measure import repair_alignment
+from mvpo_train.credit.mvpo import milestones_done
 from mvpo_train.stats import t_interval
 
-__all__ = ["KINDS", "measure", "step_kinds"]
+__all__ = ["KINDS", "keys_per_task", "measure", "pool_lines", "step_kinds"]
 
 KINDS = (
     "go to into a milestone place",
@@ -94,3 +98,52 @@ def measure(batches: list[StepBatch], kwargs: dict[str, Any], burn_in: int) -> d
         "pool_bytes": est.pool.nbytes,
         "ms_per_batch": 1000.0 * seconds / max(len(batches), 1),
     }
+
+
+def keys_per_task(batch: StepBatch) -> list[int]:
+    """Distinct ``(signature, milestones done)`` keys of each task of ``batch`` (the pool's
+    entries one batch adds per task with ``potential_split="milestones"``)."""
+    sb = batch.canonical()
+    task = np.asarray(batch.extras["task_index"])[batch.order]
+    done = milestones_done(sb)
+    keys: dict[int, set] = {}
+    for k, sig, d in zip(task.tolist(), sb.signature.tolist(), done.tolist(), strict=True):
+        keys.setdefault(k, set()).add((sig, d))
+    return [len(v) for v in keys.values()]
+
+
+def pool_lines(
+    n_tasks: int, res: dict[str, dict[str, Any]], burn_in: int, paper: str = "paper (default)"
+) -> list[str]:
+    """The section of one task pool (tasks drawn from ``n_tasks`` layouts): per option its
+    :func:`measure` (``res``: option -> result), the AUC with its interval, after
+    ``burn_in`` batches and per batch, the repair of the first three :data:`KINDS`, and the
+    milliseconds per call against the option ``paper``'s."""
+    lines = [
+        "",
+        f"## Tasks drawn from N = {n_tasks} layouts",
+        "",
+        "AUC of the repair for the oracle label, per batch (`repair_alignment`); per-kind "
+        "repair `kappa * A^Phi` over the routed rows of every batch: mean / share below 0 / "
+        "rows; the estimator's wall time per batch (one process, this run) and its ratio "
+        "to the paper form's.",
+        "",
+        f"| option | MVPO keywords | mean AUC [95% t] | mean after batch {burn_in} "
+        "| per batch | " + " | ".join(KINDS[:3]) + " | ms per call (x paper) |",
+        "|---|---|---|---:|---|---|---|---|---:|",
+    ]
+    for name, r in res.items():
+        ci = r["auc_mean"]
+        per = " ".join(f"{a:.2f}" for a in r["auc"])
+        cells = [
+            f"{c['mean']:+.3f} / {c['negative']:.0%} / {c['rows']}"
+            for c in (r["kinds"][k] for k in KINDS[:3])
+        ]
+        lines.append(
+            f"| {name} | `{json.dumps(r['kwargs'])}` | {ci['mean']:.3f} "
+            f"[{ci['low']:.3f}, {ci['high']:.3f}] | {r['auc_after_burn_in']:.3f} | {per} | "
+            + " | ".join(cells)
+            + f" | {r['ms_per_batch']:.0f} "
+            f"({r['ms_per_batch'] / res[paper]['ms_per_batch']:.1f}x) |"
+        )
+    return lines
