@@ -68,6 +68,7 @@ from mvpo_train.study.gain_table import (
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
+from mvpo_train.study.runs import train_cmd as run_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -158,30 +159,26 @@ def spec(args: argparse.Namespace, who: str = "oracle_gain") -> Sweep:
 
 
 def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list[str]:
+    """The ``mvpo-train`` command of one run (:func:`mvpo_train.study.runs.train_cmd`: resumed
+    from its latest complete checkpoint, or started over)."""
     env_kwargs = {"difficulty": arm.difficulty, "num_milestones": 4}
     if args.show_progress:
         env_kwargs["show_progress"] = True
     env_kwargs.update(env_options(args))
-    cmd = [
-        str(Path(sys.executable).with_name("mvpo-train")), "--preset", "cpu-tiny",
+    before = [
         "--env-id", ENV_ID, "--env-kwargs", json.dumps(env_kwargs), "--tasks", "[]",
         "--max-steps", "50", "--policy", "encoder", "--model", "fresh",
         "--num-groups", str(args.num_groups), "--group-size", str(args.group_size),
-        "--ppo-epochs", str(args.ppo_epochs), "--lr", str(args.lr),
-        "--estimator", arm.estimator, "--seed", str(seed),
-        "--iterations", str(args.iterations), "--run-dir", str(path), "--threads", "1",
-        "--no-progress", "--no-tensorboard", "--save-every", "5",
-        "--embedding-cache", str(Path(args.base) / "embeddings.npz"),
-        "--eval-split", "eval", "--eval-every", str(args.iterations), "--no-eval-greedy",
+        "--ppo-epochs", str(args.ppo_epochs), "--lr", str(args.lr), "--estimator", arm.estimator,
+    ]  # fmt: skip
+    after = [
+        "--embedding-cache", str(Path(args.base) / "embeddings.npz"), "--eval-split", "eval",
+        "--eval-every", str(args.iterations), "--no-eval-greedy",
         "--eval-episodes", str(args.eval_episodes),
     ]  # fmt: skip
     if arm.kwargs:
-        cmd += ["--estimator-kwargs", json.dumps(arm.kwargs, sort_keys=True)]
-    if (path / "checkpoints" / "LATEST").is_file():
-        cmd.append("--resume")
-    elif path.exists() and any(p.name != "train.log" for p in path.iterdir()):
-        cmd.append("--overwrite")
-    return cmd
+        after += ["--estimator-kwargs", json.dumps(arm.kwargs, sort_keys=True)]
+    return run_cmd(path, seed, args.iterations, before, after)
 
 
 # ------------------------------------------------------------------ analysis
