@@ -58,7 +58,7 @@ from mvpo_train.study.gain_sweep import GainArm as Arm
 from mvpo_train.study.gain_sweep import Sweep, finished, mean_finite, sweep
 from mvpo_train.study.gain_table import (
     METRICS,
-    carried_metrics,
+    arm_tables,
     curve_cells,
     pair_cells,
     per_run,
@@ -200,27 +200,14 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     by_name = {a.name: a for a in arm_list}
     data = load(args, arm_list)
     carried = load_carried(archive_dir(args), fingerprint(settings(args)))
-    carried = {k: v for k, v in carried.items() if k in by_name and k not in data}
-    metrics = {name: {s: per_run(r, args.iterations) for s, r in runs.items()}
-               for name, runs in data.items()}  # fmt: skip
-    metrics.update({name: carried_metrics(e) for name, e in carried.items()})
-    n_runs = sum(len(v) for v in metrics.values())
-    n_plan = len(arm_list) * len(args.seeds)
-    arms_out: dict[str, Any] = {}
-    for arm in arm_list:
-        if arm.name in carried:
-            arms_out[arm.name] = {**carried[arm.name], "carried": True}
-            continue
-        runs = data.get(arm.name, {})
-        if not runs:
-            continue
-        seeds = sorted(runs)
-        res = [runs[s] for s in seeds]
+
+    def entry(name: str, res: list, seeds: list[int], values: list) -> dict[str, Any]:
+        arm = by_name[name]
         aucs = [r["auc"] for r in res if r["auc"] is not None]
-        arms_out[arm.name] = {
+        return {
             "estimator": arm.estimator, "kwargs": arm.kwargs, "rho": arm.rho,
             "difficulty": arm.difficulty, "axis": arm.axis, "seeds": seeds,
-            **seed_cells([metrics[arm.name][s] for s in seeds], METRICS),
+            **seed_cells(values, METRICS),
             "auc": float(np.mean(aucs)) if aucs else None,
             **{k: float(np.mean([r[k] for r in res]))
                for k in ("zero_credit", "kappa", "repaired_ratio")},
@@ -228,6 +215,11 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
             "minutes_per_run": float(np.mean([r["minutes"] for r in res])),
             "curve": curve_cells([r["success"] for r in res]),
         }  # fmt: skip
+
+    per_seed = lambda r: per_run(r, args.iterations)  # noqa: E731
+    metrics, arms_out = arm_tables(list(by_name), data, carried, per_seed, METRICS, entry)
+    n_runs = sum(len(v) for v in metrics.values())
+    n_plan = len(arm_list) * len(args.seeds)
     pairs: dict[str, Any] = {}
     for name in arms_out:
         ref = reference(by_name[name])

@@ -55,7 +55,7 @@ from mvpo_train.study.estimator_cost import time_arms
 from mvpo_train.study.gain_pages import potential_learning_page
 from mvpo_train.study.gain_sweep import seed_dir, sweep
 from mvpo_train.study.gain_table import (
-    carried_metrics,
+    arm_tables,
     curve_cells,
     pair_cells,
     per_run,
@@ -226,29 +226,20 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     order = [a.name for a in reused_arms()] + [a.name for a in new_arms()]
     specs = {a.name: a for a in reused_arms() + new_arms()}
     carried = load_carried(og.archive_dir(args), og.fingerprint(s))
-    carried = {k: v for k, v in carried.items() if k in specs and k not in data}
-    table = {
-        n: {k: per_seed(r, args.iterations) for k, r in runs.items()} for n, runs in data.items()
-    }
-    table.update({n: carried_metrics(e, METRICS) for n, e in carried.items()})
-    arms_out: dict[str, Any] = {}
-    for name in order:
-        if name in carried:
-            arms_out[name] = {**carried[name], "carried": True}
-            continue
-        runs = data.get(name)
-        if not runs:
-            continue
-        seeds = sorted(runs)
-        adv = [runs[k]["advantage_s"] for k in seeds if runs[k]["advantage_s"] is not None]
-        arms_out[name] = {
+
+    def entry(name: str, res: list, seeds: list[int], values: list) -> dict[str, Any]:
+        adv = [r["advantage_s"] for r in res if r["advantage_s"] is not None]
+        return {
             "estimator": specs[name].estimator, "kwargs": specs[name].kwargs,
             "reused": name in REUSED, "source": source[name], "seeds": seeds,
-            **seed_cells([table[name][k] for k in seeds], METRICS),
+            **seed_cells(values, METRICS),
             "advantage_s": float(np.mean(adv)) if adv else None,
-            "minutes_per_run": float(np.mean([runs[k]["minutes"] for k in seeds])),
-            "curve": curve_cells([runs[k]["success"] for k in seeds]),
+            "minutes_per_run": float(np.mean([r["minutes"] for r in res])),
+            "curve": curve_cells([r["success"] for r in res]),
         }  # fmt: skip
+
+    per = lambda r: per_seed(r, args.iterations)  # noqa: E731
+    table, arms_out = arm_tables(order, data, carried, per, METRICS, entry)
     pairs: dict[str, Any] = {}
     for ref in REFERENCES:
         for name in arms_out:

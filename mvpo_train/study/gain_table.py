@@ -5,6 +5,7 @@ results of :mod:`mvpo_train.study.gain_sweep`.
 * :func:`per_run`: one run's values (:data:`METRICS`: area, final, iterations to 5% and 10%,
   held-out success);
 * :func:`carried_metrics`: the same, per seed, of an arm carried in ``carried.json``;
+* :func:`arm_tables`: every arm's per-seed values and its entry, carried arms included;
 * :func:`seed_cells`, :func:`curve_cells`: an arm's intervals over seeds, its per-seed values
   and its batch-success curve with a bootstrap band;
 * :func:`pair_cells`: an arm against a reference on the random seeds both have;
@@ -14,7 +15,7 @@ results of :mod:`mvpo_train.study.gain_sweep`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "METRICS",
     "PAIR_HEAD",
     "THRESHOLDS",
+    "arm_tables",
     "boot_cell",
     "carried_metrics",
     "curve_cells",
@@ -88,6 +90,33 @@ def curve_cells(curves: Sequence[Sequence[float]]) -> dict[str, list[float]]:
     """The mean batch-success curve over seeds with its pointwise bootstrap band."""
     mean, lo, hi = curve_band(np.array(curves))
     return {"mean": mean.tolist(), "lo": lo.tolist(), "hi": hi.tolist()}
+
+
+def arm_tables(
+    order: Sequence[str],
+    data: Mapping[str, Mapping[int, Mapping[str, Any]]],
+    carried: Mapping[str, Mapping[str, Any]],
+    per_seed: Callable[[Mapping[str, Any]], dict[str, float]],
+    metrics: Sequence[str],
+    entry: Callable[[str, list[Mapping[str, Any]], list[int], list[dict[str, float]]], dict],
+) -> tuple[dict[str, dict[int, dict[str, float]]], dict[str, Any]]:
+    """The per-seed values of every arm (``per_seed`` of each run's result in ``data``, or a
+    carried arm's :func:`carried_metrics` of ``metrics``) and the arms' entries in ``order``:
+    a carried arm's as ``carried.json`` holds it (marked ``carried``), else ``entry(name,
+    results, seeds, values)`` over its runs, seed by seed; arms without runs left out.
+    ``carried`` arms that have runs in ``data`` are not used."""
+    carried = {k: v for k, v in carried.items() if k in order and k not in data}
+    table = {n: {s: per_seed(r) for s, r in runs.items()} for n, runs in data.items()}
+    table.update({n: carried_metrics(e, metrics) for n, e in carried.items()})
+    arms: dict[str, Any] = {}
+    for name in order:
+        if name in carried:
+            arms[name] = {**carried[name], "carried": True}
+        elif data.get(name):
+            seeds = sorted(data[name])
+            res = [data[name][s] for s in seeds]
+            arms[name] = entry(name, res, seeds, [table[name][s] for s in seeds])
+    return table, arms
 
 
 def pair_cells(table: Table, name: str, ref: str, metrics: Sequence[str]) -> dict[str, Any] | None:

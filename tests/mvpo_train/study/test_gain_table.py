@@ -53,3 +53,26 @@ def test_the_product_fit_finds_a_product_and_needs_five_points() -> None:
     assert fit["product_b"] == pytest.approx(0.7) and fit["product_r2"] == pytest.approx(1.0)
     assert fit["additive_r2"] < 1.0
     assert "too few" in product_fit(["a"], [[1, 1, 1]], [0.1])["note"]
+
+
+def test_arm_tables_take_carried_arms_only_where_no_run_exists() -> None:
+    from mvpo_train.study.gain_table import arm_tables
+
+    data = {"a": {1: {"v": 0.5}, 0: {"v": 0.25}}, "b": {0: {"v": 0.1}}}
+    carried = {
+        "b": {"seeds": [0], "per_seed": {"x": [9.0]}},  # b has runs: its carried entry unused
+        "c": {"seeds": [3], "per_seed": {"x": [0.7]}},
+        "other": {"seeds": [0], "per_seed": {"x": [0.0]}},  # not an arm of this table
+    }
+    seen = []
+
+    def entry(name, res, seeds, values):
+        seen.append((name, seeds, [r["v"] for r in res], values))
+        return {"n": len(seeds)}
+
+    table, arms = arm_tables(
+        ["c", "a", "b", "d"], data, carried, lambda r: {"x": r["v"]}, ["x"], entry
+    )
+    assert list(arms) == ["c", "a", "b"] and arms["c"]["carried"] is True
+    assert table["c"] == {3: {"x": 0.7}} and table["b"] == {0: {"x": 0.1}} and "other" not in table
+    assert seen[0] == ("a", [0, 1], [0.25, 0.5], [{"x": 0.25}, {"x": 0.5}])
