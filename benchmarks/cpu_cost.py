@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
-    from mvpo_train.study.phase_tables import showcase_lines, task_lines
+    from mvpo_train.study.phase_tables import header_lines, showcase_lines, task_lines
     from mvpo_train.study.tables import command_line
     from mvpo_train.study.worktree import checkout, short_sha
 
@@ -277,14 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     export_cpu = build_export(src["after"])
     results: dict[str, Any] = {"commits": shas, "onnx_export_cpu_s": export_cpu}
     cmd = command_line("benchmarks/cpu_cost.py", argv if argv is not None else sys.argv[1:])
-    md = ["# CPU cost per iteration, before and after the fast paths", "",
-          f"Command: `nice -n 10 {cmd.strip()}` (benchmarks/cpu_cost.py, module docstring); "
-          f"`before` = commit {shas['before']} (the code before the CPU-cost work, its "
-          f"defaults), `after` = commit {shas['after']} with `--embedding-runtime auto`; "
-          "process CPU seconds, one torch thread, the first iteration of a fresh process; the "
-          f"two variants of a measurement ran at the same time (`--jobs {args.jobs}`). "
-          f"Building the ONNX export once (not in the tables): {export_cpu:.1f} CPU s.",
-          ""]  # fmt: skip
+    md = header_lines(cmd, shas, args.jobs, export_cpu)
     pool = ThreadPoolExecutor(max_workers=args.jobs)
 
     def pair(task: str, kind: str) -> dict[str, dict]:
@@ -299,9 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         if task == "showcase":
             res = pair(task, "cold")
             results["showcase"] = res
-            md += [f"### showcase (`mvpo-showcase --iterations {args.showcase_iterations}`, "
-                   "cold embedding cache)", "", *showcase_lines(res, args.showcase_iterations),
-                   ""]  # fmt: skip
+            md += [*showcase_lines(res, args.showcase_iterations), ""]
             continue
         kinds = ("cold", "warm") if task in CACHED else ("cold",)
         measured = {kind: pair(task, kind) for kind in kinds}

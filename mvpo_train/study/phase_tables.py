@@ -6,6 +6,7 @@ its first iteration), ``iterations`` (per iteration, the exclusive seconds of ea
 ``eval`` and ``total``. The measured processes run another commit's packages, so nothing here
 is imported by them: only the driver that writes the page reads this module.
 
+* :func:`header_lines`: the page's title and what it measured;
 * :func:`row_of`, :func:`iteration_cpu`: the first iteration's phases with the setup, and an
   iteration's total (setup and evaluation left out);
 * :func:`table`: one line per phase that took time, a column per measurement;
@@ -20,13 +21,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["PHASES", "iteration_cpu", "row_of", "showcase_lines", "table", "task_lines"]
+__all__ = [
+    "PHASES",
+    "header_lines",
+    "iteration_cpu",
+    "row_of",
+    "showcase_lines",
+    "table",
+    "task_lines",
+]
 
 #: display order of the phases
 PHASES = [
     "setup", "minilm", "head forward", "lm score", "backward", "optimizer", "env",
     "rollout", "logp_ref", "advantage", "update", "eval",
 ]  # fmt: skip
+
+
+def header_lines(command: str, shas: Mapping[str, str], jobs: int, export_cpu: float) -> list[str]:
+    """The page's title and what it measured: ``command``, the two commits, the jobs at a
+    time and the one-off CPU seconds of the ONNX export."""
+    return [
+        "# CPU cost per iteration, before and after the fast paths",
+        "",
+        f"Command: `nice -n 10 {command.strip()}` (benchmarks/cpu_cost.py, module docstring); "
+        f"`before` = commit {shas['before']} (the code before the CPU-cost work, its "
+        f"defaults), `after` = commit {shas['after']} with `--embedding-runtime auto`; "
+        "process CPU seconds, one torch thread, the first iteration of a fresh process; the "
+        f"two variants of a measurement ran at the same time (`--jobs {jobs}`). "
+        f"Building the ONNX export once (not in the tables): {export_cpu:.1f} CPU s.",
+        "",
+    ]
 
 
 def row_of(result: Mapping[str, Any]) -> dict[str, float]:
@@ -77,9 +102,14 @@ def task_lines(task: str, measured: Mapping[str, Mapping[str, Mapping[str, Any]]
 
 
 def showcase_lines(res: Mapping[str, Mapping[str, Any]], n: int) -> list[str]:
-    """The showcase's totals, before and after, and the 10-iteration estimate (``n``: the
-    iterations measured)."""
-    lines = ["| | before | after | after / before |", "|---|---:|---:|---:|"]
+    """The showcase's section: its totals, before and after, and the 10-iteration estimate
+    (``n``: the iterations measured)."""
+    lines = [
+        f"### showcase (`mvpo-showcase --iterations {n}`, cold embedding cache)",
+        "",
+        "| | before | after | after / before |",
+        "|---|---:|---:|---:|",
+    ]
     vals: dict[str, dict[str, float]] = {}
     for v in ("before", "after"):
         r = res[v]

@@ -3,7 +3,14 @@ estimate."""
 
 from __future__ import annotations
 
-from mvpo_train.study.phase_tables import iteration_cpu, row_of, showcase_lines, table, task_lines
+from mvpo_train.study.phase_tables import (
+    header_lines,
+    iteration_cpu,
+    row_of,
+    showcase_lines,
+    table,
+    task_lines,
+)
 
 
 def test_showcase_estimate_adds_the_missing_iterations_at_the_last_ones_cost():
@@ -16,6 +23,7 @@ def test_showcase_estimate_adds_the_missing_iterations_at_the_last_ones_cost():
     assert row == "| make run estimate | 440.0 | 220.0 | x0.50 |"  # 200 + 8 x 30
     assert "| iteration 1 | 60.0 | 30.0 | x0.50 |" in lines
     assert "| setup | 5.0 | 5.0 | x1.00 |" in lines
+    assert lines[0] == "### showcase (`mvpo-showcase --iterations 2`, cold embedding cache)"
 
 
 def test_the_table_lists_phases_that_took_time_and_totals_the_iteration():
@@ -42,3 +50,12 @@ def test_a_task_section_compares_before_and_after_per_kind():
     assert "- study, cold: iteration 4.0 -> 2.0 CPU s (x0.50); setup 10.0 -> 5.0 s" in lines
     assert "- study, warm: iteration 3.0 -> 1.5 CPU s (x0.50); setup 8.0 -> 4.0 s" in lines
     assert lines[-1] == ""
+
+
+def test_the_header_names_both_commits_and_the_export():
+    lines = header_lines(
+        "python benchmarks/cpu_cost.py ", {"before": "abc", "after": "def"}, 2, 3.25
+    )
+    assert lines[0] == "# CPU cost per iteration, before and after the fast paths"
+    assert "`nice -n 10 python benchmarks/cpu_cost.py` (" in lines[2]
+    assert "commit abc" in lines[2] and "commit def" in lines[2] and "3.2 CPU s" in lines[2]
