@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,7 @@ from mvpo_train.study import estimator_cost
 from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.estimator_cost import time_arms
 from mvpo_train.study.gain_pages import potential_learning_page
-from mvpo_train.study.gain_sweep import seed_dir, sweep
+from mvpo_train.study.gain_sweep import estimator_seconds, seed_dir, seed_embedding_cache, sweep
 from mvpo_train.study.gain_table import (
     arm_tables,
     curve_cells,
@@ -63,7 +62,6 @@ from mvpo_train.study.gain_table import (
 )
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
-from mvpo_train.study.runs import metric_rows
 from mvpo_train.study.tables import command_line, machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,17 +114,6 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[og.Arm, int]]:
     return [(a, s) for s in args.seeds for a in arm_list]
 
 
-def seed_embedding_cache(reuse: Path, base: Path) -> None:
-    """Start ``base``'s embedding cache as a copy of ``reuse``'s (read only; the trainer writes
-    that file by atomic rename, so a copy is whole): the new arms' runs embed with the vectors
-    the reused runs embedded with, and skip recomputing them. Nothing when ``base`` has one or
-    ``reuse`` has none."""
-    src, dst = Path(reuse) / "embeddings.npz", Path(base) / "embeddings.npz"
-    if src.is_file() and not dst.exists():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dst)
-
-
 # ------------------------------------------------------------------ estimator cost
 
 
@@ -168,14 +155,6 @@ def cost_lines(archive: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ analysis
-
-
-def estimator_seconds(path: Path, iterations: int) -> float | None:
-    """Mean seconds per iteration the run in ``path`` spent in the estimator
-    (``time/advantage``), None without such rows (or without a ``metrics.jsonl``)."""
-    rows = [r for r in metric_rows(path) if "success" in r][:iterations]
-    t = [float(r["time/advantage"]) for r in rows if "time/advantage" in r]
-    return float(np.mean(t)) if t else None
 
 
 def reuse_args(args: argparse.Namespace) -> argparse.Namespace:

@@ -8,6 +8,8 @@ committed.
 * :class:`GainArm`: an estimator with keywords at a difficulty, on one axis of a study;
 * :func:`summarise_run`: a finished run's compact result, from its ``metrics.jsonl``;
 * :func:`finished`: a run's result from the archive, else from its run folder;
+* :func:`estimator_seconds`, :func:`seed_embedding_cache`: a run's seconds in the estimator,
+  and a sweep's embedding cache started from another's;
 * :func:`todo`: the runs of a plan neither archived, finished nor carried;
 * :class:`Sweep`, :func:`sweep`: where a sweep runs, and the runner, ``jobs`` at a time, each finished run summarised and archived.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -31,14 +34,17 @@ import numpy as np
 from mvpo_train.metrics import read_metrics
 from mvpo_train.study.paired import SEEDS, check_settings
 from mvpo_train.study.result_archive import check_result, load_carried, load_result, save_result
+from mvpo_train.study.runs import metric_rows
 
 __all__ = [
     "FINAL",
     "GainArm",
     "Sweep",
+    "estimator_seconds",
     "finished",
     "mean_finite",
     "seed_dir",
+    "seed_embedding_cache",
     "summarise_run",
     "sweep",
     "todo",
@@ -109,6 +115,26 @@ def summarise_run(path: Path, iterations: int) -> dict[str, Any]:
         "minutes": float(sum(r.get("time/total", 0.0) + r.get("time/eval", 0.0) for r in rows))
         / 60.0,
     }
+
+
+def estimator_seconds(path: Path, iterations: int) -> float | None:
+    """Mean seconds per iteration the run in ``path`` spent in the estimator
+    (``time/advantage``) over the study's ``iterations``; None without such rows (or without a
+    ``metrics.jsonl``)."""
+    rows = [r for r in metric_rows(path) if "success" in r][:iterations]
+    t = [float(r["time/advantage"]) for r in rows if "time/advantage" in r]
+    return float(np.mean(t)) if t else None
+
+
+def seed_embedding_cache(reuse: Path, base: Path) -> None:
+    """Start ``base``'s embedding cache as a copy of ``reuse``'s (read only; the trainer writes
+    that file by atomic rename, so a copy is whole): a sweep's runs embed with the vectors
+    another sweep's runs embedded with, and skip recomputing them. Nothing when ``base`` has
+    one or ``reuse`` has none."""
+    src, dst = Path(reuse) / "embeddings.npz", Path(base) / "embeddings.npz"
+    if src.is_file() and not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
 
 
 def finished(

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mvpo_train.study.gain_sweep import seed_embedding_cache
+
 from .helpers import study_module
 
 pl = study_module("potential_learning")
@@ -133,13 +135,13 @@ def test_analysis_reuses_the_other_base_and_pairs_by_seed(tmp_path: Path) -> Non
 def test_embedding_cache_starts_as_the_reused_runs_one(tmp_path: Path) -> None:
     reuse, base = tmp_path / "og", tmp_path / "pl"
     reuse.mkdir()
-    pl.seed_embedding_cache(reuse, base)  # nothing to copy: nothing written
+    seed_embedding_cache(reuse, base)  # nothing to copy: nothing written
     assert not (base / "embeddings.npz").exists()
     (reuse / "embeddings.npz").write_bytes(b"vectors of the reused runs")
-    pl.seed_embedding_cache(reuse, base)
+    seed_embedding_cache(reuse, base)
     assert (base / "embeddings.npz").read_bytes() == b"vectors of the reused runs"
     (base / "embeddings.npz").write_bytes(b"grown by the new runs")
-    pl.seed_embedding_cache(reuse, base)  # never overwrites the study's own cache
+    seed_embedding_cache(reuse, base)  # never overwrites the study's own cache
     assert (base / "embeddings.npz").read_bytes() == b"grown by the new runs"
     assert (reuse / "embeddings.npz").read_bytes() == b"vectors of the reused runs"
 

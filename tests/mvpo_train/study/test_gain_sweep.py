@@ -11,6 +11,7 @@ import pytest
 from mvpo_train.study.gain_sweep import (
     GainArm,
     Sweep,
+    estimator_seconds,
     finished,
     seed_dir,
     summarise_run,
@@ -89,3 +90,10 @@ def test_the_sweep_starts_only_what_is_neither_archived_nor_carried(tmp_path: Pa
     assert load_result(archive, "a", 1, 3) is None
     with pytest.raises(SystemExit, match="lr"):
         sweep(Sweep(base, archive, {"lr": 2}, "fp2", 3, "study"), plan, command, jobs=1)
+
+
+def test_estimator_seconds_over_the_study_iterations(tmp_path: Path) -> None:
+    assert estimator_seconds(tmp_path / "none", 3) is None
+    rows = [{"success": 0.0, "time/advantage": t} for t in (1.0, 2.0, 6.0)]
+    tmp_path.joinpath("metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert estimator_seconds(tmp_path, 2) == 1.5
