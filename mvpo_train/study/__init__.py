@@ -22,8 +22,22 @@ arms and texts of each study: the trainer's package names no env):
   the table of such results (per-arm intervals and curves, paired differences);
 * :mod:`mvpo_train.study.curves`: the learning-curve table (per-seed values from the runs,
   per-arm intervals, pairs) and its figure;
-* :mod:`mvpo_train.study.curve_panels`: the oracle-gain studies' figure (panels of arms'
-  batch-success curves with their bands);
+* the oracle-gain studies: :mod:`mvpo_train.study.gain_sweep` (their arms, the runner that
+  condenses and archives each finished run), :mod:`mvpo_train.study.gain_table` (per-seed
+  values, carried arms, pairs by seed, the product fit), :mod:`mvpo_train.study.gain_pages`
+  (their pages) and :mod:`mvpo_train.study.curve_panels` (their figure: panels of arms'
+  batch-success curves with their bands); :mod:`mvpo_train.study.cost_estimate` a study's
+  CPU hours before it runs;
+* how well a potential ranks progress steps: :mod:`mvpo_train.study.progress_sources`
+  (labelled batches with progress-carrying signatures), :mod:`mvpo_train.study.option_alignment`
+  (rows of estimator options scored per source, and the page),
+  :mod:`mvpo_train.study.expert_alignment` (noisy-expert batches scored per variant),
+  :mod:`mvpo_train.study.step_kinds` (the repair per step kind),
+  :mod:`mvpo_train.study.estimator_cost` (an estimator option's milliseconds per batch);
+* :mod:`mvpo_train.study.candidates`: policy candidates measured (success, an iteration, a
+  short learning run, history layouts, the LM's scorers) and their tables;
+  :mod:`mvpo_train.study.phase_tables` the CPU seconds per phase of an iteration, before and
+  after;
   :mod:`mvpo_train.study.figures` what every figure shares (the backend, a row's band, saving);
 * :mod:`mvpo_train.study.credit_mass`: where MVPO's advantage mass goes in a run's batch
   records;
