@@ -62,6 +62,7 @@ from mvpo_train.study.gain_table import (
 )
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
+from mvpo_train.study.run_sets import rel_path
 from mvpo_train.study.tables import command_line, machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,14 +181,8 @@ def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict
                     res["advantage_s"] = estimator_seconds(
                         seed_dir(Path(a.base), name, seed), args.iterations
                     )
-            data[name], source[name] = runs, _shown(og.archive_dir(a))
+            data[name], source[name] = runs, rel_path(og.archive_dir(a), ROOT)
     return data, source
-
-
-def _shown(path: Path) -> str:
-    """``path`` as the results name it: relative to the repository when it is inside it."""
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def per_seed(res: dict[str, Any], iterations: int) -> dict[str, float]:
@@ -230,8 +225,8 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     n_done = sum(len(table.get(n, {})) for n in planned)
     out = {
         "settings": {**s, "seeds": args.seeds, "fingerprint": og.fingerprint(s)},
-        "reuse_base": _shown(Path(args.reuse_base)),
-        "reuse_archive": _shown(Path(args.reuse_archive)),
+        "reuse_base": rel_path(Path(args.reuse_base), ROOT),
+        "reuse_archive": rel_path(Path(args.reuse_archive), ROOT),
         "progress": {"runs_done": n_done, "runs_planned": len(planned) * len(args.seeds),
                      "partial": n_done < len(planned) * len(args.seeds)},
         "arms": arms_out,
