@@ -39,7 +39,13 @@ import mvpo_envs  # noqa: E402, F401  (registers the env ids)
 from mvpo_train.credit.mvpo import MVPOConfig  # noqa: E402
 from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
 from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
-from mvpo_train.study.step_kinds import keys_per_task, measure, pool_lines  # noqa: E402
+from mvpo_train.study.step_kinds import (  # noqa: E402
+    KINDS_NOTE,
+    decay_fold_lines,
+    keys_per_task,
+    measure,
+    pool_lines,
+)
 
 ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = ROOT / "benchmarks" / "results" / "potential_kinds.md"
@@ -101,35 +107,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
     mem = out["memory"]
     cap = MVPOConfig().pool_max_entries
     lines += [
-        "",
-        "## The decay of the pool, the folds",
-        "",
-        f"The three options together (`{json.dumps(OPTIONS['pooled TD + split (all)'])}`) at "
-        f"other `pool_decay` values, N = {s['groups']} (every task in every batch), mean AUC "
-        f"after batch {s['burn_in']}: "
-        + ", ".join(f"{d}: {a:.3f}" for d, a in out["decays"].items())
-        + f" (default {MVPOConfig().pool_decay}: the table above). A fixed uniform policy "
-        "gains from never forgetting; a learning one changes what its old rollouts say.",
-        "",
-        f"The same with more folds (`td_folds`; default {MVPOConfig().td_folds}), mean AUC after "
-        f"batch {s['burn_in']} and ms per call: "
-        + "; ".join(
-            f"N = {n}: "
-            + ", ".join(f"{k} folds {a:.3f} ({out['folds_ms'][n][k]:.0f} ms)" for k, a in v.items())
-            for n, v in out["folds"].items()
-        )
-        + ".",
-        "",
-        "## Memory of the pool",
-        "",
-        "Pool entries and bytes at the end of the run above, per pooled option and N: "
-        + "; ".join(
-            f"{name}, N = {n}: {r['pool_entries']} ({r['pool_bytes'] / 1e6:.2f} MB)"
-            for n, res in out["pools"].items()
-            for name, r in res.items()
-            if r["kwargs"].get("region_stats") == "pooled"
-        )
-        + ".",
+        *decay_fold_lines(out, OPTIONS["pooled TD + split (all)"]),
         "",
         f"ALFWorld (`mvpo/ALFWorld-v0`, fast engine, train split as bundled): one uniform batch "
         f"of {mem['tasks']} tasks x {mem['rollouts']} rollouts x 50 steps holds "
@@ -143,11 +121,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
         "whatever the run; entries lighter than 1e-3 decayed visits are dropped (at `pool_decay` "
         "0.8 a key not seen again leaves after 31 iterations).",
         "",
-        "Kinds: `go to` into a milestone place = a `go to` after which a milestone is made before "
-        "the agent leaves the place it went to; milestone step = a row that fires a milestone; "
-        "step leaving it = the first `go to` after a milestone, from the place where it was made. "
-        "Routed rows: those MVPO repairs (zero-credit step groups). NaN AUCs (one class among "
-        "the labelled repaired rows) are left out of the means.",
+        KINDS_NOTE,
         "",
     ]
     return "\n".join(lines)

@@ -9,7 +9,8 @@ other ``go to`` and every other step. :func:`measure` calls one MVPO estimator o
 order (its state, the pool included, carried from batch to batch, as in a run) and gives per
 batch the AUC of its repair for ``extras["oracle_progress"]`` (``repair_alignment``,
 docs/alignment.md) and per kind the routed rows' repair ``kappa * A^Phi``;
-:func:`pool_lines` writes one task pool's table of them. :func:`keys_per_task` counts the
+:func:`pool_lines` writes one task pool's table of them, :func:`decay_fold_lines` the
+section on the pool's decay, its folds and its memory. :func:`keys_per_task` counts the
 entries a batch adds to the pool per task.
 """
 
@@ -24,10 +25,18 @@ import numpy as np
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
 from mvpo_train.credit.alignment_measure import repair_alignment
-from mvpo_train.credit.mvpo import milestones_done
+from mvpo_train.credit.mvpo import MVPOConfig, milestones_done
 from mvpo_train.stats import t_interval
 
-__all__ = ["KINDS", "keys_per_task", "measure", "pool_lines", "step_kinds"]
+__all__ = [
+    "KINDS",
+    "KINDS_NOTE",
+    "decay_fold_lines",
+    "keys_per_task",
+    "measure",
+    "pool_lines",
+    "step_kinds",
+]
 
 KINDS = (
     "go to into a milestone place",
@@ -147,3 +156,50 @@ def pool_lines(
             f"({r['ms_per_batch'] / res[paper]['ms_per_batch']:.1f}x) |"
         )
     return lines
+
+
+#: what the kinds and the routed rows of :func:`pool_lines` are, for a page
+KINDS_NOTE = (
+    "Kinds: `go to` into a milestone place = a `go to` after which a milestone is made before "
+    "the agent leaves the place it went to; milestone step = a row that fires a milestone; "
+    "step leaving it = the first `go to` after a milestone, from the place where it was made. "
+    "Routed rows: those MVPO repairs (zero-credit step groups). NaN AUCs (one class among "
+    "the labelled repaired rows) are left out of the means."
+)
+
+
+def decay_fold_lines(out: dict[str, Any], combination: dict[str, Any]) -> list[str]:
+    """The section on the pool's decay and the folds: ``combination``'s mean AUC after the
+    burn-in at other ``pool_decay`` values (``out["decays"]``) and with more ``td_folds``
+    (``out["folds"]``, ``out["folds_ms"]``: per N, folds -> AUC and ms per call), then the
+    pool's entries and bytes at the end of each pooled option's run (``out["pools"]``)."""
+    s, cfg = out["settings"], MVPOConfig()
+    folds = "; ".join(
+        f"N = {n}: "
+        + ", ".join(f"{k} folds {a:.3f} ({out['folds_ms'][n][k]:.0f} ms)" for k, a in v.items())
+        for n, v in out["folds"].items()
+    )
+    memory = "; ".join(
+        f"{name}, N = {n}: {r['pool_entries']} ({r['pool_bytes'] / 1e6:.2f} MB)"
+        for n, res in out["pools"].items()
+        for name, r in res.items()
+        if r["kwargs"].get("region_stats") == "pooled"
+    )
+    return [
+        "",
+        "## The decay of the pool, the folds",
+        "",
+        f"The three options together (`{json.dumps(combination)}`) at "
+        f"other `pool_decay` values, N = {s['groups']} (every task in every batch), mean AUC "
+        f"after batch {s['burn_in']}: "
+        + ", ".join(f"{d}: {a:.3f}" for d, a in out["decays"].items())
+        + f" (default {cfg.pool_decay}: the table above). A fixed uniform policy "
+        "gains from never forgetting; a learning one changes what its old rollouts say.",
+        "",
+        f"The same with more folds (`td_folds`; default {cfg.td_folds}), mean AUC after "
+        f"batch {s['burn_in']} and ms per call: {folds}.",
+        "",
+        "## Memory of the pool",
+        "",
+        f"Pool entries and bytes at the end of the run above, per pooled option and N: {memory}.",
+    ]

@@ -36,3 +36,20 @@ def test_one_pool_table_row_per_option(batches) -> None:
     rows = [x for x in lines if x.startswith("| paper") or x.startswith("| split")]
     assert len(rows) == 2 and rows[0].endswith("(1.0x) |")
     assert '`{"potential_split": "milestones"}`' in rows[1]
+
+
+def test_the_decay_and_fold_section_names_every_setting(batches) -> None:
+    from mvpo_train.study.step_kinds import decay_fold_lines
+
+    pooled = measure(batches, {"region_stats": "pooled"}, 1)
+    out = {
+        "settings": {"groups": 8, "burn_in": 1},
+        "decays": {"0.5": 0.61, "1.0": 0.64},
+        "folds": {8: {"4": 0.6, "8": 0.62}},
+        "folds_ms": {8: {"4": 10.0, "8": 19.0}},
+        "pools": {8: {"pooled": pooled, "paper": measure(batches, {}, 1)}},
+    }
+    text = "\n".join(decay_fold_lines(out, {"region_stats": "pooled"}))
+    assert "mean AUC after batch 1: 0.5: 0.610, 1.0: 0.640 (default" in text
+    assert "N = 8: 4 folds 0.600 (10 ms), 8 folds 0.620 (19 ms)." in text
+    assert f"pooled, N = 8: {pooled['pool_entries']} (" in text and "paper, N = 8" not in text
