@@ -32,13 +32,11 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from mvpo_train.config import json_arg
 from mvpo_train.encoder_policy import SegmentEmbedder
-from mvpo_train.stats import wilson
 from mvpo_train.study import candidates
 from mvpo_train.study.bench import replace_section
 from mvpo_train.study.demo_layouts import parse_candidate, split_games
@@ -175,18 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _rate(r: dict[str, Any], split: str) -> str:
-    if f"{split}/success" not in r:
-        return ""
-    p, n = r[f"{split}/success"], r[f"{split}/episodes"]
-    lo, hi = wilson(p * n, n)
-    return f"{p:.3f} [{lo:.3f}, {hi:.3f}] ({n} ep)"
-
-
-def _speed(r: dict[str, Any], split: str) -> str:
-    return f"{r[f'{split}/steps_per_s']:.1f}" if f"{split}/steps_per_s" in r else ""
-
-
 def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layouts=()) -> None:
     cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
     title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
@@ -209,25 +195,12 @@ def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layout
         'POOL (docs/policies.md, "Input layout"); steps/s = env steps played / wall seconds '
         "of that evaluation.",
         "",
-        "| candidate | warm start s | "
-        + " | ".join(f"{s} success" for s in args.splits)
-        + " | "
-        + " | ".join(f"steps/s ({s})" for s in args.splits)
-        + " |",
-        "|---|---|" + "---|" * (2 * len(args.splits)),
     ]
     if layouts:
-        lines[-2:-2] = [*candidates.layout_lines(layouts, args.layout_steps, args.held_out), ""]
+        lines += [*candidates.layout_lines(layouts, args.layout_steps, args.held_out), ""]
+    lines += candidates.success_lines(rows, args.splits) if rows else []
     if not rows:
-        lines = lines[:-3]
-    for r in rows:
-        lines.append(
-            f"| {r['candidate']} | {r['warm_start_s']:.1f} | "
-            + " | ".join(_rate(r, s) for s in args.splits)
-            + " | "
-            + " | ".join(_speed(r, s) for s in args.splits)
-            + " |"
-        )
+        lines.pop()
     if iters:
         lines += candidates.iteration_lines(iters)
     if learn:

@@ -10,8 +10,8 @@ candidate, the candidate's policy, and each measurement: success per split
 learning run (:meth:`Bench.learning`), history layouts compared by behaviour cloning
 (:meth:`Bench.layouts`) and the LM's score-mode scorers (:meth:`Bench.scoring`).
 :func:`demonstrations` collects the expert steps (kept in a JSON file when asked);
-:func:`layout_lines`, :func:`iteration_lines`, :func:`learning_lines` and
-:func:`scoring_lines` are the tables of the measurements.
+:func:`success_lines`, :func:`layout_lines`, :func:`iteration_lines`, :func:`learning_lines`
+and :func:`scoring_lines` are the tables of the measurements.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import torch
 from mvpo_train.config import TrainConfig
 from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
 from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
+from mvpo_train.stats import wilson
 from mvpo_train.study.demo_layouts import expert_agreement, parse_candidate, relayout
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
@@ -39,6 +40,7 @@ __all__ = [
     "layouts",
     "learning_lines",
     "scoring_lines",
+    "success_lines",
     "warm_encoder",
 ]
 
@@ -351,4 +353,37 @@ def scoring_lines(rows: list[dict[str, Any]]) -> list[str]:
             for name, kind in cols
         ]
         lines.append(f"| {r['prompt_tokens']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def success_lines(rows: list[dict[str, Any]], splits: list[str]) -> list[str]:
+    """The table of :meth:`Bench.success` rows: per split the success with its 95% Wilson
+    interval and episodes, then the env steps per second of each split."""
+
+    def rate(r: dict[str, Any], split: str) -> str:
+        if f"{split}/success" not in r:
+            return ""
+        p, n = r[f"{split}/success"], r[f"{split}/episodes"]
+        lo, hi = wilson(p * n, n)
+        return f"{p:.3f} [{lo:.3f}, {hi:.3f}] ({n} ep)"
+
+    def speed(r: dict[str, Any], split: str) -> str:
+        return f"{r[f'{split}/steps_per_s']:.1f}" if f"{split}/steps_per_s" in r else ""
+
+    lines = [
+        "| candidate | warm start s | "
+        + " | ".join(f"{s} success" for s in splits)
+        + " | "
+        + " | ".join(f"steps/s ({s})" for s in splits)
+        + " |",
+        "|---|---|" + "---|" * (2 * len(splits)),
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['candidate']} | {r['warm_start_s']:.1f} | "
+            + " | ".join(rate(r, s) for s in splits)
+            + " | "
+            + " | ".join(speed(r, s) for s in splits)
+            + " |"
+        )
     return lines

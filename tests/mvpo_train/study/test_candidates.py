@@ -42,3 +42,16 @@ def test_the_tables_of_the_measurements() -> None:
         "| 0 |  | 0.500 |  |",
         "| 1 | 0.250 |  | 9 |",
     ]
+
+
+def test_the_success_table_gives_wilson_intervals_per_split() -> None:
+    from mvpo_train.study.candidates import success_lines
+
+    row = {"candidate": "encoder:0", "warm_start_s": 1.0, "train/success": 0.5,
+           "train/episodes": 10, "train/steps_per_s": 3.0}  # fmt: skip
+    lines = success_lines([row], ["train", "valid_unseen"])
+    assert lines[0].startswith("| candidate | warm start s | train success | valid_unseen success")
+    assert (
+        lines[2].startswith("| encoder:0 | 1.0 | 0.500 [0.2")
+        and "(10 ep) |  | 3.0 |  |" in lines[2]
+    )
