@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from learning_env import ALFWORLD, ARMS, FINAL_EVALS, RESULTS, ROOT
-from learning_runs import eval_cmd, run_all, warm_start_and_eval
 
 from mvpo_train.study.ablation_report import analyse, plot, write_markdown
+from mvpo_train.study.learning_runs import eval_cmd, run_all, warm_start_and_eval
 from mvpo_train.study.runs import eval_file, n_metrics, pending_runs, run_local
 from mvpo_train.study.tables import command_line, save_results
 
@@ -81,7 +81,11 @@ def test_held_out(args: argparse.Namespace) -> None:
     def commands(path: Path, arm: str, seed: int) -> list[list[str]]:
         if n_metrics(path) < args.iterations:
             return []
-        return [eval_cmd(path, sp, e) for sp, e in FINAL_EVALS if not eval_file(path, sp).is_file()]
+        return [
+            eval_cmd(path, sp, e, STUDY_ENV)
+            for sp, e in FINAL_EVALS
+            if not eval_file(path, sp).is_file()
+        ]
 
     pending = pending_runs(Path(args.base), ["mvpo", *args.test], args.seeds, commands)
     run_local(pending, args.jobs, ROOT)
@@ -136,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             with log.open("a") as f:
                 f.write(cmd.strip() + "\n")
         sa = sweep_args(args)
-        warm_start_and_eval(sa, base)  # the cached warm start
+        warm_start_and_eval(sa, base, ROOT)  # the cached warm start
         Path(args.embedding_cache).parent.mkdir(parents=True, exist_ok=True)
-        run_all(sa, base)
+        run_all(sa, base, ROOT)
         if args.test:
             test_held_out(args)
     study = RESULTS / "learning.json"

@@ -31,14 +31,15 @@ from diagnostics_data import (
     RESULTS,
     ROOT,
     STUDY_ITERATIONS,
+    TEXT,
     WEBSHOP_ARMS,
     WEBSHOP_BASE,
     WEBSHOP_STUDY_ARMS,
     WEBSHOP_STUDY_BASE,
     _rel,
 )
-from diagnostics_report import write_markdown
 
+from mvpo_train.study.run_set_page import write_markdown
 from mvpo_train.study.run_set_plot import plot
 from mvpo_train.study.run_set_report import carry, read_previous
 from mvpo_train.study.run_sets import (
@@ -174,7 +175,7 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     order = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
     order += [s for s in summaries if s["env"] not in HEADLINE_SETS]
     order += [s for s in summaries if s["env"] in HEADLINE_SETS and not s["found"]]
-    write_markdown(order, args, out, pngs)
+    write_markdown(order, args.command, args.early, out, pngs, TEXT)
     out.with_suffix(".json").write_text(json.dumps(order, indent=1, default=float) + "\n")
     return order
 

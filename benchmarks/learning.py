@@ -19,9 +19,15 @@ import sys
 from pathlib import Path
 
 from learning_env import ALFWORLD, ENVS, ROOT
-from learning_report import candidates_markdown, plot, study_settings, summarize, write_markdown
-from learning_runs import run_all, warm_candidates, warm_start_and_eval
 
+from mvpo_train.study.learning_page import (
+    candidates_markdown,
+    plot,
+    study_settings,
+    summarize,
+    write_markdown,
+)
+from mvpo_train.study.learning_runs import run_all, warm_candidates, warm_start_and_eval
 from mvpo_train.study.runs import load_runs
 from mvpo_train.study.tables import save_results
 
@@ -115,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     env = args.study_env
     base = Path(args.base)
     if args.warm_candidates is not None:
-        print(candidates_markdown(warm_candidates(args, base)))
+        print(candidates_markdown(warm_candidates(args, base, ROOT)))
         return 0
     if not args.analyze_only:
         if args.study:
-            warm_start_and_eval(args, base)
-        run_all(args, base)
+            warm_start_and_eval(args, base, ROOT)
+        run_all(args, base, ROOT)
         if args.study:
-            warm_start_and_eval(args, base, build=False)  # the eval needs a run's config
+            warm_start_and_eval(args, base, ROOT, build=False)  # the eval needs a run's config
     runs = load_runs(base, args.arms, args.seeds, args.iterations)
     table = summarize(
         runs, base, args.threshold, args.iterations, env=env,

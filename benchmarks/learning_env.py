@@ -1,15 +1,18 @@
 """The learning study's definition: its envs (ALFWorld, WebShop), arms, shared flags, held-out
-splits and what each study setting means (``benchmarks/learning.py``; docs/learning_study.md)."""
+splits and what each study setting means (``benchmarks/learning.py``; docs/learning_study.md),
+as :class:`mvpo_train.study.study_env.StudyEnv` data."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from pathlib import Path
-from typing import NamedTuple
 
-from mvpo_train.study import curves
+from mvpo_train.study import study_env as study_env_mod
+from mvpo_train.study.study_env import StudyEnv, arm_flags, count_tasks, embedding_cache
+
+__all__ = ["ALFWORLD", "ARMS", "ENVS", "POTENTIAL", "WEBSHOP", "StudyEnv", "arm_flags",
+           "count_tasks", "embedding_cache", "final_evals", "study_env"]  # fmt: skip
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -54,50 +57,13 @@ STUDY_FLAGS = [
 FINAL_EVALS = (("valid_unseen", 8), ("valid_seen", 4))
 
 
-class StudyEnv(NamedTuple):
-    """What one env's study sets (``--env``): the env, the flags every run shares, the
-    held-out splits, the default arms and pairs, where runs and results go, and how the
-    results file names them. ``child``: a script that runs ``train_main`` / ``eval_main`` with
-    the study's env and estimators registered (``None``: ``mvpo_train.cli`` itself)."""
-
-    name: str
-    env_id: str  # the env the warm start clones and the held-out split counts come from
-    title: str
-    flags: tuple[str, ...]
-    final_evals: tuple[tuple[str, int], ...]
-    arms: tuple[str, ...]
-    pairs: tuple[tuple[str, str], ...]
-    warm: str
-    base: str
-    out: str
-    env_kwargs: str = "{}"
-    warm_args: str = ""
-    iterations: int = 30
-    num_groups: int = 8
-    eval_every: int = 10
-    eval_episodes: int = 4
-    eval_env_id: str | None = None  # mvpo-eval --env-id (None: the run's own)
-    child: Path | None = None
-    scores: bool = False  # the eval files hold WebShop's ``score`` (reported beside success)
-    arm_flags: dict[str, list[str]] = {}  # arms only this env has (never mutated)
-    demos: str = "the train walkthroughs"
-    steps: int = 50
-    setting: str = ""  # the markdown's sentence on the env, after the warm start
-    extra_settings: dict = {}  # added to learning.json's settings (never mutated)
-
-    def arm(self, name: str) -> list[str]:
-        """The mvpo-train flags of arm ``name``."""
-        return list(self.arm_flags.get(name) or ARMS[name])
-
-    def arm_names(self) -> list[str]:
-        return sorted({*ARMS, *self.arm_flags})
-
-
 ALFWORLD = StudyEnv(
     name="alfworld", env_id="mvpo/ALFWorld-v0",
     title="Learning study: GRPO vs GiGPO vs MVPO on ALFWorld-scale rooms",
     flags=tuple(STUDY_FLAGS), final_evals=FINAL_EVALS, arms=DEFAULT_ARMS, pairs=DEFAULT_PAIRS,
     warm=WARM, base=str(ROOT / "runs" / "learning-study"), out=str(RESULTS / "learning.md"),
+    base_arms=ARMS, task_types=True,
+    defaults_sentence="`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)",
 )  # fmt: skip
 #: ``benchmarks/learning_webshop.py``: the success-reward WebShop id
 WEBSHOP_CHILD = ROOT / "benchmarks" / "learning_webshop.py"
@@ -139,6 +105,10 @@ WEBSHOP = StudyEnv(
     ),
     extra_settings={"train_env_id": WEBSHOP_SUCCESS_ID, "reward": "success",
                     "heldout_split": "test", "eval_env_id": "mvpo/WebShop-v0"},
+    base_arms=ARMS, candidates='docs/learning_study.md, "WebShop study"',
+    warm_flags=("--env-id", "mvpo/WebShop-v0"),
+    score_note=" Score: WebShop's score of the purchase (0 without one), mean over the held-out "
+    "episodes; success = a score of 1.0.",
 )  # fmt: skip
 ENVS = {e.name: e for e in (ALFWORLD, WEBSHOP)}
 
@@ -150,46 +120,4 @@ def study_env(args: argparse.Namespace) -> StudyEnv:
 
 def final_evals(args: argparse.Namespace) -> tuple[tuple[str, int], ...]:
     """The final held-out evaluations: ``--final-episodes`` per task of each split."""
-    spec = study_env(args).final_evals
-    eps = getattr(args, "final_episodes", None) or [e for _, e in spec]
-    return tuple((split, int(e)) for (split, _), e in zip(spec, eps, strict=True))
-
-
-def arm_flags(args: argparse.Namespace) -> dict[str, list[str]]:
-    """``--arm-flags ARM='FLAGS'``: mvpo-train flags of one arm's runs only, after every other
-    flag (so ``--lr``/``--kl-coef`` there win): the tuning grid's choice per arm."""
-    out: dict[str, list[str]] = {}
-    for item in getattr(args, "arm_flags", None) or []:
-        arm, sep, flags = item.partition("=")
-        if not sep or arm not in args.arms:
-            raise SystemExit(f"--arm-flags: expected ARM='FLAGS' with ARM one of --arms "
-                             f"{list(args.arms)}, got {item!r}")  # fmt: skip
-        out[arm] = out.get(arm, []) + shlex.split(flags)
-    return out
-
-
-def embedding_cache(args: argparse.Namespace) -> str:
-    """The embedding cache file shared by every run of the sweep (docs/policies.md)."""
-    return str(getattr(args, "embedding_cache", None) or Path(args.base) / "embeddings.npz")
-
-
-def count_tasks(env_kwargs: str, split: str, env_id: str = ALFWORLD.env_id) -> int | None:
-    """Tasks of ``split`` of ``env_id`` with the study's env kwargs (None if the split cannot
-    be built here)."""
-    import gymnasium as gym
-
-    import mvpo_envs  # noqa: F401  (registers the envs)
-
-    try:
-        env = gym.make(env_id, **{**json.loads(env_kwargs or "{}"), "split": split})
-    except Exception:  # a split this data does not have
-        return None
-    try:
-        return len(env.unwrapped.task_ids)
-    finally:
-        env.close()
-
-
-def heldout_keys(env: StudyEnv) -> list[str]:
-    """The per-seed held-out values of ``env``'s study (:func:`mvpo_train.study.curves.heldout_keys`)."""
-    return curves.heldout_keys([s for s, _ in env.final_evals], env.scores)
+    return study_env_mod.final_evals(study_env(args), getattr(args, "final_episodes", None))

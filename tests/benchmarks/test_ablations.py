@@ -12,6 +12,7 @@ import pytest
 
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
+from mvpo_train.study import learning_runs
 from mvpo_train.study.credit_mass import credit_alignment
 
 from .helpers import study_module
@@ -48,13 +49,11 @@ def test_the_sweep_trains_the_study_arm_with_the_variant_on_the_train_split_only
     args = argparse.Namespace(variants=["mvpo-lambdaL0"], seeds=[0], iterations=3, jobs=1,
                               ray=None, base=str(tmp_path), embedding_cache="e.npz")  # fmt: skip
     sweep = ablations.sweep_args(args)
-    cmd = study_module("learning_runs").train_cmd(tmp_path / "r", "mvpo-lambdaL0", 0, sweep)
+    cmd = learning_runs.train_cmd(tmp_path / "r", "mvpo-lambdaL0", 0, sweep)
     flags = ablations.VARIANTS["mvpo-lambdaL0"][0]
     assert cmd[cmd.index("--estimator-kwargs") : cmd.index("--estimator-kwargs") + 2] == flags
     assert cmd[cmd.index("--eval-every") + 1] == "0" and "--model" in cmd
-    assert "--estimator-kwargs" not in study_module("learning_runs").train_cmd(
-        tmp_path / "r", "mvpo", 0, sweep
-    )
+    assert "--estimator-kwargs" not in learning_runs.train_cmd(tmp_path / "r", "mvpo", 0, sweep)
     assert sweep.arms == ["mvpo", "mvpo-lambdaL0"] and not sweep.eval
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mvpo_train.study import run_sets
+from mvpo_train.study.run_set_page import alignment_lines
 
 from .helpers import study_module
 
@@ -391,15 +392,14 @@ def test_the_study_sets_follow_the_studys_plan(diag) -> None:
 
 
 def test_alignment_table_says_what_is_not_measured():
-    rep = study_module("diagnostics_report")
     s = {"alignment": [], "alignment_missing": ["mvpo-seed1"]}
-    lines = rep.alignment_lines(s)
+    lines = alignment_lines(s, "ALFWorld")
     assert "(`mvpo-seed1`)" in lines[2] and run_sets.ALIGNMENT_CMD in lines[2]
-    no_oracle = rep.alignment_lines({"alignment": [], "oracle": False})
+    no_oracle = alignment_lines({"alignment": [], "oracle": False}, "ALFWorld")
     assert "exists for ALFWorld only" in no_oracle[2]
     al = {"name": "mvpo-seed0", "file": "a.json", "command": "", "trajectories": 8,
           "unverified_trajectories": 0, "variants": {"v": {"measured": 2, "iterations": 3,
           "mean": 0.6, "min": 0.5, "max": 0.7, "repaired_mean": 12.4}}}  # fmt: skip
-    lines = rep.alignment_lines({"alignment": [al], "alignment_missing": []})
+    lines = alignment_lines({"alignment": [al], "alignment_missing": []}, "ALFWorld")
     assert "| `mvpo-seed0` | `v` | 2 of 3 | 0.600 | 0.500..0.700 | 12 | 0 of 8 |" in lines
     assert "* `mvpo-seed0` (`a.json`): `(no command in the file)`" in lines

@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from mvpo_train import stats
-from mvpo_train.study import curves, runs
+from mvpo_train.study import curves, learning_runs, runs
 
 from .helpers import study_module
 
 learning_env = study_module("learning_env")
-learning_runs = study_module("learning_runs")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +64,7 @@ def test_summary_and_paired_differences(tmp_path):
     _write_run(tmp_path / "mvpo-seed3", [0.2] * (n - 1), 0.3)  # unfinished: left out
     runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1, 2, 3], n)
     assert sorted(runs["mvpo"]) == [0, 1, 2]
-    table = lm.summarize(runs, tmp_path, threshold=0.2, iterations=n)
+    table = lm.summarize(runs, tmp_path, threshold=0.2, iterations=n, env=learning_env.ALFWORLD)
     g, m = table["arms"]["grpo"], table["arms"]["mvpo"]
     assert np.isclose(g["auc"][0], 0.1) and np.isclose(m["final"][0], 0.2)
     assert m["reached"] == 3 and g["reached"] == 0
@@ -89,7 +88,7 @@ def test_iterations_to_further_thresholds(tmp_path):
     for seed in (0, 1):
         _write_run(tmp_path / f"mvpo-seed{seed}", [0.5] * n, 0.2)
     runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1], n)
-    table = lm.summarize(runs, tmp_path, 0.2, n, more_thresholds=(0.3, 0.45))
+    table = lm.summarize(runs, tmp_path, 0.2, n, learning_env.ALFWORLD, more_thresholds=(0.3, 0.45))
     g, m = table["arms"]["grpo"], table["arms"]["mvpo"]
     assert [g["per_seed"][s]["reach_at"]["0.3"] for s in "01"] == [5, 7]
     assert [g["per_seed"][s]["reach_at"]["0.45"] for s in "01"] == [None, None]
@@ -121,7 +120,7 @@ def test_heldout_during_training_per_arm_and_paired(tmp_path):
                 "".join(json.dumps(r) + "\n" for r in rows)
             )
     runs = lm.load_runs(tmp_path, ["grpo", "mvpo"], [0, 1], n)
-    table = lm.summarize(runs, tmp_path, 0.2, n)
+    table = lm.summarize(runs, tmp_path, 0.2, n, learning_env.ALFWORLD)
     g = table["arms"]["grpo"]
     assert g["inline_eval_ci"]["2"] == stats.bootstrap_ci([0.1, 0.2])
     assert np.isclose(g["inline_eval_ci"]["4"][0], 0.2)
@@ -149,7 +148,8 @@ def test_runs_share_the_embedding_cache_given_or_the_base_one(tmp_path):
     """``--embedding-cache`` names one file for every run (sweeps over the same games share it);
     without it each sweep keeps ``BASE/embeddings.npz``."""
     ns = dict(iterations=2, study=True, num_groups=2, group_size=2, lr=1e-3, eval_every=0,
-              eval_episodes=1, env_kwargs="{}", warm="w", extra=[], base=str(tmp_path))  # fmt: skip
+              eval_episodes=1, env_kwargs="{}", warm="w", extra=[], base=str(tmp_path),
+              study_env=learning_env.ALFWORLD)  # fmt: skip
     own = learning_runs.train_cmd(
         tmp_path / "a", "grpo", 0, argparse.Namespace(**ns, embedding_cache=None)
     )
@@ -175,7 +175,7 @@ def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, rc["value"])
 
     monkeypatch.setattr(subprocess, "run", fake_run)
-    monkeypatch.setattr(lm, "run_all", lambda args, base: None)
+    monkeypatch.setattr(lm, "run_all", lambda args, base, root: None)
     monkeypatch.setattr(lm, "load_runs", lambda *a, **k: {})
     monkeypatch.setattr(lm, "summarize", lambda *a, **k: {"arms": {}, "pairs": {}})
     monkeypatch.setattr(lm, "save_results", lambda *a, **k: None)
@@ -232,10 +232,10 @@ def test_one_process_evaluates_the_warm_start(tmp_path, monkeypatch, capsys):
     (tmp_path / "warm-start").mkdir()
     with open(tmp_path / "warm-start" / ".lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        lm.warm_start_and_eval(args, tmp_path, build=False)
+        lm.warm_start_and_eval(args, tmp_path, ROOT, build=False)
         assert calls == []
         assert "another process of this study is evaluating it" in capsys.readouterr().out
-    lm.warm_start_and_eval(args, tmp_path, build=False)
+    lm.warm_start_and_eval(args, tmp_path, ROOT, build=False)
     assert [c[c.index("--split") + 1] for c in calls] == [
         s for s, _ in learning_env.final_evals(args)
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from mvpo_train.cli import train_main
+from mvpo_train.study import learning_runs
 
 from .helpers import study_module
 
@@ -13,7 +14,6 @@ def test_the_matched_study_gives_every_arm_the_same_settings(tmp_path, capsys):
     """docs/learning_study.md, "The matched study": its command (as documented) makes runs that
     differ only in their estimator and its keywords: one lr (3e-4) and KL (0.05) for all."""
     learning = study_module("learning")
-    learning_runs = study_module("learning_runs")
     arms = ["grpo", "gigpo", "mvpo-paper", "mvpo-potential", "mvpo-potential-shuffled"]
     argv = ["--arms", *arms, "--seeds", "0", "1", "2", "3", "4", "--iterations", "30",
             "--num-groups", "16", "--group-size", "8", "--lr", "0.0003", "--eval-every", "10",

@@ -15,10 +15,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from mvpo_train.study import learning_runs
+
 from .helpers import study_module
 
 learning_env = study_module("learning_env")
-learning_runs = study_module("learning_runs")
 
 ROOT = Path(__file__).resolve().parents[2]
 ASIN = re.compile(r"click\[[a-z0-9]{10}\]")  # a product of the results page
@@ -86,7 +87,9 @@ def test_arm_flags_reward_steps_and_the_test_split(lm, tmp_path):
     alf = lm.parse_args(["--base", str(tmp_path)])
     cmd = learning_runs.train_cmd(tmp_path / "g", "gigpo", 0, alf)
     assert cmd[1] == "-c" and "--env-id" not in cmd and _flag(cmd, "--max-steps") == "50"
-    assert "--env-id" not in learning_runs.eval_cmd(tmp_path / "g", "valid_unseen", 8)
+    assert "--env-id" not in learning_runs.eval_cmd(
+        tmp_path / "g", "valid_unseen", 8, learning_env.ALFWORLD
+    )
 
 
 def test_the_heldout_split_is_the_500_test_goals_and_disjoint_from_train(lm):
@@ -176,7 +179,7 @@ def test_nothing_is_chosen_on_the_test_split(lm, tmp_path, monkeypatch):
     args = lm.parse_args(["--env", "webshop", "--base", str(tmp_path), "--warm",
                           str(tmp_path / "warm"), "--warm-candidates", "0", "50",
                           "--candidate-tasks", "4"])  # fmt: skip
-    rows = lm.warm_candidates(args, tmp_path)
+    rows = lm.warm_candidates(args, tmp_path, ROOT)
     assert [r["steps"] for r in rows] == [0, 50] and rows[1]["score"] == 0.5
     warm = [c for c in calls if "mvpo_train.encoder_policy" in c]
     evals = [c for c in calls if "eval_main" in c]
@@ -241,9 +244,17 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
     args = lm.parse_args(["--env", "webshop", "--base", str(tmp_path), "--seeds", "0", "1"])
     args.argv = ["--env", "webshop"]
     out = tmp_path / "learning_webshop.md"
+    (tmp_path / "warm-candidates").mkdir()
+    rows = [{"steps": 50, "episodes": 4, "success": 0.25, "score": 0.5, "seconds": 9.0}]
+    (tmp_path / "warm-candidates" / "candidates.json").write_text(json.dumps(rows))
     lm.write_markdown(table, args, out, out.with_suffix(".png"))
     text = out.read_text()
     assert "held-out test | test score |" in text and learning_env.WEBSHOP_SUCCESS_ID in text
+    assert (
+        'candidates (train split only; `--warm-candidates`, docs/learning_study.md, "WebShop'
+        in text
+    )
+    assert "| 50 | 4 | 0.250 | 0.500 | 9 |" in text
     assert "| mvpo - gigpo | 2 |" in text and "0.150" in text
     assert "per task type" not in text
     assert "arms differ only in `gigpo`: `--estimator gigpo`" in text

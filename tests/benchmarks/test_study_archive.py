@@ -15,12 +15,11 @@ import pytest
 from mvpo_train.cli import train_main
 from mvpo_train.records import find_records
 from mvpo_train.study import archive as arc
+from mvpo_train.study import learning_runs
 from mvpo_train.study.archive import ArchiveError
 from mvpo_train.study.runs import eval_file, n_metrics
 
 from .helpers import load_benchmark, study_module
-
-learning_runs = study_module("learning_runs")
 
 
 def _run(base: Path, name: str, iterations: int) -> Path:
@@ -127,7 +126,7 @@ def test_checkpoints_of_unfinished_runs_travel_and_resume_from_the_archive(tmp_p
     restored = load_checkpoint(found)
     assert restored["state"] == original["state"]
     ns = argparse.Namespace(study=False, extra=[], arm_flags=None, arms=["mvpo"],
-                               iterations=60)  # fmt: skip
+                               iterations=60, study_env=study_module("learning_env").ALFWORLD)  # fmt: skip
     assert "--resume" in learning_runs.train_cmd(new / "mvpo-seed0", "mvpo", 0, ns)
     # once the run has its final evaluations, the next export drops its checkpoint
     for split in ("valid_unseen", "valid_seen"):

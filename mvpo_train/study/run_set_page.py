@@ -1,20 +1,13 @@
-"""The diagnostics' figures and markdown (``benchmarks/diagnostics.py``)."""
+"""The diagnostics page of run sets (``benchmarks/diagnostics.py``; docs/learning_study.md,
+"Diagnostics"): one section a set with the tables of :mod:`mvpo_train.study.run_set_report`, the
+MVPO paper's numbers beside ours and the step-level alignment of MVPO's repair. The words that
+name the envs and the paper's numbers are the script's data, a :class:`PageText`."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
-from typing import Any
-
-from diagnostics_data import (
-    DIAG_WEBSHOP_ID,
-    HEADLINE_SETS,
-    NAMES,
-    PAPER_KAPPA,
-    PAPER_ZERO_ADV_SETS,
-    PAPER_ZERO_ADV_WEBSHOP,
-)
+from typing import Any, NamedTuple
 
 from mvpo_train.study.run_set_report import (
     amp_lines,
@@ -28,37 +21,29 @@ from mvpo_train.study.run_set_report import (
 from mvpo_train.study.run_sets import ALIGNMENT_CMD
 from mvpo_train.study.tables import n_seeds
 
-#: under the heading of a carried-over history set (its runs predate MVPO's paper form)
-FORM_V1_NOTE = (
-    '**MVPO form.** The `mvpo` runs of this set used `form="v1"`, MVPO\'s default until '
-    "2026-12-01 (docs/estimators.md §3.10); the same commands now run the paper form."
-)
-#: one line under each run set's heading
-SET_NOTES = {
-    "alfworld": "ALFWorld: the learning sweep's runs (its settings are in "
-    "`benchmarks/results/learning.md`).",
-    "alfworld-quick": "ALFWorld: the learning sweep's smoke runs.",
-    "alfworld-full": "ALFWorld, the MVPO paper's regime (docs/learning_study.md, \"The MVPO paper's "
-    'regime"): the full train split (3,553 games), 16 tasks x 8 rollouts x 50 steps, 60 '
-    "iterations, the history-aware encoder policy warm-started by 300 BC steps, the tuning "
-    "grid's settings per arm (GRPO lr 3e-4, GiGPO lr 1e-3, MVPO lr 3e-4 with KL 0.05; "
-    'MVPO\'s default `form="paper"`).',
-    "webshop-study": "WebShop study, the MVPO paper's Table 2 (docs/learning_study.md, \"WebShop "
-    "study\"): the MVPO paper's win-only reward (`mvpo-study/WebShop-SuccessReward-v0`), 16 goals "
-    "x 8 rollouts x 15 steps, 60 iterations, the encoder policy warm-started by 50 BC steps; "
-    "`mvpo-no-anchor` = MVPO without GiGPO's anchor credit, `mvpo-no-kappa-decay` = kappa 1 "
-    "throughout.",
-    "webshop": "WebShop, the MVPO paper's reward: 1.0 for a won episode, else 0 (verl-agent's WebShop "
-    "rule, there 10 for a win), so a group without a win has zero advantage under GRPO.",
-    "webshop-score": "WebShop, WebShop's own reward (the env default): the purchase's score "
-    "in [0, 1] (partial credit), so a GRPO group has zero advantage only when its scores are "
-    "all equal.",
-}
+__all__ = ["PageText", "alignment_lines", "markdown_section", "write_markdown"]
 
 
-def alignment_lines(s: dict[str, Any]) -> list[str]:
+class PageText(NamedTuple):
+    """The page's words that name envs and quote the MVPO paper (data of the script)."""
+
+    title: str  # the first line
+    set_notes: dict[str, str]  # set name -> the line under its heading
+    form_note: str  # under the heading of a set carried over from the previous page
+    oracle_env: str  # the env whose progress oracle labels the steps (the alignment)
+    paper_env: str  # the env of the MVPO paper's early zero-advantage ratios
+    paper_zero_adv: dict[str, str]  # estimator -> that ratio, quoted
+    paper_zero_adv_sets: tuple[str, ...]  # the sets whose table shows it in a column
+    paper_kappa: dict[str, str]  # env family -> the MVPO paper's kappa over its run
+    names: dict[str, str]  # estimator -> how the page names it
+    headline_sets: tuple[str, ...]  # the studies in the MVPO paper's regime
+    set_intros: dict[str, str]  # set name -> a paragraph of the introduction when it is found
+
+
+def alignment_lines(s: dict[str, Any], oracle_env: str) -> list[str]:
     """The step-level alignment table of one set from the ``--alignment-json`` files matched
-    to it; "not measured yet" for its MVPO runs without one."""
+    to it; "not measured yet" for its MVPO runs without one. ``oracle_env``: the env whose
+    progress oracle labels the steps."""
     lines = [
         "### Step-level alignment: oracle AUC of MVPO's repair (docs/alignment.md)",
         "",
@@ -66,7 +51,7 @@ def alignment_lines(s: dict[str, Any]) -> list[str]:
     missing = s.get("alignment_missing", [])
     if not s.get("oracle", True) and not s["alignment"]:
         return lines + [
-            "**Not measured yet**: the exact progress oracle exists for ALFWorld only "
+            f"**Not measured yet**: the exact progress oracle exists for {oracle_env} only "
             "(docs/alignment.md), so this set's repair has no step-level label.",
             "",
         ]
@@ -78,7 +63,7 @@ def alignment_lines(s: dict[str, Any]) -> list[str]:
             "",
         ]
     lines += [
-        "Per recorded batch of the run (`--relabel`: every step labelled by the ALFWorld "
+        f"Per recorded batch of the run (`--relabel`: every step labelled by the {oracle_env} "
         "progress oracle, 1 = the step is on a shortest plan): the AUC of the repair "
         "(MVPO's advantage minus its GiGPO twin's, on the repaired rows) as a score for the "
         "label; 0.5 = unrelated, 1 = every progress step repaired above every other. "
@@ -107,12 +92,15 @@ def alignment_lines(s: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[str]:
-    env = s["env"]
+def markdown_section(s: dict[str, Any], png: str | None, text: PageText) -> list[str]:
+    """One run set's section: its note, runs and plan, settings, figure, the zero-advantage
+    table beside the MVPO paper's numbers, then the tables of
+    :mod:`mvpo_train.study.run_set_report` and the step-level alignment."""
+    env, command = s["env"], s["command"]
     early = s.get("early", 0)
-    lines = [f"## {env}", "", SET_NOTES.get(env, ""), ""]
+    lines = [f"## {env}", "", text.set_notes.get(env, ""), ""]
     if s.get("carried_from"):  # drawn before 2026-12-01: the v1 form
-        lines += [FORM_V1_NOTE, ""]
+        lines += [text.form_note, ""]
     lines.append(f"Runs: `{s['base_rel']}/<arm>-seed<k>/`, made by `{command}`.")
     lines.append("")
     if s.get("note"):
@@ -144,7 +132,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
         lines += [f"![{env} diagnostics]({png})", ""]
     arms = s["arms"]
     # --- zero advantage
-    seeds_col = env in PAPER_ZERO_ADV_SETS
+    seeds_col = env in text.paper_zero_adv_sets
     head = (
         f"| estimator | seeds in the window, of found | iterations | zero-advantage ratio, it. 1 "
         f"| zero-advantage ratio, first {early} it. (min..max; per seed) "
@@ -153,7 +141,7 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
     )
     sep = "|---|---|---|---|---|---|---|---|"
     if seeds_col:
-        head += " the MVPO paper's, WebShop, early |"
+        head += f" the MVPO paper's, {text.paper_env}, early |"
         sep += "---|"
     lines += [f"### Zero-advantage and zero-credit ratio, first {early} iterations", "", head, sep]
     for arm, a in arms.items():
@@ -166,40 +154,48 @@ def markdown_section(s: dict[str, Any], png: str | None, command: str) -> list[s
             f"| {spread(a.get('success'))} |"
         )
         if seeds_col:
-            row += f" {PAPER_ZERO_ADV_WEBSHOP.get(arm, '-')} |"
+            row += f" {text.paper_zero_adv.get(arm, '-')} |"
         lines.append(row)
     lines.append("")
-    paper = ", ".join(f"{NAMES[a]} {v}" for a, v in PAPER_ZERO_ADV_WEBSHOP.items())
+    paper = ", ".join(f"{text.names[a]} {v}" for a, v in text.paper_zero_adv.items())
     if seeds_col:
-        lines += [f"Last column: the MVPO paper's early zero-advantage ratio on WebShop "
+        lines += [f"Last column: the MVPO paper's early zero-advantage ratio on {text.paper_env} "
                   f"({paper}; their win-only reward), quoted, not measured here.", ""]  # fmt: skip
     else:
         lines += [f"For reference, the MVPO paper reports the early zero-advantage ratio on "
-                  f"WebShop only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
+                  f"{text.paper_env} only ({paper}); it gives no figure for this setting.", ""]  # fmt: skip
     lines += kappa_lines(arms)
     lines += [
-        f"The MVPO paper: kappa {PAPER_KAPPA.get(env.split('-')[0], '-')} over 150 iterations.",
+        f"The MVPO paper: kappa {text.paper_kappa.get(env.split('-')[0], '-')} over 150 iterations.",
         "",
     ]
     lines += phi_sign_lines(arms) + phi_split_lines(arms)
     if s.get("alignment") is not None:
-        lines += alignment_lines(s)
+        lines += alignment_lines(s, text.oracle_env)
     lines += amp_lines(arms) + phase_lines(arms)
     return lines
 
 
-def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, out: Path,
-                   pngs: dict[str, str | None]) -> None:  # fmt: skip
+def write_markdown(
+    summaries: list[dict[str, Any]],
+    command: str,
+    early: int,
+    out: Path,
+    pngs: dict[str, str | None],
+    text: PageText,
+) -> None:
+    """The page: how it was built (``command``), the headline, the definitions (``early``: the
+    first iterations), each found set's introduction, then every set's section."""
     lines = [
-        "# Training diagnostics: GRPO vs GiGPO vs MVPO (ALFWorld and WebShop)",
+        text.title,
         "",
-        f"Built by `{args.command}` from the runs on disk; each set's section names the "
+        f"Built by `{command}` from the runs on disk; each set's section names the "
         "command that made its "
         "runs. Every number below is read from the runs' `metrics.jsonl` (and, for the "
         "step-level alignment, from the `--alignment-json` files named there).",
         "",
     ]
-    headline = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
+    headline = [s for s in summaries if s["env"] in text.headline_sets and s["found"]]
     if headline:
         lines.append(
             "**Headline**: the studies in the MVPO paper's regime, "
@@ -210,7 +206,8 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         )
     else:
         lines.append(
-            "The studies in the MVPO paper's regime (`alfworld-full`, `webshop-study`) have no runs "
+            "The studies in the MVPO paper's regime "
+            f"({', '.join(f'`{n}`' for n in text.headline_sets)}) have no runs "
             "here yet (their sections, last, say where they are looked for); the sections "
             "below are the earlier run sets."
         )
@@ -224,33 +221,17 @@ def write_markdown(summaries: list[dict[str, Any]], args: argparse.Namespace, ou
         "(`1 - adv/singleton_ratio`, GiGPO and MVPO), MVPO regions = share of rows whose "
         "region holds at least 2 rows (`adv/grouping_ratio`); *Phi* = a trajectory's mean prefix "
         "potential; *kappa* = MVPO's mixing weight, *EMA success* its success average. "
-        f'"First k iterations" (k = {args.early}, or the length of the longest run of the '
+        f'"First k iterations" (k = {early}, or the length of the longest run of the '
         "set if shorter): the mean of each seed's first k iterations, then the mean over seeds "
         "with (min..max) and the per-seed values; a run with fewer than k iterations so far is "
         "left out of these. Figures: per iteration, mean over seeds that have it, band = "
         "min..max over them.",
         "",
     ]
-    web = next((s for s in summaries if s["env"] == "webshop"), None)
-    if web is not None and web["found"]:
-        lines += [
-            "WebShop setting of the sets `webshop` and `webshop-score` (every field in each "
-            "set's settings line): "
-            f"`{DIAG_WEBSHOP_ID}` was registered by this script when it made the runs (git "
-            "history): `mvpo/WebShop-v0` with its bundled catalog, split, 15-step episodes, "
-            "protocol and abstraction, except that the search template `search[<query>]` is "
-            "filled with the task's instruction (a score-mode policy cannot write a query, and "
-            'the literal template finds nothing; today `search_query="instruction"`) and the '
-            "reward was chosen by `diag_reward` (`success` is today's `success_reward=True`); the "
-            "encoder's tokenizer reads the observations' literal `[SEP]` as text (as the "
-            "package's encoder policy does). Policy: the encoder scorer with a fresh "
-            "head (`--policy encoder --model fresh`, no warm start: the runs predate WebShop's "
-            "`expert_actions` hook, and a fresh head gives the near-uniform start of the MVPO paper's "
-            "WebShop regime), one torch thread, only `--estimator` differing; a seed "
-            "gives the three estimators the same first batch. Success = `won` (WebShop score "
-            "1.0); its value at iteration 1 is the policy's initial success.",
-            "",
-        ]
+    found = {s["env"] for s in summaries if s["found"]}
+    for name, words in text.set_intros.items():
+        if name in found:
+            lines += [words, ""]
     for s in summaries:
-        lines += markdown_section(s, pngs.get(s["env"]), s["command"])
+        lines += markdown_section(s, pngs.get(s["env"]), text)
     out.write_text("\n".join(lines) + "\n")

@@ -1,27 +1,29 @@
-"""The learning study's results: per-seed values, per-arm intervals and paired differences over
-seeds (:mod:`mvpo_train.stats`), the markdown table and the figure."""
+"""The learning study's results page (``benchmarks/learning.py``; docs/learning_study.md): the
+table of :func:`mvpo_train.study.curves.summarize` over the held-out splits of the study's
+:class:`~mvpo_train.study.study_env.StudyEnv`, its figure, its markdown and the settings
+``learning.json`` records."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from learning_env import (
-    ALFWORLD,
+from mvpo_train.stats import SMOOTH
+from mvpo_train.study import curves
+from mvpo_train.study.study_env import (
     StudyEnv,
     arm_flags,
     count_tasks,
     final_evals,
     heldout_keys,
-    study_env,
 )
-
-from mvpo_train.stats import SMOOTH
-from mvpo_train.study import curves
-from mvpo_train.study.tables import command_line as _command_line
+from mvpo_train.study.tables import command_line, machine_line, n_seeds, partial_lines, reach_cell
 from mvpo_train.study.tables import fmt_ci as _fmt
-from mvpo_train.study.tables import machine_line, n_seeds, partial_lines, reach_cell
+
+__all__ = ["candidates_markdown", "plot", "study_settings", "summarize", "write_markdown"]
 
 
 def candidates_markdown(rows: list[dict]) -> str:
@@ -36,8 +38,15 @@ def candidates_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def summarize(runs, base: Path, threshold: float, iterations: int, pairs=None,
-              env: StudyEnv = ALFWORLD, more_thresholds: tuple[float, ...] = ()) -> dict:  # fmt: skip
+def summarize(
+    runs: dict[str, dict[int, list[dict[str, Any]]]],
+    base: Path,
+    threshold: float,
+    iterations: int,
+    env: StudyEnv,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    more_thresholds: tuple[float, ...] = (),
+) -> dict[str, Any]:
     """:func:`mvpo_train.study.curves.summarize` with ``env``'s held-out splits and pairs."""
     splits = [s for s, _ in env.final_evals]
     pairs = env.pairs if pairs is None else pairs
@@ -46,27 +55,18 @@ def summarize(runs, base: Path, threshold: float, iterations: int, pairs=None,
     )
 
 
-def plot(table: dict, out: Path, threshold: float, env: StudyEnv = ALFWORLD) -> None:
+def plot(table: dict[str, Any], out: Path, threshold: float, env: StudyEnv) -> None:
+    """:func:`mvpo_train.study.curves.plot` with ``env``'s headline split."""
     curves.plot(table, out, threshold, env.final_evals[0][0])
 
 
-def command_line(args: argparse.Namespace) -> str:
-    return _command_line("benchmarks/learning.py", args.argv)
-
-
-def env_sentence(args: argparse.Namespace) -> str:
-    """The markdown's words for the env of the runs (after the warm start)."""
-    env = study_env(args)
-    if env is ALFWORLD:
-        if args.env_kwargs.strip() in ("", "{}"):
-            return "`mvpo/ALFWorld-v0` defaults (bundled `alfworld` preset, all train tasks)"
-        return f"`mvpo/ALFWorld-v0` with `--env-kwargs '{args.env_kwargs}'`"
-    return f"`{env.env_id}` with `--env-kwargs '{args.env_kwargs}'`, all train tasks, {env.setting}"
-
-
-def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) -> None:
+def write_markdown(table: dict[str, Any], args: argparse.Namespace, out: Path, png: Path) -> None:
+    """The results page of the study ``args.study_env`` run with ``args`` (the command, the
+    settings, the figure, the per-arm and paired tables, further thresholds, the inline
+    evaluations, success per task type, the warm-start candidates, partial runs)."""
     it = args.iterations
-    env = study_env(args)
+    env = args.study_env
+    command = command_line("benchmarks/learning.py", args.argv)
     first = env.final_evals[0][0]
     held_cols = [s for s, _ in env.final_evals] + (
         [f"{s} score" for s, _ in env.final_evals] if env.scores else []
@@ -74,7 +74,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
     lines = [
         f"# {env.title}",
         "",
-        f"Command: `{command_line(args).strip()}` (table and plots only: add `--analyze-only`).",
+        f"Command: `{command.strip()}` (table and plots only: add `--analyze-only`).",
         machine_line(
             out,
             getattr(args, "analyze_only", False),
@@ -86,7 +86,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             f"encoder policy warm-started on {env.demos} (`{args.warm}`"
             + (f", `{args.warm_args}`" if args.warm_args else "")
             + "), "
-            + env_sentence(args)
+            + env.sentence(args.env_kwargs)
             + f", {env.steps}-step episodes, {args.num_groups} tasks x {args.group_size} rollouts per "
             f"iteration, {it} iterations, lr {args.lr}, 2 PPO epochs"
             + (f", then `{' '.join(args.extra)}`" if args.extra else "")
@@ -112,14 +112,12 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
         f"{args.threshold:.0%}: first iteration whose {SMOOTH}-iteration moving average reaches it "
         f"(a run that never does counts as {it + 1}). Held-out: the final checkpoint, sampled, "
         "seed 0, every task of the split x "
-        + " / ".join(f"{e} episodes ({s})" for s, e in final_evals(args))
+        + " / ".join(
+            f"{e} episodes ({s})"
+            for s, e in final_evals(env, getattr(args, "final_episodes", None))
+        )
         + "."
-        + (
-            " Score: WebShop's score of the purchase (0 without one), mean over the held-out "
-            "episodes; success = a score of 1.0."
-            if env.scores
-            else ""
-        ),
+        + (env.score_note if env.scores else ""),
         "",
     ]
     ws = table["warm_start"]
@@ -160,7 +158,7 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
     lines += curves.more_thresholds_lines(table, getattr(args, "more_thresholds", []), it)
     lines += curves.inline_eval_lines(table, first, args.eval_every, args.eval_episodes)
     types = sorted({t for r in table["arms"].values() for t in r.get(f"{first}_types", {})})
-    if types and env is ALFWORLD:  # WebShop's goals have no task types
+    if types and env.task_types:
         lines += [
             "",
             "Held-out `valid_unseen` success per task type (the MVPO paper's Table 1 columns; mean over "
@@ -173,22 +171,22 @@ def write_markdown(table: dict, args: argparse.Namespace, out: Path, png: Path) 
             cells = [_fmt(r["valid_unseen_types"].get(t)) for t in types]
             lines.append(f"| {arm} | " + " | ".join(cells) + " |")
     cand = Path(args.base) / "warm-candidates" / "candidates.json"
-    if env is not ALFWORLD and cand.is_file():
-        lines += ["", "Warm-start candidates (train split only; `--warm-candidates`, "
-                  "docs/learning_study.md, \"WebShop study\"):", "",
-                  candidates_markdown(json.loads(cand.read_text()))]  # fmt: skip
+    if env.candidates and cand.is_file():
+        lines += [
+            "",
+            f"Warm-start candidates (train split only; `--warm-candidates`, {env.candidates}):",
+            "",
+            candidates_markdown(json.loads(cand.read_text())),
+        ]
     lines += partial_lines(table, args.arms, len(args.seeds))
     out.write_text("\n".join(lines) + "\n")
 
 
-def study_settings(args: argparse.Namespace) -> dict:
+def study_settings(args: argparse.Namespace) -> dict[str, Any]:
     """What ``learning.json`` records of the study's regime (its settings, for the reader)."""
-    env = study_env(args)
-    held = (
-        {s: count_tasks(args.env_kwargs, s, env.env_id) for s, _ in final_evals(args)}
-        if args.study
-        else {}
-    )
+    env = args.study_env
+    evals = final_evals(env, getattr(args, "final_episodes", None))
+    held = {s: count_tasks(args.env_kwargs, s, env.env_id) for s, _ in evals} if args.study else {}
     return {
         "num_groups": args.num_groups,
         "group_size": args.group_size,
@@ -200,7 +198,7 @@ def study_settings(args: argparse.Namespace) -> dict:
         "arm_flags": arm_flags(args),
         "train_games": count_tasks(args.env_kwargs, "train", env.env_id) if args.study else None,
         "heldout_games": held,
-        "final_episodes": {s: e for s, e in final_evals(args)},
+        "final_episodes": {s: e for s, e in evals},
         "eval_every": args.eval_every,
         "eval_episodes": args.eval_episodes,
         "thresholds": [args.threshold, *getattr(args, "more_thresholds", [])],
