@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.study.gain_table import PAIR_HEAD, boot_cell, pair_row
+from mvpo_train.study.gain_table import PAIR_HEAD, boot_cell, metric_cells, pair_row
 from mvpo_train.study.paired import SEEDS, fmt_interval
 
 __all__ = ["held_out_results", "oracle_gain_page", "potential_learning_page"]
@@ -77,9 +77,8 @@ def oracle_gain_page(out: Mapping[str, Any], jobs: int, png: str, archive: str) 
         auc = "-" if a["auc"] is None else f"{a['auc']:.3f}"
         mark = " (c)" if a.get("carried") else ""
         lines.append(
-            f"| {name}{mark} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {fmt_interval(a['area'])} | "
-            f"{fmt_interval(a['final'])} | {fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
-            f"{fmt_interval(a['heldout'])} | {auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
+            f"| {name}{mark} | {a['difficulty']} | {rho} | {len(a[SEEDS])} | {metric_cells(a)} | "
+            f"{auc} | {a['zero_credit']:.2f} | {a['kappa']:.2f} | "
             f"{'-' if a['entropy'] is None else format(a['entropy'], '.2f')} | "
             f"{a['minutes_per_run']:.1f} |"
         )
@@ -180,10 +179,8 @@ def potential_learning_page(
         adv = "-" if a["advantage_s"] is None else f"{a['advantage_s']:.4f}"
         mark = (" (reused)" if a["reused"] else "") + (" (c)" if a.get("carried") else "")
         lines.append(
-            f"| {name}{mark} | `{kw}` | {len(a[SEEDS])} | "
-            f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
-            f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | "
-            f"{fmt_interval(a['heldout'])} | {fmt_interval(a['auc'])} | {adv} | "
+            f"| {name}{mark} | `{kw}` | {len(a[SEEDS])} | {metric_cells(a)} | "
+            f"{fmt_interval(a['auc'])} | {adv} | "
             f"{a['minutes_per_run']:.1f} |"
         )
     if any(a.get("carried") for a in out["arms"].values()):

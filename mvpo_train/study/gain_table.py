@@ -9,6 +9,7 @@ results of :mod:`mvpo_train.study.gain_sweep`.
 * :func:`seed_cells`, :func:`curve_cells`: an arm's intervals over seeds, its per-seed values
   and its batch-success curve with a bootstrap band;
 * :func:`pair_cells`: an arm against a reference on the random seeds both have;
+* :func:`metric_cells`: an arm's :data:`METRICS` cells in a Markdown table;
 * :data:`PAIR_HEAD`, :func:`pair_row`, :func:`boot_cell`: the paired table's Markdown;
 * :func:`product_fit`: the gain against the product of its factors, and against their sum.
 """
@@ -32,6 +33,7 @@ __all__ = [
     "boot_cell",
     "carried_metrics",
     "curve_cells",
+    "metric_cells",
     "pair_cells",
     "pair_row",
     "per_run",
@@ -133,6 +135,15 @@ def boot_cell(c: Mapping[str, Any]) -> str:
     """The percentile-bootstrap interval of an interval cell (``-`` without one)."""
     b = c["boot95"]
     return "-" if not b else f"[{b[0]:.3f}, {b[1]:.3f}]"
+
+
+def metric_cells(a: Mapping[str, Any]) -> str:
+    """The cells of :data:`METRICS` of an arm or pair: ``area | final | it5 | it10 | held-out``
+    (:func:`~mvpo_train.study.paired.fmt_interval`, iterations to one decimal)."""
+    return (
+        f"{fmt_interval(a['area'])} | {fmt_interval(a['final'])} | "
+        f"{fmt_interval(a['it5'], 1)} | {fmt_interval(a['it10'], 1)} | {fmt_interval(a['heldout'])}"
+    )
 
 
 def pair_row(name: str, p: Mapping[str, Any]) -> str:
