@@ -55,7 +55,7 @@ import numpy as np
 from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.gain_pages import oracle_gain_page
 from mvpo_train.study.gain_sweep import GainArm as Arm
-from mvpo_train.study.gain_sweep import Sweep, finished, mean_finite, sweep
+from mvpo_train.study.gain_sweep import Sweep, load, mean_finite, sweep
 from mvpo_train.study.gain_table import (
     METRICS,
     arm_tables,
@@ -184,21 +184,10 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
 # ------------------------------------------------------------------ analysis
 
 
-def load(args: argparse.Namespace, arm_list: list[Arm]) -> dict[str, dict[int, dict]]:
-    """The finished runs' results, per arm and seed (the archive's, else the run folder's)."""
-    out: dict[str, dict[int, dict]] = {}
-    for arm in arm_list:
-        for s in args.seeds:
-            res = finished(archive_dir(args), Path(args.base), arm.name, s, args.iterations)
-            if res is not None:
-                out.setdefault(arm.name, {})[s] = res
-    return out
-
-
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
     arm_list = arms()
     by_name = {a.name: a for a in arm_list}
-    data = load(args, arm_list)
+    data = load(archive_dir(args), Path(args.base), list(by_name), args.seeds, args.iterations)
     carried = load_carried(archive_dir(args), fingerprint(settings(args)))
 
     def entry(name: str, res: list, seeds: list[int], values: list) -> dict[str, Any]:

@@ -52,7 +52,13 @@ from mvpo_train.study import estimator_cost
 from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.estimator_cost import time_arms
 from mvpo_train.study.gain_pages import potential_learning_page
-from mvpo_train.study.gain_sweep import estimator_seconds, seed_dir, seed_embedding_cache, sweep
+from mvpo_train.study.gain_sweep import (
+    estimator_seconds,
+    load,
+    seed_dir,
+    seed_embedding_cache,
+    sweep,
+)
 from mvpo_train.study.gain_table import (
     arm_tables,
     curve_cells,
@@ -158,15 +164,6 @@ def cost_lines(archive: Path) -> list[str]:
 # ------------------------------------------------------------------ analysis
 
 
-def reuse_args(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` as the oracle-gain study sees its own runs: ``--reuse-base`` and that study's
-    committed archive (``--reuse-archive``, default ``benchmarks/results/oracle_gain_runs``)."""
-    return argparse.Namespace(
-        **{**vars(args), "base": args.reuse_base, "archive": args.reuse_archive,
-           "out": str(RESULTS / "oracle_gain.md")}
-    )  # fmt: skip
-
-
 def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict[str, str]]:
     """Per arm: seed -> compact result (with ``advantage_s``), the reused arms from the
     oracle-gain study's runs (its archive, else ``--reuse-base``) and the new ones from this
@@ -174,14 +171,19 @@ def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict
     taken from this study's ``carried.json`` (:func:`analyze`)."""
     data: dict[str, dict[int, dict]] = {}
     source: dict[str, str] = {}
-    for a, arm_list in ((reuse_args(args), reused_arms()), (args, new_arms())):
-        for name, runs in og.load(a, arm_list).items():
+    studies = [(args.reuse_archive, args.reuse_base, reused_arms())]
+    studies.append((og.archive_dir(args), args.base, new_arms()))
+    for archive, base, arm_list in studies:
+        names = [a.name for a in arm_list]
+        for name, runs in load(
+            Path(archive), Path(base), names, args.seeds, args.iterations
+        ).items():
             for seed, res in runs.items():
                 if res.get("advantage_s") is None:
                     res["advantage_s"] = estimator_seconds(
-                        seed_dir(Path(a.base), name, seed), args.iterations
+                        seed_dir(Path(base), name, seed), args.iterations
                     )
-            data[name], source[name] = runs, rel_path(og.archive_dir(a), ROOT)
+            data[name], source[name] = runs, rel_path(Path(archive), ROOT)
     return data, source
 
 

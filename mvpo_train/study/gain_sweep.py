@@ -7,7 +7,8 @@ committed.
 
 * :class:`GainArm`: an estimator with keywords at a difficulty, on one axis of a study;
 * :func:`summarise_run`: a finished run's compact result, from its ``metrics.jsonl``;
-* :func:`finished`: a run's result from the archive, else from its run folder;
+* :func:`finished`, :func:`load`: a run's result from the archive, else from its run folder,
+  and those of every finished run of a sweep;
 * :func:`estimator_seconds`, :func:`seed_embedding_cache`: a run's seconds in the estimator,
   and a sweep's embedding cache started from another's;
 * :func:`todo`: the runs of a plan neither archived, finished nor carried;
@@ -42,6 +43,7 @@ __all__ = [
     "Sweep",
     "estimator_seconds",
     "finished",
+    "load",
     "mean_finite",
     "seed_dir",
     "seed_embedding_cache",
@@ -156,6 +158,20 @@ def finished(
     if archive_it:
         save_result(archive, arm, seed, res, iterations)
     return res
+
+
+def load(
+    archive: Path, base: Path, arms: Sequence[str], seeds: Sequence[int], iterations: int
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """The finished runs' results (:func:`finished`, read only), per arm and seed; arms
+    without a finished run left out."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for arm in arms:
+        for s in seeds:
+            res = finished(archive, base, arm, s, iterations)
+            if res is not None:
+                out.setdefault(arm, {})[s] = res
+    return out
 
 
 def todo(
