@@ -13,6 +13,7 @@ from mvpo_train.study.gain_sweep import (
     Sweep,
     estimator_seconds,
     finished,
+    load,
     seed_dir,
     summarise_run,
     sweep,
@@ -65,6 +66,7 @@ def test_finished_runs_come_from_the_archive_then_the_run_folder(tmp_path: Path)
     assert load_result(archive, "gigpo", 1, 3) is None  # read only, unless asked
     finished(archive, base, "gigpo", 1, 3, archive_it=True)
     assert load_result(archive, "gigpo", 1, 3) == got
+    assert load(archive, base, ["grpo", "gigpo"], [0, 1], 3) == {"gigpo": {1: got}}
 
 
 def test_the_sweep_starts_only_what_is_neither_archived_nor_carried(tmp_path: Path, capsys):
