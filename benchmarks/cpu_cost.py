@@ -222,6 +222,9 @@ def build_export(src: Path) -> float:
 
 
 def measure(task: str, variant: str, src: Path, cache: Path, args: argparse.Namespace) -> dict:
+    """One measured run of ``task`` with ``variant``'s code (``src``) and embedding ``cache``."""
+    from mvpo_train.study.worktree import run_in  # the driver's package (see main)
+
     base = Path(args.base)
     run = base / f"{task}-{variant}"
     shutil.rmtree(run, ignore_errors=True)
@@ -237,13 +240,7 @@ def measure(task: str, variant: str, src: Path, cache: Path, args: argparse.Name
         if task in CACHED:
             argv += ["--embedding-cache", str(cache)]
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(out), "--", *argv]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(src)}
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    result = json.loads(out.read_text())
-    if Path(result["code"]).resolve() != src.resolve() or result["foreign_modules"]:
-        raise SystemExit(f"cpu_cost: {variant} ran code outside {src}: {result['code']}, "
-                         f"{result['foreign_modules']}")  # fmt: skip
-    return result
+    return run_in(src, cmd, out, ROOT, f"cpu_cost: {variant}")
 
 
 def main(argv: list[str] | None = None) -> int:

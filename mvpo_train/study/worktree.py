@@ -2,17 +2,22 @@
 
 A before/after measurement runs each variant's code in its own process, importing the
 packages of a git worktree first (``PYTHONPATH``); :func:`checkout` makes that worktree once
-per commit and reuses it. ``git worktree remove --force DIR`` (or deleting the folder and
+per commit and reuses it; :func:`run_in` runs a command on it and refuses, in one line, a
+result made with code from elsewhere. ``git worktree remove --force DIR`` (or deleting the folder and
 ``git worktree prune``) removes one.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-__all__ = ["checkout", "git", "short_sha"]
+__all__ = ["checkout", "git", "run_in", "short_sha"]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -47,3 +52,17 @@ def _at(path: Path, sha: str) -> bool:
         return git(path, "rev-parse", "HEAD") == sha
     except subprocess.CalledProcessError:  # its repository forgot it
         return False
+
+
+def run_in(src: Path, cmd: Sequence[str], out: Path, cwd: Path, who: str) -> dict[str, Any]:
+    """Run ``cmd`` with the packages of worktree ``src`` imported first (``PYTHONPATH``, one
+    OpenMP thread) and read the JSON it writes to ``out``; exit with one line when that result
+    says it ran code outside ``src`` (its ``code`` folder, or any ``foreign_modules``)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(src)}
+    subprocess.run(list(cmd), check=True, cwd=cwd, env=env)
+    result = json.loads(Path(out).read_text())
+    if Path(result["code"]).resolve() != Path(src).resolve() or result["foreign_modules"]:
+        raise SystemExit(
+            f"{who} ran code outside {src}: {result['code']}, {result['foreign_modules']}"
+        )
+    return result

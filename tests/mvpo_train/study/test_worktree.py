@@ -41,3 +41,25 @@ def test_checkout_is_made_once_per_commit_and_remade_when_broken(tmp_path):
     assert (old / "code.py").read_text() == "x = 1\n"
     with pytest.raises(subprocess.CalledProcessError):
         checkout(repo, "no-such-ref", base)
+
+
+def test_run_in_reads_the_result_and_refuses_code_from_elsewhere(tmp_path):
+    import json
+    import sys
+
+    import pytest
+
+    from mvpo_train.study.worktree import run_in
+
+    src, out = tmp_path / "src", tmp_path / "out.json"
+    src.mkdir()
+    code = (
+        "import json, os, sys; json.dump({'code': sys.argv[1], 'foreign_modules': [], "
+        "'path': os.environ['PYTHONPATH'], 'omp': os.environ['OMP_NUM_THREADS']}, "
+        "open(sys.argv[2], 'w'))"
+    )
+    res = run_in(src, [sys.executable, "-c", code, str(src), str(out)], out, tmp_path, "bench")
+    assert res["path"] == str(src) and res["omp"] == "1"
+    with pytest.raises(SystemExit, match="bench ran code outside"):
+        run_in(src, [sys.executable, "-c", code, str(tmp_path), str(out)], out, tmp_path, "bench")
+    assert json.loads(out.read_text())["code"] == str(tmp_path)
