@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,33 +38,16 @@ from diagnostics_data import (
     _rel,
 )
 
+from mvpo_train.study.run_set_draw import SetSpec, draw_sets
 from mvpo_train.study.run_set_page import write_markdown
-from mvpo_train.study.run_set_plot import plot
-from mvpo_train.study.run_set_report import carry, read_previous
+from mvpo_train.study.run_set_report import read_previous
 from mvpo_train.study.run_sets import (
     ALIGNMENT_CMD,
     alignment_summary,
-    belongs,
     load_runset,
     read_alignment,
-    summarize,
 )
 from mvpo_train.study.tables import command_line
-
-
-@dataclass
-class SetSpec:
-    """One run set of the md: where its runs are, what its study plans, who made them."""
-
-    name: str
-    base: Path
-    arms: tuple[str, ...]
-    seeds: tuple[int, ...]
-    command: str
-    plan: int | None = None  # iterations per run
-    default_base: Path | None = None  # the study's own folder (alignment files name it)
-    oracle: bool = False  # a step-level oracle exists (ALFWorld): the alignment section
-    note: str = ""
 
 
 def set_specs(args: argparse.Namespace) -> list[SetSpec]:
@@ -133,48 +115,19 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
                       "is complete; this section then goes."),
             )  # fmt: skip
             loaded["alfworld-quick"] = quick
-    summaries, pngs, matched = [], {}, set()
-    for name, rs in loaded.items():
-        sp = specs[name]
-        png = out.parent / f"{out.stem}_{name}.png"
-        if name in carried:
-            src = Path(args.previous_json)
-            s, pngs[name] = carry(previous[name], src, out, _rel(src))
-            summaries.append(s)
-            continue
-        s = summarize(rs, args.early)
-        s["command"], s["note"], s["base_rel"] = sp.command, sp.note, _rel(rs.base)
-        bases = [rs.base] + ([sp.default_base] if sp.default_base else [])
-        mine = [al for al in alignments if belongs(al, bases, rs.arms, ROOT)]
-        matched |= {al["file"] for al in mine}
-        if mine or name in HEADLINE_SETS:
-            s["oracle"] = sp.oracle
-            s["alignment"] = mine
-            have = {al["name"] for al in mine}
-            s["alignment_missing"] = [
-                f"{arm}-seed{seed}"
-                for arm in rs.arms if arm.startswith("mvpo")
-                for seed in sorted(rs.runs.get(arm, {}))
-                if f"{arm}-seed{seed}" not in have
-            ]  # fmt: skip
-        drawn = plot(rs, png, s["early"], mine, _rel(rs.base))
-        if not drawn:
-            png.unlink(missing_ok=True)  # never a figure of runs that are gone
-        pngs[name] = png.name if drawn else None
-        summaries.append(s)
-    unmatched = [al for al in alignments if al["file"] not in matched]
-    if unmatched:  # said, never dropped silently
-        raise ValueError(
-            "--alignment-json: no run set shown holds the run of "
-            + "; ".join(f"{al['file']} (run {al['run']})" for al in unmatched)
-        )
-    for name in ("alfworld-quick", *specs):
-        if name not in pngs:  # a set not shown this time: never a figure of it left behind
-            (out.parent / f"{out.stem}_{name}.png").unlink(missing_ok=True)
-    # the headline sets first when found; then the history; headline sets not run yet last
-    order = [s for s in summaries if s["env"] in HEADLINE_SETS and s["found"]]
-    order += [s for s in summaries if s["env"] not in HEADLINE_SETS]
-    order += [s for s in summaries if s["env"] in HEADLINE_SETS and not s["found"]]
+    order, pngs = draw_sets(
+        loaded,
+        specs,
+        carried,
+        previous,
+        Path(args.previous_json),
+        alignments,
+        out,
+        args.early,
+        ROOT,
+        HEADLINE_SETS,
+        ["alfworld-quick"],
+    )
     write_markdown(order, args.command, args.early, out, pngs, TEXT)
     out.with_suffix(".json").write_text(json.dumps(order, indent=1, default=float) + "\n")
     return order
