@@ -3,13 +3,15 @@ once, reused, and made again when it was left broken."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from mvpo_train.study.worktree import checkout, git, short_sha
+from mvpo_train.study.worktree import checkout, git, run_in, short_sha
 
 ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
        "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
@@ -44,13 +46,6 @@ def test_checkout_is_made_once_per_commit_and_remade_when_broken(tmp_path):
 
 
 def test_run_in_reads_the_result_and_refuses_code_from_elsewhere(tmp_path):
-    import json
-    import sys
-
-    import pytest
-
-    from mvpo_train.study.worktree import run_in
-
     src, out = tmp_path / "src", tmp_path / "out.json"
     src.mkdir()
     code = (
