@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mvpo_envs.bench.pyserini_overlap import compare, jobs, report
 from mvpo_envs.realdata import add_realdata_argument, require_realdata
-from mvpo_train.study.bench import ResultStore
+from mvpo_train.study.bench import open_store
 
 RESULTS = Path(__file__).parent / "results" / "pyserini_overlap.md"
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true")
     add_realdata_argument(p, opt_out=False)  # leave wiki18 out of --sets instead
     args = p.parse_args(argv)
-    store = ResultStore(args.work / "results.json")
+    store = open_store(args.work / "results.json")
     results = store.data
     if not args.report:
         real = None

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         extra = json.loads(args.child_kwargs) if args.child_kwargs else None
         print(json.dumps(scale.child_mode(*args.child, extra)))
         return 0
-    store = bench.ResultStore(args.work / "results.json")
+    store = bench.open_store(args.work / "results.json")
     if not args.report:
         measure_all(args, store)
     if store.data:

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(out))
         return 0
-    store = bench.ResultStore(args.work / "results.json")
+    store = bench.open_store(args.work / "results.json")
     for per_type in [] if args.report else args.per_type:
         if str(per_type) not in store.data:
             t = time.time()

@@ -47,7 +47,8 @@ arms and texts of each study: the trainer's package names no env):
 * :mod:`mvpo_train.study.tables`: the tables' number formats and cells, the ``Machine:`` line
   kept by ``--analyze-only``, and the results writer (markdown + ``.json`` + ``.png``);
 * :mod:`mvpo_train.study.tuning_grid`: the tuning grid over ``benchmarks/learning.py``.
-* :mod:`mvpo_train.study.bench`: the speed and scale benchmarks' resumable results store,
-  results pages and scale-table cells (what they measure with: :mod:`mvpo_envs.measure`);
+* :mod:`mvpo_train.study.bench`: the speed and scale benchmarks' resumable results store
+  (verified when read, replaced whole when written) and results pages (what they measure
+  with: :mod:`mvpo_envs.measure`; their scale-table cells: :mod:`mvpo_envs.bench.scale_table`);
   :mod:`mvpo_train.study.synthetic` the synthetic rollout batch the estimators are timed on.
 """

@@ -1,10 +1,11 @@
-"""``mvpo_train.study.bench``: the results store, page writers and scale-table cells of the
-speed benchmarks."""
+"""``mvpo_train.study.bench``: the results store and page writers of the speed benchmarks."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from mvpo_train.study import bench
 
@@ -34,26 +35,35 @@ def test_pages_and_their_sections(tmp_path: Path) -> None:
     assert body.index("## small") < body.index("## ten, again") and "## ten\n" not in body
 
 
-def _cached(n: int, rss: float) -> dict:
-    mem = {str(k): {"rss": rss + k, "uss": 1.0, "pss": 2.0} for k in (1, 8, 128)}
-    ms = {"p50": 1.0, "p99": 2.0}
-    return {"n": n, "first_s": 0.5, "mem": mem, "search_ms": ms, "search_first_ms": ms,
-            "mem_after_search": {"rss": rss}}  # fmt: skip
+def test_a_damaged_or_linked_results_file_is_one_line_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text('{"10": {"a": 1}')  # torn
+    with pytest.raises(bench.ResultStoreError, match="damaged"):
+        bench.ResultStore(path)
+    assert path.read_text() == '{"10": {"a": 1}'  # nothing overwritten
+    path.write_text("[1, 2]")
+    with pytest.raises(bench.ResultStoreError, match="not an object"):
+        bench.ResultStore(path)
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    with pytest.raises(bench.ResultStoreError, match="not a regular file"):
+        bench.ResultStore(link)
 
 
-def test_scale_table_cells_and_growth() -> None:
-    assert bench.fmt(None) == "n/a" and bench.fmt(1234.5) == "1,234"
-    cells = bench.env_cells(_cached(10, 100.0))
-    assert cells == "0.50 | 101 | 108 | 228 | 1 | 2 | 1.00 | 1.00 | 2.00 | 1.00 / 2.00 | 100"
-    assert len(cells.split("|")) == len(bench.ENV_COLUMNS.split("|"))
-    small = {"cached": {"n": 1_000}}
-    assert bench.env_cells({**_cached(1, 5.0), "mem": {"1": {"rss": 5.0}}}).count("n/a") == 4
-    lo, hi = small, {"cached": {"n": 501_000}}
-    size = lambda r: r["cached"]["n"]  # noqa: E731
-    assert bench.slope(lo, hi, size, lambda r: r["cached"]["n"] / 1000) == "1,000.0"
-    assert bench.slope(lo, hi, size, lambda r: r["missing"]) == "n/a"
-    lo = {"cold": {"first_s": 1.0, "peak_rss": 100.0}, "cached": _cached(1_000, 100.0)}
-    hi = {"cold": {"first_s": 3.0, "peak_rss": 300.0}, "cached": _cached(1_001_000, 300.0)}
-    line = bench.growth_line(lo, hi, "passages", "n", lambda r: r["cached"]["n"] / 1e4)
-    assert line.startswith("Growth per million passages (1,000 to 1,001,000): cold first env 2.0 s")
-    assert "RSS of 128 envs 200.0 MiB" in line and line.endswith("disk 100.0 MiB")
+def test_a_save_replaces_the_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    store = bench.ResultStore(path)
+    store.save("a", 1)
+    store.save("b", 2)
+    assert json.loads(path.read_text()) == {"a": 1, "b": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary left
+
+
+def test_a_script_stops_with_one_line_on_a_damaged_file(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text("{")
+    with pytest.raises(SystemExit, match=r"^error: .*results.json: damaged"):
+        bench.open_store(path)
+    assert bench.open_store(tmp_path / "new.json").data == {}
