@@ -48,6 +48,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from mvpo_train.atomic_write import write_text_atomic
+
 __all__ = [
     "ADAPTER_CONFIG",
     "ADAPTER_WEIGHTS",
@@ -226,15 +228,6 @@ def keep_aside(path: str | Path, suffix: str = ".corrupt") -> Path:
         n += 1
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _iteration_of(path: Path) -> int | None:
     m = _NAME.fullmatch(path.name)
     return int(m.group(1)) if m else None
@@ -290,10 +283,9 @@ def save_checkpoint(
             _remove(final)  # a symbolic link is removed, never followed
         os.replace(tmp, final)
         fsync_dir(root)
-        _write_text_atomic(root / LATEST, name + "\n")
+        write_text_atomic(root / LATEST, name + "\n")
     except BaseException as err:
         _remove(tmp)
-        (root / f"{LATEST}.tmp-{os.getpid()}").unlink(missing_ok=True)
         reason = storage_full_reason(err) if isinstance(err, Exception) else None
         if reason is None:
             raise

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from mvpo_train.atomic_write import write_text_atomic
 from mvpo_train.checkpoint import (
     CheckpointError,
     StorageFullError,
@@ -79,24 +80,12 @@ class RunPlan:
                 if self.corrupt:
                     say(f"resuming from the newest intact checkpoint, {self.checkpoint.name}")
             run_dir.mkdir(parents=True, exist_ok=True)
-            _write_atomic(run_dir / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=True))
+            write_text_atomic(
+                run_dir / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=True)
+            )
         except OSError as err:
             raise write_error(err, run_dir) from None
         return run_dir
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """``path`` replaced by ``text`` whole (temporary file, fsync, ``os.replace``)."""
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_error(

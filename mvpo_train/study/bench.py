@@ -12,12 +12,13 @@ The cells of the scale tables are :mod:`mvpo_envs.bench.scale_table`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from mvpo_train.atomic_write import write_text_atomic
 
 __all__ = [
     "ResultStore",
@@ -60,9 +61,7 @@ class ResultStore:
         """Keep ``value`` under ``key`` and write the file; with ``what``, print that it is
         done (and the seconds since ``started``, a ``time.time()``)."""
         self.data[key] = value
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.data, indent=1))
-        os.replace(tmp, self.path)  # a stop mid-write leaves the old file, never a torn one
+        write_text_atomic(self.path, json.dumps(self.data, indent=1))
         if what:
             took = f" in {time.time() - started:.0f}s" if started is not None else ""
             print(f"{what} done{took}", flush=True)

@@ -19,6 +19,7 @@ import numpy as np
 
 from mvpo_envs.data_files import DataFileError, load_json
 from mvpo_train import credit
+from mvpo_train.atomic_write import write_text_atomic
 from mvpo_train.study.arms import StudyError
 from mvpo_train.study.runs import metric_rows
 
@@ -89,9 +90,7 @@ def write_result(
         cells = [f"{name} {_num(curves[name][i])}" for name in curves if name != "repaired_ratio"]
         print(f"iteration {i + 1}: " + ", ".join(cells))
     print(f"held-out eval success {result['eval']['success']:.3f}")
-    tmp = run / (RESULT + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.replace(run / RESULT)
+    write_text_atomic(run / RESULT, json.dumps(result, indent=1) + "\n")
     return result
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.atomic_write import write_text_atomic
 from mvpo_train.metrics import read_metrics
 from mvpo_train.study.paired import SEEDS, check_settings
 from mvpo_train.study.result_archive import check_result, load_carried, load_result, save_result
@@ -251,7 +252,7 @@ def sweep(
                 )
                 continue
             res = summarise_run(path, spec.iterations)
-            (path / "result.json").write_text(json.dumps(res) + "\n")
+            write_text_atomic(path / "result.json", json.dumps(res) + "\n")
             save_result(spec.archive, arm.name, seed, res, spec.iterations)
             print(
                 f"{spec.who}: {arm.name} seed {seed} done: area {np.mean(res['success']):.3f}",

@@ -28,6 +28,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from mvpo_train.atomic_write import write_text_atomic
+
 __all__ = [
     "MAX_BYTES",
     "ResultArchiveError",
@@ -115,9 +117,7 @@ def save_result(archive: Path, arm: str, seed: int, res: dict[str, Any], iterati
     path = result_path(archive, arm, seed)
     check_result(res, iterations, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(res, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(res, sort_keys=True) + "\n")
     return path
 
 
