@@ -1,127 +1,23 @@
 """Success of a uniform random policy on mvpo/MilestoneChain-v0, per difficulty; env speed.
 
-docs/control_task.md, "Difficulty"; the method is written in the results page. From the
-repository root: ``python benchmarks/control_uniform.py`` (writes
-``benchmarks/results/control_uniform.md``); ``--episodes 200`` for a quick look, ``--out -``
-to print only.
+docs/control_task.md, "Difficulty"; the method is written in the results page and
+:mod:`mvpo_envs.bench.uniform_policy`. From the repository root:
+``python benchmarks/control_uniform.py`` (writes ``benchmarks/results/control_uniform.md``);
+``--episodes 200`` for a quick look, ``--out -`` to print only.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import random
-import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import gymnasium as gym
-
-import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.milestone_chain.layout import (
-    DEFAULT_DIFFICULTY,
-    DIFFICULTIES,
-    plan_length_from_start,
-)
-from mvpo_envs.milestone_chain.world import Rules
+from mvpo_envs.bench.uniform_policy import report, uniform_episodes
+from mvpo_envs.milestone_chain.layout import DIFFICULTIES
 from mvpo_train.stats import wilson
 
-ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = Path(__file__).resolve().parent / "results" / "control_uniform.md"
-
-
-def uniform_episodes(difficulty: int, episodes: int) -> dict[str, Any]:
-    env = gym.make(ENV_ID, difficulty=difficulty)
-    num_tasks = len(env.unwrapped.task_ids)
-    wins = milestones = steps = optimal = 0
-    t0 = time.perf_counter()
-    for i in range(episodes):
-        rng = random.Random(i)
-        _, info = env.reset(seed=i)
-        done = False
-        while not done:
-            action = rng.choice(info["admissible_actions"])
-            _, reward, terminated, truncated, info = env.step(action)
-            steps += 1
-            optimal += info["oracle_progress"] == 1
-            done = terminated or truncated
-        wins += int(info["won"])
-        milestones += info["state"]["milestones_done"]
-    elapsed = time.perf_counter() - t0
-    base = env.unwrapped
-    all_rules = [Rules(base.layout(t)) for t in range(num_tasks)]
-    plans = [plan_length_from_start(base.layout(t)) for t in range(num_tasks)]
-    expert_wins = sum(_expert_wins(env, t) for t in range(num_tasks))
-    env.close()
-    low, high = wilson(wins, episodes)
-    return {
-        "difficulty": difficulty,
-        "places": len(all_rules[0].layout.places),
-        "actions": statistics.fmean(
-            len(rules.admissible(p, 0))
-            for rules in all_rules
-            for p in range(len(rules.layout.places))
-        ),
-        "success": wins / episodes,
-        "low": low,
-        "high": high,
-        "milestones": milestones / episodes,
-        "optimal_share": optimal / steps,
-        "plan_mean": sum(plans) / len(plans),
-        "plan_max": max(plans),
-        "expert": expert_wins / num_tasks,
-        "steps_per_s": steps / elapsed,
-    }
-
-
-def _expert_wins(env: gym.Env, task_index: int) -> bool:
-    _, info = env.reset(options={"task_index": task_index})
-    for action in env.unwrapped.expert_actions(task_index):
-        *_, info = env.step(action)
-    return bool(info["won"])
-
-
-def report(rows: list[dict[str, Any]], episodes: int, seconds: float) -> str:
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    lines = [
-        "# mvpo/MilestoneChain-v0: a uniform random policy per difficulty",
-        "",
-        f"Command: `python benchmarks/control_uniform.py --episodes {episodes}`. {episodes} "
-        "episodes per difficulty on the train split (episode i: task i mod 128, actions drawn "
-        "uniformly from the admissible list with `random.Random(i)`), K = 4 milestones, 50-step "
-        f"horizon. Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; load average at the end {load}; {seconds:.0f} s in all.",
-        "",
-        "| difficulty | places | admissible actions per place (mean) | uniform success "
-        "| 95% interval | groups of 8 with a success | milestones made (mean of 4) | optimal steps | shortest plan from start "
-        "(mean / max) | expert success | env steps/s |",
-        "|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|",
-    ]
-    for r in rows:
-        star = " (default)" if r["difficulty"] == DEFAULT_DIFFICULTY else ""
-        lines.append(
-            f"| {r['difficulty']}{star} | {r['places']} | {r['actions']:.1f} | "
-            f"{r['success']:.3f} | [{r['low']:.3f}, {r['high']:.3f}] | "
-            f"{1 - (1 - r['success']) ** 8:.3f} | {r['milestones']:.2f} | "
-            f"{r['optimal_share']:.3f} | {r['plan_mean']:.1f} / {r['plan_max']} | "
-            f"{r['expert']:.2f} | {r['steps_per_s']:.0f} |"
-        )
-    lines += [
-        "",
-        "Places: the entrance hall, the 4 milestone places and the difficulty's distractor "
-        "places. Admissible actions: the mean over every train layout and place. Groups of 8: "
-        "the chance that a GRPO group of 8 uniform rollouts holds at least one success, "
-        "`1 - (1 - p)^8` (a group without one gets no gradient from GRPO or GiGPO). "
-        'Optimal steps: the share of steps with `info["oracle_progress"] == 1` (the '
-        "action shortened the shortest plan). Expert: `expert_actions(i)` played on every train "
-        "task. Steps/s: the whole loop through `gym.make`'s wrappers, the random choice "
-        "included, one process.",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     rows = [uniform_episodes(d, args.episodes) for d in sorted(DIFFICULTIES)]
+    for row in rows:
+        row["low"], row["high"] = wilson(row["wins"], args.episodes)
     text = report(rows, args.episodes, time.perf_counter() - t0)
     print(text)
     if args.out != "-":
