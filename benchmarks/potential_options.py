@@ -23,7 +23,14 @@ on train splits:
   ``benchmarks/results/learning_full_runs/warm-head``, the study's policy before its first
   update) played on the same 8 train tasks, ``--alfworld-batches`` batches, oracle on; the
   study's own batch records are not on this machine, so this is the trained-policy source
-  that can be regenerated.
+  that can be regenerated;
+* ``alfworld-trained`` (not in the default ``--sources``: it needs a run folder): a training
+  run's own recorded batches on ALFWorld (``--alfworld-run``, default the GiGPO run at seed 0
+  of the ALFWorld oracle-gain study, ``runs/oracle-gain-alfworld/gigpo-seed0``: full train
+  split, 16 x 8 x 50, history-aware encoder policy, oracle labels on; read only), every
+  iteration in order, scored over the last ``--trained-window`` iterations; the
+  progress-carrying signatures by replaying each trajectory's commands (anchors checked). Its
+  tasks change per batch (16 of 3,553), so pooled statistics rarely see a task twice.
 
 Rows: the MVPO paper's form (the default), each option of docs/estimators.md's "Potential
 options" (``region_stats="pooled"``: pooled, cross-fitted region statistics;
@@ -41,6 +48,8 @@ per batch. Batches are played once and cached as batch records under ``--cache``
 results JSON. Run from the repository root::
 
     python benchmarks/potential_options.py          # writes benchmarks/results/potential_options.md/.json
+    python benchmarks/potential_options.py --sources alfworld-trained --trained-window 10 \
+        --out benchmarks/results/potential_options_alfworld_trained
 """
 
 from __future__ import annotations
@@ -58,9 +67,12 @@ import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401
 from mvpo_abstraction.registry import make_abstraction  # noqa: E402
+from mvpo_train.alignment import LABEL_KEY  # noqa: E402
 from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
-from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.records import RecordError  # noqa: E402
+from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
+from mvpo_train.config import ConfigError, load_config  # noqa: E402
+from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
+from mvpo_train.relabel import replay_env_settings  # noqa: E402
 from mvpo_train.study import progress_sources as sources  # noqa: E402
 from mvpo_train.study.analyze_only import (  # noqa: E402
     AnalyzeOnlyError,
@@ -84,9 +96,12 @@ SOURCES = (
     "alfworld-p0.3",
     "alfworld-policy",
 )
+#: sources read from a training run's records (scored over the last --trained-window batches)
+TRAINED = ("control-trained", "alfworld-trained")
 CACHE = ROOT / "runs" / "potential-options"
 OUT = ROOT / "benchmarks" / "results" / "potential_options"
 CONTROL_RUN = "runs/oracle-gain-route/mvpo/seed0"
+ALFWORLD_RUN = "runs/oracle-gain-alfworld/gigpo-seed0"
 WARM_HEAD = "benchmarks/results/learning_full_runs/warm-head"
 WARM_CONFIG = "benchmarks/results/learning_full_runs/mvpo-seed0/config.yaml"
 TASKS, ROLLOUTS, STEPS = 8, 8, 50
@@ -148,11 +163,50 @@ def play_policy(seed: int, k: int, cache: Path) -> StepBatch:
     return sources.replayed_signatures(batch, env, name)
 
 
+def alfworld_run_batches(run: Path) -> list[StepBatch]:
+    """An ALFWorld run's recorded batches in iteration order (every iteration from 1), with
+    the labels, task indices and the progress-carrying signatures of a replay on the run's own
+    env settings (its ``config.yaml``; the oracle off: the labels are recorded)."""
+    records = find_records(run)
+    if not records or list(records) != list(range(1, len(records) + 1)):
+        raise BenchError(
+            f"--alfworld-run {run}: needs records/iter-*.npz of every iteration from 1"
+        )
+    env_id, kwargs = replay_env_settings(load_config(run / "config.yaml"))
+    if env_id != ALFWORLD:
+        raise BenchError(f"--alfworld-run {run}: a run of {env_id}, not {ALFWORLD}")
+    keep = (LABEL_KEY, "task_index", "admissible_actions", "choice")
+    name = PROGRESS_SIG[ALFWORLD]
+    kwargs.update(abstraction=name, progress_oracle=False)
+    env = gym.make(env_id, **kwargs)
+    out = []
+    for k, path in records.items():
+        rec = read_batch_record(path)
+        missing = [key for key in keep if key not in rec.extras]
+        if missing:
+            raise BenchError(f"--alfworld-run {path}: the record lacks {missing}")
+        extras = {key: rec.extras[key] for key in keep}
+        batch = StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras)
+        out.append(sources.replayed_signatures(batch, env, name))
+        print(f"alfworld-trained: iteration {k} replayed ({len(batch)} rows)", flush=True)
+    return out
+
+
+def run_settings(run: Path) -> dict[str, str]:
+    """What the results say of an ``alfworld-trained`` run: its folder and batch shape."""
+    cfg = load_config(run / "config.yaml")
+    shape = " x ".join(str(cfg.get(k, "?")) for k in ("num_groups", "group_size", "max_steps"))
+    where = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
+    return {"alfworld_run": str(where), "alfworld_run_shape": shape}
+
+
 def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch], float]:
     """The batches of source ``name`` in order (played or from the cache), and the CPU
     seconds spent playing them (0 for a recorded run)."""
     if name == "control-trained":
         return sources.run_batches(ROOT / args.control_run, PROGRESS_SIG[CONTROL]), 0.0
+    if name == "alfworld-trained":
+        return alfworld_run_batches(ROOT / args.alfworld_run), 0.0
     n = args.batches if name == "control-uniform" else args.alfworld_batches
     plays: dict[str, Callable[[int], StepBatch]] = {
         "control-uniform": lambda k: play_scripted(CONTROL, 0.0, args.seed, k, difficulty=1),
@@ -175,6 +229,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {
             "seed": args.seed, "batches": args.batches, "alfworld_batches": args.alfworld_batches,
             "control_run": args.control_run, "trained_window": args.trained_window,
+            **(run_settings(ROOT / args.alfworld_run) if "alfworld-trained" in args.sources else {}),
             "tasks": TASKS, "rollouts": ROLLOUTS, "steps": STEPS, "merge": MERGE,
         },
         "sources": {},
@@ -185,11 +240,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not batches:
             print(f"{name}: no batch (--cached-only and none played yet): left out", flush=True)
             continue
-        window = args.trained_window if name == "control-trained" else 0
+        window = args.trained_window if name in TRAINED else 0
         results["sources"][name] = source_summary(batches, window, spent)
         progress = PROGRESS_SIG[CONTROL if name.startswith("control") else ALFWORLD]
-        # the trained run's layouts change per batch: no task has 32 rollouts
-        same = name != "control-trained"
+        # a trained run's layouts or tasks change per batch: no task has 32 rollouts
+        same = name not in TRAINED
         for row, cell in score_rows(ROWS, batches, window, progress, same, name).items():
             results["rows"][row]["cells"][name] = cell
     return results
@@ -204,6 +259,10 @@ def heads(results: dict[str, Any]) -> dict[str, str]:
         "alfworld-p0.15": "ALFWorld, p = 0.15",
         "alfworld-p0.3": "ALFWorld, p = 0.3",
         "alfworld-policy": "ALFWorld, warm-start policy",
+        "alfworld-trained": (
+            f"ALFWorld, trained run, {results['settings'].get('alfworld_run_shape')} "
+            f"(last {results['settings']['trained_window']} it.)"
+        ),
     }
 
 
@@ -214,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alfworld-batches", type=int, default=8, help="batches per ALFWorld source")
     ap.add_argument("--trained-window", type=int, default=20, help="control-trained: last N scored")
     ap.add_argument("--control-run", default=CONTROL_RUN, help="a control-task run with records")
-    ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=SOURCES)
+    ap.add_argument("--alfworld-run", default=ALFWORLD_RUN, help="an ALFWorld run with records")
+    ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=[*SOURCES, TRAINED[1]])
     ap.add_argument("--cache", default=str(CACHE), help="folder of the played batches")
     ap.add_argument("--out", default=str(OUT), help="results path without suffix")
     ap.add_argument("--analyze-only", action="store_true", help="tables from the results JSON")
@@ -225,14 +285,22 @@ def main(argv: list[str] | None = None) -> int:
         "says how many it used)",
     )
     args = ap.parse_args(argv)
-    shown = ("seed", "batches", "alfworld_batches", "control_run", "cached_only", "sources")
+    shown = ("seed", "batches", "alfworld_batches", "control_run", "alfworld_run", "cached_only",
+             "sources", "trained_window", "out")  # fmt: skip
     args.flags = changed_flags(ap, args, shown)
     out = Path(args.out)
     try:
         if min(args.batches, args.alfworld_batches) < 1:
             raise BenchError("--batches and --alfworld-batches must be >= 1")
         results = saved_results(out) if args.analyze_only else run(args)
-    except (BenchError, VariantError, RecordError, AnalyzeOnlyError, sources.SourceError) as err:
+    except (
+        BenchError,
+        VariantError,
+        RecordError,
+        AnalyzeOnlyError,
+        sources.SourceError,
+        ConfigError,
+    ) as err:
         print(f"potential_options: {err}", file=sys.stderr)
         return 2
     write_page(results, heads(results), out, args.analyze_only)
