@@ -1,44 +1,20 @@
 """Benchmark: does MVPO's repair point at real progress? AUC against the exact ALFWorld oracle.
 
-docs/alignment.md. On the rows where MVPO's advantage differs from GiGPO's on the same batch
-(the repaired rows), the AUC of the repair ``mvpo_adv - gigpo_adv`` for the exact progress label
+docs/alignment.md ("Benchmark", "Relabelling a run after the fact": the method, the flags and
+the run JSON). On the rows where MVPO's advantage differs from GiGPO's on the same batch (the
+repaired rows), the AUC of the repair ``mvpo_adv - gigpo_adv`` for the exact progress label
 (1: the step shortened the shortest plan to the goal; ``mvpo_envs.alfworld.oracle``), per
-estimator variant given on the command line.
-
-Two sources of batches:
-
-* noisy-expert rollouts (default): ALFWorld *train* split (bundled ``alfworld`` preset, fast
-  engine), ``--tasks`` tasks x ``--rollouts`` rollouts x ``--steps`` steps per batch; at each
-  step the expert plays one of the oracle's optimal actions (uniformly) with probability ``p``,
-  else a uniformly random admissible action; tasks and choices seeded by ``seed``. Each
-  ``(p, seed)`` batch is cached as a batch record (``mvpo_train.records``) under ``--cache``,
-  so a rerun only recomputes the estimators;
-* a training run's recorded batches (``--run-dir RUN``: ``RUN/records/iter-*.npz``, written
-  with ``--record-every``; docs/inspect.md): labels are read from the records, which hold them
-  when the run played ``mvpo/ALFWorld-v0`` with ``--env-kwargs '{"progress_oracle": true}'``;
-  with ``--relabel`` they are recovered by replaying every recorded trajectory on the env the
-  run played (``RUN/config.yaml``), the oracle on (:mod:`mvpo_train.relabel`; docs/alignment.md,
-  "Relabelling a run after the fact"). A trajectory the replay does not reproduce step for
-  step is *unverified*: its rows count as unknown (``-1``), it is counted and its reason kept,
-  and the command exits 1 when more than ``--max-unverified`` (default 1%) of the run's
-  trajectories are. The trained MVPO is recomputed in its recorded pre-call state (variant
-  ``trained``); a variant of the trained estimator overrides its recorded config and takes its
-  recorded state; any other variant (the default ``mvpo`` and ``mvpo:lambda_L=0`` on a GRPO or
-  GiGPO run) takes the run's ``gamma`` and, with ``--state chained`` (default), is one
-  estimator called on the run's batches in order (the state an MVPO would have had at that
-  iteration of this run), with ``--state fresh`` a new one per batch.
-
-  The run JSON (printed, and written to ``--json OUT`` after every batch) is described in
-  docs/alignment.md, "Relabelling a run after the fact".
-
-Variants: ``NAME`` or ``NAME:key=value,key=value`` (estimator config fields, values read as
-JSON when they parse, else as text), e.g. ``--variant mvpo --variant 'mvpo:lambda_L=0'
---variant 'mvpo:form=paper'``. Each noisy-expert batch is scored by a fresh estimator (MVPO's
-EMA at 0: kappa near 1, the repair at full strength).
+estimator variant given on the command line (``NAME`` or ``NAME:key=value,...``, estimator
+config fields, values read as JSON when they parse). Batches: noisy-expert rollouts on the
+ALFWorld train split (default; each ``(p, seed)`` batch cached as a batch record under
+``--cache``, a fresh estimator per batch: :mod:`mvpo_train.study.expert_alignment`), or a
+training run's recorded batches (``--run-dir``, labels from the records or, with
+``--relabel``, by replay: :mod:`mvpo_train.study.run_alignment`).
 
 Run from the repository root::
 
-    python benchmarks/alignment.py                      # writes benchmarks/results/alignment.md/.json
+    python benchmarks/alignment.py --variant mvpo:form=v1 --variant mvpo:form=v1,lambda_L=0 \\
+        --variant mvpo:form=paper --variant mvpo:form=paper,lambda_L=0   # alignment.md/.json
     python benchmarks/alignment.py --run-dir runs/x     # a run's recorded batches (printed)
     python benchmarks/alignment.py --run-dir runs/x --relabel --json x.json  # ... without labels
 """
@@ -53,40 +29,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
+import mvpo_envs  # noqa: F401
+from mvpo_train.alignment_variants import VariantError, make_variant
+from mvpo_train.batch import StepBatch
+from mvpo_train.config import ConfigError
+from mvpo_train.records import RecordError
+from mvpo_train.run_relabeller import RelabelSetupError
+from mvpo_train.run_relabeller import RunReplayer as _RunReplayer
+from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert
+from mvpo_train.study.analyze_only import AnalyzeOnlyError, kept_machine_line, saved_results
+from mvpo_train.study.expert_alignment import context_lines, score_batches, variant_lines
+from mvpo_train.study.run_alignment import DEFAULT_RUN_VARIANTS, score_run, write_json
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import gymnasium as gym  # noqa: E402
-
-import mvpo_envs  # noqa: E402, F401
-from mvpo_train.alignment_variants import (  # noqa: E402
-    VariantError,
-    make_variant,
-)
-from mvpo_train.batch import StepBatch  # noqa: E402
-from mvpo_train.config import ConfigError  # noqa: E402
-from mvpo_train.records import RecordError  # noqa: E402
-from mvpo_train.run_relabeller import RelabelSetupError  # noqa: E402
-from mvpo_train.run_relabeller import RunReplayer as _RunReplayer  # noqa: E402
-from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert  # noqa: E402
-from mvpo_train.study.analyze_only import (  # noqa: E402
-    AnalyzeOnlyError,
-    kept_machine_line,
-    saved_results,
-)
-from mvpo_train.study.expert_alignment import (  # noqa: E402
-    context_lines,
-    score_batches,
-    variant_lines,
-)
-from mvpo_train.study.run_alignment import (  # noqa: E402
-    DEFAULT_RUN_VARIANTS,
-    score_run,
-    write_json,
-)
-
 ENV_ID = "mvpo/ALFWorld-v0"
 DEFAULT_PS = (0.15, 0.3, 0.5)
 DEFAULT_SEEDS = (0, 1, 2)

@@ -1,44 +1,20 @@
 """Does an aligned potential speed learning? MVPO's repair driven by an oracle at controlled
 alignment, with negative and positive controls, on the control task (docs/alignment.md, "The
-oracle-gain study").
+oracle-gain study": the arms, the settings, the archive and what the page shows).
 
-One resumable sweep of ``mvpo-train`` runs on ``mvpo/MilestoneChain-v0`` (the encoder policy with
-a fresh head, 8 layouts x 8 rollouts x 50 steps, 40 iterations; the settings of
-benchmarks/results/control_study.md plus the env's ``show_progress`` and ``show_route``
-options), arms x seeds:
+One resumable sweep of ``mvpo-train`` runs, :func:`arms` x ``--seeds``, in ``--base`` (default
+``runs/oracle-gain-route``, git-ignored; :mod:`mvpo_train.study.gain_sweep`): a finished run is
+skipped, an interrupted one resumes from its checkpoint, a settings fingerprint refuses a
+changed setting. Each finished run's compact result goes to ``--archive`` (default
+``benchmarks/results/oracle_gain_runs/``, committed; the runs before it existed are carried in
+its ``carried.json``), from which the tables are built: ``benchmarks/results/oracle_gain.{md,json,png}``.
 
-* difficulty 1 (the main arms): GRPO, GiGPO, MVPO (default), MVPO with its repair shuffled
-  among the routed rows (``repair_source="shuffled"``), the oracle repair at
-  ``rho`` in {0, 0.25, 0.5, 0.75, 1} (``repair_source="oracle"``) and the positive control
-  (``repair_source="positive"``);
-* the zero-credit axis: GiGPO and the oracle repair at ``rho`` in {0, 1} at difficulties 0 and 2;
-* the strength axis: the oracle repair at ``rho`` in {0.5, 1} with kappa held constant at
-  {0.1, 0.3, 1}.
+    python benchmarks/oracle_gain.py --jobs 2                 # the sweep, then the tables
+    python benchmarks/oracle_gain.py --jobs 2 --analyze-only  # tables and plot only
 
-Runs go to ``--base`` (default ``runs/oracle-gain-route``, git-ignored): a finished run (its
-``result.json`` written) is skipped, an interrupted one resumes from its checkpoint, and a
-settings fingerprint (``settings.json``) refuses a changed setting. Each finished run's compact
-result is also written to ``--archive`` (default ``benchmarks/results/oracle_gain_runs/``,
-committed; :mod:`mvpo_train.study.result_archive`): a run found there is finished on any
-machine, and the tables are built from it, so the sweep continues across sessions whose run
-folders are gone. The 50 main-arm runs of the sweep of 2026-12-03 were made before the archive
-existed: their per-seed metrics and curve bands are carried in ``oracle_gain_runs/carried.json``
-(taken from that sweep's committed oracle_gain.json) and used as they are. The order puts the main arms
-x seeds first, seed by seed, so a partial sweep is paired. ``--analyze-only`` (or any call once
-runs exist) writes ``benchmarks/results/oracle_gain.{md,json,png}`` from the finished runs: per
-arm the batch-success curve with a bootstrap band, area, final, iterations to 5% and 10%,
-held-out success, the measured ``align/auc``; per arm against GiGPO at its difficulty, paired by
-seed, differences with t-based 95% intervals and percentile-bootstrap intervals beside them; the
-fit of the gain against alignment x strength x zero-credit ratio; ``rho*``.
-
-    python benchmarks/oracle_gain.py                 # the sweep (resumable), then the tables
-    python benchmarks/oracle_gain.py --analyze-only  # tables and plot only
-
-``show_route`` is on by default: with ``show_progress`` alone the study's first check failed
-(the positive control did not learn; benchmarks/results/oracle_gain_pilot.md). The runs of that
-first setting (``benchmarks/results/oracle_gain_show_progress.{md,json,png}``) are resumed and
-re-tabulated with ``--no-show-route --base runs/oracle-gain --out
-benchmarks/results/oracle_gain_show_progress.md`` (their settings fingerprint).
+The first setting (``show_route`` off, whose first check failed;
+benchmarks/results/oracle_gain_show_progress.md): ``--no-show-route --base runs/oracle-gain
+--out benchmarks/results/oracle_gain_show_progress.md``.
 """
 
 from __future__ import annotations

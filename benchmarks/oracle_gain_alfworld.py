@@ -1,38 +1,21 @@
-"""The oracle-gain study on ALFWorld at one setting (docs/alignment.md, "The oracle-gain study"):
-does MVPO's repair, driven by the exact plan-length oracle, speed learning where the ALFWorld
-study learned?
+"""The oracle-gain study on ALFWorld at one setting (docs/alignment.md, "The oracle-gain study on
+ALFWorld": the arms, the setting and the held-out evaluation): does MVPO's repair, driven by the
+exact plan-length oracle, speed learning where the ALFWorld study learned?
 
-Three arms, paired by seed: GiGPO, and MVPO with its repair replaced by the oracle's at
-``rho = 0`` and ``rho = 1`` (``repair_source="oracle"``; docs/alignment.md, "The oracle repair").
-One setting for all three: the ALFWorld study's MVPO arm as the ``cpu-showcase`` preset holds it
-(benchmarks/results/learning_full.md): the encoder policy with the history-aware head
-(``--history-length 2``) warm-started on the train walkthroughs (the bundled
-``alfworld-encoder-warm``), the full generated train split, 16 tasks x 8 rollouts x 50 steps,
-2 PPO epochs, lr 3e-4 and KL 0.05 (the study's MVPO arm; its GiGPO arm had lr 1e-3 and KL 0),
-and ``progress_oracle=True`` in every arm's env (the same env everywhere; only the oracle arms
-read the plan lengths, and every arm logs ``align/*`` only if it is MVPO). 20 iterations, seeds
-0-2. Held-out: the final checkpoint on ``valid_unseen``, sampled, evaluation seed 0, every game x
-``--final-episodes``.
-
+Three arms (:data:`ARMS`), paired by seed, in the ``cpu-showcase`` setting (:func:`settings`).
 Runs go to ``--base`` (``<base>/<arm>-seed<k>/``, :mod:`mvpo_train.study.runs`): a finished run
-is skipped, an interrupted one resumes from its checkpoint, ``<base>/settings.json`` refuses a
-changed setting. Every finished run (trained and evaluated) is also copied, its compact files
-only (``metrics.jsonl``, ``config.yaml``, ``eval-*.json``; :mod:`mvpo_train.study.archive`),
-into ``--archive`` (default ``benchmarks/results/oracle_gain_alfworld_runs/``, committed), and
-every call first imports that archive into ``--base``: the study continues across sessions
-whose run folders are gone, and ``--analyze-only`` rebuilds the tables anywhere. Results: ``benchmarks/results/oracle_gain_alfworld.{md,json}``: per arm area
-(mean batch success over the iterations), final (last 5), held-out success and the measured
-``align/auc``, each with a t-based 95% interval over seeds; per arm against GiGPO the paired
-differences with t-based intervals and percentile-bootstrap intervals beside them.
+is skipped, an interrupted one resumes, ``<base>/settings.json`` refuses a changed setting.
+Every finished run's compact files are copied into ``--archive`` (committed;
+:mod:`mvpo_train.study.archive`), which every call first imports into ``--base``. Results:
+``benchmarks/results/oracle_gain_alfworld.{md,json}``.
 
     python benchmarks/oracle_gain_alfworld.py --size       # CPU cost of one run, the estimate
     python benchmarks/oracle_gain_alfworld.py              # the runs (resumable), then the tables
     python benchmarks/oracle_gain_alfworld.py --analyze-only
 
 ``--size`` measures 2 iterations of the ``oracle-r1`` arm (process CPU seconds, one torch
-thread, split into setup and iterations by ``benchmarks/cpu_cost.py --worker``) and a held-out
-evaluation of ``--size-eval-games`` games, in a scratch folder, and writes the estimate of the
-whole study into the results (kept by later calls).
+thread, split by ``benchmarks/cpu_cost.py --worker``) and a held-out evaluation of
+``--size-eval-games`` games in a scratch folder, and writes the estimate into the results.
 """
 
 from __future__ import annotations

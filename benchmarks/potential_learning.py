@@ -1,40 +1,21 @@
 """Does a better-estimated potential help MVPO learn? The new potential options of
 docs/estimators.md §3.11-§3.13 on the oracle-gain study's control task, against GRPO, GiGPO and
-the MVPO paper's form at the same settings.
+the MVPO paper's form at the same settings (docs/estimators.md, "The learning study").
 
-The settings are EXACTLY those of the oracle-gain study (``benchmarks/oracle_gain.py``: the
-encoder policy with a fresh head on ``mvpo/MilestoneChain-v0`` with ``show_progress`` and
-``show_route``, 8 layouts x 8 rollouts x 50 steps, 40 iterations, lr 0.002, 2 PPO epochs; its
-setting flags are accepted here with the same defaults and make the same settings
-fingerprint), so the study's GRPO, GiGPO, MVPO (the paper's form) and MVPO-shuffled runs are
-reused, read from that study's committed archive (``--reuse-archive``, default
-``benchmarks/results/oracle_gain_runs``), else from ``--reuse-base`` (default
-``runs/oracle-gain-route``: only read, never run or written). A setting whose fingerprint differs
-from the one recorded there is refused in one line.
-
-The new arms (each ``--estimator mvpo`` with ``--estimator-kwargs``):
-
-* ``mvpo-pooled``: ``region_stats="pooled"`` (region statistics pooled across iterations with
-  the default ``pool_decay``, a row's own trajectory left out);
-* ``mvpo-split``: ``potential_split="milestones"`` (regions split at milestone events);
-* ``mvpo-pooled-td-split``: the combination with the best measured alignment
-  (``region_stats="pooled", potential_estimate="td", potential_split="milestones"``;
-  benchmarks/results/potential_kinds.md);
-* ``mvpo-pooled-td-split-shuffled``: that combination with its repair shuffled among the routed
-  rows (``repair_source="shuffled"``): the negative control of the new form.
-
-They run in ``--base`` (default ``runs/potential-learning``, git-ignored), one folder per arm and
-seed as the oracle-gain study lays them out: a finished run (its ``result.json``) is skipped, an
-interrupted one resumes from its checkpoint, ``--jobs`` at a time, seed by seed so that a partial
-sweep is paired. The analysis (``--analyze-only``, after the sweep, or after every finished run
-with ``--analyze-every``) writes ``benchmarks/results/potential_learning.{md,json,png}``: per arm
-(new and reused) area, final, iterations to 5% and 10%, held-out success and the trainer's
-``align/auc``, means over seeds with t-based 95% intervals and bootstrap intervals beside; paired
-by seed, the differences against GiGPO and (MVPO's arms) against the paper's form (``mvpo``);
-the estimator's seconds per iteration (``time/advantage``) per arm.
+The settings are EXACTLY the oracle-gain study's (``benchmarks/oracle_gain.py``, whose setting
+flags are accepted here with the same defaults and make the same settings fingerprint), so its
+GRPO, GiGPO, MVPO and MVPO-shuffled runs are reused, read from its committed archive
+(``--reuse-archive``), else from ``--reuse-base`` (read only); a setting whose fingerprint
+differs is refused in one line. The new arms (:func:`new_arms`: pooled, split, their
+combination with TD and that combination shuffled) run in ``--base`` (default
+``runs/potential-learning``) as the oracle-gain sweep runs its arms, seed by seed. The analysis
+writes ``benchmarks/results/potential_learning.{md,json,png}`` (:mod:`mvpo_train.study.gain_pages`):
+per arm the study's metrics with t-based and bootstrap intervals, the paired differences against
+GiGPO and the paper's form, the estimator's seconds per iteration.
 
     python benchmarks/potential_learning.py --jobs 2      # the runs (resumable), then the tables
-    python benchmarks/potential_learning.py --analyze-only
+    python benchmarks/potential_learning.py --jobs 2 --analyze-only
+    python benchmarks/potential_learning.py --cost 40     # the estimator's cost per batch
 """
 
 from __future__ import annotations
@@ -59,13 +40,7 @@ from mvpo_train.study.gain_sweep import (
     seed_embedding_cache,
     sweep,
 )
-from mvpo_train.study.gain_table import (
-    arm_tables,
-    curve_cells,
-    pair_cells,
-    per_run,
-    seed_cells,
-)
+from mvpo_train.study.gain_table import arm_tables, curve_cells, pair_cells, per_run, seed_cells
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.run_sets import rel_path
