@@ -2,7 +2,8 @@
 records"): one real batch of the showcase's shape (``cpu-showcase`` preset: the bundled encoder
 warm start on ALFWorld, 16 groups x 8 rollouts x up to 50 steps), collected by the trainer's
 collector, written once as the trainer writes it and once without the ``prompt``,
-``admissible_actions``, ``task_id`` and ``task_index`` extras.
+``admissible_actions``, ``task_id`` and ``task_index`` extras
+(:mod:`mvpo_train.study.record_size`).
 
     python benchmarks/record_size.py --out benchmarks/results/record_size.json
 
@@ -13,20 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
-import torch
-
-from mvpo_train.batch import FIELDS, StepBatch
-from mvpo_train.config import preset
-from mvpo_train.export import RECORDED_FIELDS
-from mvpo_train.factories import load_policy, make_venv, rollout_config
-from mvpo_train.prompts import get_template
-from mvpo_train.records import write_batch_record
-from mvpo_train.rollout import RolloutCollector
+from mvpo_train.study.record_size import record_sizes, showcase_batch
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,37 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="JSON result file")
     args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    cfg = preset(
-        "cpu-showcase", num_groups=args.groups, group_size=args.group_size,
-        max_steps=args.max_steps, seed=args.seed, threads=1, progress=False,
-        embedding_cache="",
-    )  # fmt: skip
-    policy = load_policy(cfg)
-    venv = make_venv(cfg, cfg.env_kwargs.get("split", "train"), args.groups, args.group_size)
-    try:
-        collector = RolloutCollector(
-            venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg),
-            None, torch.Generator().manual_seed(args.seed),
-        )  # fmt: skip
-        tasks = np.random.default_rng(args.seed).integers(0, venv.num_tasks, args.groups)
-        start = time.perf_counter()
-        batch = collector.collect([int(t) for t in tasks])
-        seconds = time.perf_counter() - start
-    finally:
-        venv.close()
-    without = StepBatch(
-        **{f: getattr(batch, f) for f in FIELDS},
-        extras={k: v for k, v in batch.extras.items() if k not in RECORDED_FIELDS},
-    )
-    sizes = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, b in (("with_export_fields", batch), ("without", without)):
-            path = write_batch_record(tmp, 1, b, path=Path(tmp) / f"{name}.npz")
-            sizes[name] = path.stat().st_size
+    env_id, batch, seconds = showcase_batch(args.groups, args.group_size, args.max_steps, args.seed)
+    sizes = record_sizes(batch)
     result = {
         "command": "python benchmarks/record_size.py" + (f" --out {args.out}" if args.out else ""),
-        "env_id": cfg.env_id,
+        "env_id": env_id,
         "rows": len(batch),
         "rollout_seconds": round(seconds, 1),
         "record_mib": {k: round(v / 2**20, 3) for k, v in sizes.items()},
