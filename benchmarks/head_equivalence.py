@@ -30,9 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from mvpo_train.stats import bootstrap_ci
+from mvpo_train.study.paired_forms import form_lines
 from mvpo_train.study.runs import metric_rows, train_cmd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +59,6 @@ def run(task: str, form: str, seed: int, iterations: int, base: Path) -> list[fl
     return [float(r["success"]) for r in metric_rows(path)[:iterations]]
 
 
-def fmt(m: tuple[float, float, float]) -> str:
-    return f"{m[0]:+.3f} [{m[1]:+.3f}, {m[2]:+.3f}]"
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", choices=TASKS, default="control")
@@ -78,10 +72,6 @@ def main(argv: list[str] | None = None) -> int:
     for seed in args.seeds:  # seed by seed: an interrupted check has both forms per seed
         for form in FORMS:
             curves[form].append(run(args.task, form, seed, args.iterations, base))
-    c = {f: np.array(v) for f, v in curves.items()}
-    area = {f: c[f].mean(axis=1) for f in FORMS}
-    final = {f: c[f][:, -5:].mean(axis=1) for f in FORMS}
-    same = [int(np.array_equal(a, b)) for a, b in zip(c["concat"], c["factored"], strict=True)]
     cmd = " ".join(["python benchmarks/head_equivalence.py", "--task", args.task, "--seeds",
                     *map(str, args.seeds), "--iterations", str(args.iterations)])  # fmt: skip
     md = [
@@ -92,21 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.iterations} iterations, final = last 5; CIs: percentile bootstrap over the "
         f"{len(args.seeds)} seeds (10,000 resamples, seed 0).",
         "",
-        "| head | area | final |",
-        "|---|---|---|",
-    ]
-    for f in FORMS:
-        md.append(f"| {f} | {fmt(bootstrap_ci(area[f]))} | {fmt(bootstrap_ci(final[f]))} |")
-    d_area = bootstrap_ci(area["factored"] - area["concat"])
-    d_final = bootstrap_ci(final["factored"] - final["concat"])
-    md += [
-        "",
-        f"Paired factored - concat: area {fmt(d_area)}, final {fmt(d_final)}; success curves "
-        f"identical in {sum(same)} of {len(same)} seeds.",
+        *form_lines(curves, "head"),
     ]
     out = Path(args.out or RESULTS / f"head_equivalence_{args.task}.md")
     out.write_text("\n".join(md) + "\n")
-    data = {"command": cmd, "curves": {f: c[f].tolist() for f in FORMS}, "seeds": args.seeds}
+    data = {"command": cmd, "curves": curves, "seeds": args.seeds}
     out.with_suffix(".json").write_text(json.dumps(data) + "\n")
     print("\n".join(md))
     return 0
