@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,34 +37,10 @@ import torch
 from mvpo_train.config import json_arg
 from mvpo_train.encoder_policy import SegmentEmbedder
 from mvpo_train.study import candidates
-from mvpo_train.study.bench import replace_section
 from mvpo_train.study.demo_layouts import parse_candidate, split_games
 from mvpo_train.study.tables import command_line
 
 ENV = "mvpo/ALFWorld-v0"
-
-
-def write_scoring(path: Path, rows: list[dict], args: argparse.Namespace) -> None:
-    """The ``--section`` (default "Score mode: kv vs concat") of ``path``: seconds per scorer
-    and pass, each with its ratio to ``kv``."""
-    cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
-    lines = [
-        f"## {args.section or 'Score mode: kv vs concat'}",
-        "",
-        f"Command: `nice -n 10 {cmd}`  ",
-        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box. The "
-        f"tiny bundled LM scores {args.score_batch} prompts x 6-11 candidates of 3-9 tokens "
-        f"(random ids, seed {args.seed}); median process CPU seconds of {args.score_repeats} "
-        "rounds that each run every scorer once, in parentheses the ratio to `kv`; `kv` "
-        "shares each prompt's cache among its candidates, `kv copy` copies it per candidate "
-        "(the path before the shared cache), `concat` runs every prompt + candidate in full "
-        "(mvpo_train/score_timing.py).",
-        "",
-        *candidates.scoring_lines(rows),
-    ]
-    text = "\n".join(lines) + "\n"
-    old = path.read_text() if path.is_file() else ""
-    path.write_text(replace_section(old, lines[0][3:], text) if old else text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="Markdown results file")
     p.add_argument("--section", default="", help="replace (or append) this section of --out")
     args = p.parse_args(argv)
+    command = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
     bench = candidates.Bench(
         ENV, dict(args.env_kwargs), args.history_length, args.threads, args.embedding_cache
     )
@@ -110,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.score_prompts:
         rows_ = bench.scoring(args.score_prompts, args.score_batch, args.score_repeats, args.seed)
         if args.out:
-            write_scoring(Path(args.out), rows_, args)
+            candidates.write_scoring(Path(args.out), rows_, args, command)
     embedder = demos = None
     encoders = [c for c in args.candidates + args.iteration + [args.learn or "lm"] if c != "lm"]
     encoders += [f"encoder:0:{x}" for x in args.layouts]
@@ -131,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def write(learn=()) -> None:
         if args.out:  # after every stage: an interrupted run keeps what it measured
-            write_markdown(Path(args.out), rows, iters, args, len(demos or []), learn, layouts)
+            n = len(demos or [])
+            candidates.write_page(Path(args.out), rows, iters, args, command, n, learn, layouts)
 
     if args.layouts:
         fit, held = split_games(demos, embedder.sep_id, args.held_out, args.seed)
@@ -171,45 +148,6 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(learn), flush=True)
         write(learn)
     return 0
-
-
-def write_markdown(path: Path, rows, iters, args, n_demos: int, learn=(), layouts=()) -> None:
-    cmd = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
-    title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
-    train_eps = (
-        f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
-        if args.train_tasks
-        else f"every train task x {args.episodes} episodes"
-    )
-    lines = [
-        f"{'##' if args.section else '#'} {title}",
-        "",
-        f"Command: `nice -n 10 {cmd}`  ",
-        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box; "
-        f"seed {args.seed}; env kwargs `{json.dumps(args.env_kwargs)}`; {n_demos} expert steps "
-        "in the train split's walkthroughs.",
-        "",
-        f"Sampled actions (temperature 1); 50-step episodes; success (95% Wilson interval) over "
-        f"{train_eps}; other splits: every task x {args.episodes} episodes; candidate "
-        "`encoder:K:H:POOL` = K behaviour-cloning steps, H past (observation, action) pairs, "
-        'POOL (docs/policies.md, "Input layout"); steps/s = env steps played / wall seconds '
-        "of that evaluation.",
-        "",
-    ]
-    if layouts:
-        lines += [*candidates.layout_lines(layouts, args.layout_steps, args.held_out), ""]
-    lines += candidates.success_lines(rows, args.splits) if rows else []
-    if not rows:
-        lines.pop()
-    if iters:
-        lines += candidates.iteration_lines(iters)
-    if learn:
-        lines += candidates.learning_lines(learn, args.learn, args.learn_groups, args.episodes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(lines) + "\n"
-    if args.section and path.is_file():
-        text = replace_section(path.read_text(), args.section, text)
-    path.write_text(text)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,16 @@ learning run (:meth:`Bench.learning`), history layouts compared by behaviour clo
 (:meth:`Bench.layouts`) and the LM's score-mode scorers (:meth:`Bench.scoring`).
 :func:`demonstrations` collects the expert steps (kept in a JSON file when asked);
 :func:`success_lines`, :func:`layout_lines`, :func:`iteration_lines`, :func:`learning_lines`
-and :func:`scoring_lines` are the tables of the measurements.
+and :func:`scoring_lines` are the tables of the measurements, :func:`write_page` and
+:func:`write_scoring` the results page around them.
 """
 
 from __future__ import annotations
 
 import json
+import platform
 import time
+from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from mvpo_train.config import TrainConfig
 from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
 from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
 from mvpo_train.stats import wilson
+from mvpo_train.study.bench import replace_section
 from mvpo_train.study.demo_layouts import expert_agreement, parse_candidate, relayout
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
@@ -42,6 +46,8 @@ __all__ = [
     "scoring_lines",
     "success_lines",
     "warm_encoder",
+    "write_page",
+    "write_scoring",
 ]
 
 
@@ -387,3 +393,77 @@ def success_lines(rows: list[dict[str, Any]], splits: list[str]) -> list[str]:
             + " |"
         )
     return lines
+
+
+def write_scoring(path: Path, rows: list[dict], args: Namespace, cmd: str) -> None:
+    """The ``--section`` (default "Score mode: kv vs concat") of ``path``, written by the
+    command line ``cmd`` of ``benchmarks/policy_candidates.py`` (its ``args``): seconds per
+    scorer and pass, each with its ratio to ``kv`` (:func:`scoring_lines`)."""
+    lines = [
+        f"## {args.section or 'Score mode: kv vs concat'}",
+        "",
+        f"Command: `nice -n 10 {cmd}`  ",
+        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box. The "
+        f"tiny bundled LM scores {args.score_batch} prompts x 6-11 candidates of 3-9 tokens "
+        f"(random ids, seed {args.seed}); median process CPU seconds of {args.score_repeats} "
+        "rounds that each run every scorer once, in parentheses the ratio to `kv`; `kv` "
+        "shares each prompt's cache among its candidates, `kv copy` copies it per candidate "
+        "(the path before the shared cache), `concat` runs every prompt + candidate in full "
+        "(mvpo_train/score_timing.py).",
+        "",
+        *scoring_lines(rows),
+    ]
+    text = "\n".join(lines) + "\n"
+    old = path.read_text() if path.is_file() else ""
+    path.write_text(replace_section(old, lines[0][3:], text) if old else text)
+
+
+def write_page(
+    path: Path,
+    rows: list[dict[str, Any]],
+    iters: list[dict[str, Any]],
+    args: Namespace,
+    cmd: str,
+    n_demos: int,
+    learn: list[dict[str, Any]] | tuple = (),
+    layouts: list[dict[str, Any]] | tuple = (),
+) -> None:
+    """The page (or its ``--section``) of ``benchmarks/policy_candidates.py`` run as ``cmd``
+    with ``args``: the setting, then the tables of the measurements made so far
+    (:func:`layout_lines`, :func:`success_lines`, :func:`iteration_lines`,
+    :func:`learning_lines`); ``n_demos``: the expert steps of the train walkthroughs."""
+    title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
+    train_eps = (
+        f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
+        if args.train_tasks
+        else f"every train task x {args.episodes} episodes"
+    )
+    lines = [
+        f"{'##' if args.section else '#'} {title}",
+        "",
+        f"Command: `nice -n 10 {cmd}`  ",
+        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box; "
+        f"seed {args.seed}; env kwargs `{json.dumps(args.env_kwargs)}`; {n_demos} expert steps "
+        "in the train split's walkthroughs.",
+        "",
+        f"Sampled actions (temperature 1); 50-step episodes; success (95% Wilson interval) over "
+        f"{train_eps}; other splits: every task x {args.episodes} episodes; candidate "
+        "`encoder:K:H:POOL` = K behaviour-cloning steps, H past (observation, action) pairs, "
+        'POOL (docs/policies.md, "Input layout"); steps/s = env steps played / wall seconds '
+        "of that evaluation.",
+        "",
+    ]
+    if layouts:
+        lines += [*layout_lines(layouts, args.layout_steps, args.held_out), ""]
+    lines += success_lines(rows, args.splits) if rows else []
+    if not rows:
+        lines.pop()
+    if iters:
+        lines += iteration_lines(iters)
+    if learn:
+        lines += learning_lines(learn, args.learn, args.learn_groups, args.episodes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(lines) + "\n"
+    if args.section and path.is_file():
+        text = replace_section(path.read_text(), args.section, text)
+    path.write_text(text)

@@ -55,3 +55,25 @@ def test_the_success_table_gives_wilson_intervals_per_split() -> None:
         lines[2].startswith("| encoder:0 | 1.0 | 0.500 [0.2")
         and "(10 ep) |  | 3.0 |  |" in lines[2]
     )
+
+
+def test_the_page_and_the_scoring_section_are_written_and_replaced_in_place(tmp_path) -> None:
+    from argparse import Namespace
+
+    from mvpo_train.study.candidates import write_page, write_scoring
+
+    args = Namespace(section="", train_tasks=0, seed=0, episodes=2, threads=1, env_kwargs={},
+                     splits=["train"], layouts=[], score_batch=4, score_repeats=3)  # fmt: skip
+    row = {"candidate": "lm", "warm_start_s": 1.0, "train/success": 0.5, "train/episodes": 4,
+           "train/steps_per_s": 10.0}  # fmt: skip
+    page = tmp_path / "page.md"
+    write_page(page, [row], [], args, "python benchmarks/policy_candidates.py", 7)
+    text = page.read_text()
+    assert text.startswith("# Policy candidates on ALFWorld-scale rooms")
+    assert "7 expert steps" in text and "| lm | 1.0 | 0.500 [" in text
+    scores = {f"{n} {k}": 1.0 for n in ("kv", "kv copy", "concat")
+              for k in ("forward", "forward+backward")}  # fmt: skip
+    for _ in range(2):
+        write_scoring(page, [{"prompt_tokens": 80, **scores}], args, "python x.py")
+    text = page.read_text()
+    assert text.count("## Score mode: kv vs concat") == 1 and "| lm | 1.0 |" in text
