@@ -60,7 +60,7 @@ def analyse(
 ) -> dict[str, Any]:
     """Every arm (``mvpo`` and ``variants``) and seed with a run under ``base``: the learning
     study's table over the held-out ``splits`` (pairs: each variant minus ``mvpo``), and per
-    arm the curve on the seeds every arm has, the late kappa and repaired share, the credit
+    arm the curve on the random seeds every arm has, the late kappa and repaired share, the credit
     alignment (:func:`~mvpo_train.study.credit_mass.credit_alignment`) and the paired
     difference to ``gigpo`` of the study table ``study`` on the same seeds; that table's
     ``gigpo`` and ``mvpo`` as a reference; ``BASE/commands.txt`` as the commands."""
@@ -111,7 +111,7 @@ def analyse(
 
 
 def plot(table: dict[str, Any], out: Path) -> None:
-    """Each arm's moving-average batch success on the seeds every arm has."""
+    """Each arm's moving-average batch success on the random seeds every arm has."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 5))
     for arm, row in table["arms"].items():

@@ -1,7 +1,7 @@
 """Two forms of one setting compared on their runs' training success, paired by seed
 (``benchmarks/head_equivalence.py``: the factored and the concat action-scorer head).
 
-Per form, over the seeds: the area (mean batch success over the iterations) and the final
+Per form, over the random seeds: the area (mean batch success over the iterations) and the final
 success (the last 5 iterations), each with a percentile-bootstrap 95% interval
 (:func:`mvpo_train.stats.bootstrap_ci`); paired by seed, the differences second - first, and
 how many seeds gave the two forms the very same success curve.
