@@ -10,6 +10,7 @@ checkout (its tests skip cleanly when that folder is absent).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -79,3 +80,34 @@ def test_the_scan_finds_each_needle_and_honours_the_exclusions(tmp_path):
     (tmp_path / "tests" / "conftest.py").write_text(NEEDLES[0] + "\n")
     (tmp_path / "blob.bin").write_bytes(b"\xff\xfe" + NEEDLES[0].encode())
     assert hits(tmp_path) == [f"docs/a.md:{i}: {n}" for i, n in enumerate(NEEDLES, 1)]
+
+
+#: "the seeds" named the papers once; the word is kept for random seeds only (the
+#: architecture issue's check: ``git grep -i -E "the seeds|seeds'|form=.seeds"`` outside tests)
+PAPERS_AS_SEEDS = r"the seeds|seeds'|form=.seeds"
+
+
+def paper_word_hits(root: Path = REPO) -> list[str]:
+    """``path:line`` of every text line outside ``tests/`` and ``data/`` that says the papers'
+    old name (:data:`PAPERS_AS_SEEDS`, case-insensitive)."""
+    pattern = re.compile(PAPERS_AS_SEEDS, re.IGNORECASE)
+    found = []
+    for rel in repository_files(root):
+        if rel.startswith(("tests/", "data/")) or not (root / rel).is_file():
+            continue
+        try:
+            text = (root / rel).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [
+            f"{rel}:{i}" for i, line in enumerate(text.splitlines(), 1) if pattern.search(line)
+        ]
+    return found
+
+
+def test_the_papers_are_called_by_their_names_never_the_seeds(tmp_path):
+    bad = paper_word_hits()
+    assert not bad, "say 'the MVPO paper' (or 'random seeds'):\n" + "\n".join(bad)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("ok: random seeds\nbad: The Seeds say\n")
+    assert paper_word_hits(tmp_path) == ["docs/a.md:2"]
