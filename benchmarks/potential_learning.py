@@ -29,17 +29,10 @@ from typing import Any
 import numpy as np
 import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
 
-from mvpo_train.study import estimator_cost
 from mvpo_train.study.curve_panels import plot_panels
-from mvpo_train.study.estimator_cost import time_arms
+from mvpo_train.study.estimator_cost import cost_lines, time_arms, uniform_batches
 from mvpo_train.study.gain_pages import potential_learning_page
-from mvpo_train.study.gain_sweep import (
-    estimator_seconds,
-    load,
-    seed_dir,
-    seed_embedding_cache,
-    sweep,
-)
+from mvpo_train.study.gain_sweep import load_timed, seed_embedding_cache, sweep
 from mvpo_train.study.gain_table import arm_tables, curve_cells, pair_cells, per_run, seed_cells
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
@@ -100,25 +93,16 @@ def plan_runs(args: argparse.Namespace) -> list[tuple[og.Arm, int]]:
 
 
 def cost(args: argparse.Namespace) -> dict[str, Any]:
-    """The estimator's seconds per batch of the paper's form and of each new arm, one estimator
-    per arm called on ``args.cost`` consecutive batches in order (the pools grow as in a run):
-    uniform-policy batches of the study's env and sizes (``num_groups`` tasks drawn from the
-    train layouts per batch, as ``mvpo-train`` draws them, ``group_size`` rollouts, 50 steps;
-    :func:`mvpo_train.scripted_batches.noisy_expert_batch` at ``p = 0``, seeded ``(0, batch)``).
-    Written to ``<archive>/cost.json`` (the analysis shows it)."""
+    """The estimator's milliseconds per batch of the paper's form and of each new arm on
+    ``args.cost`` uniform-policy batches of the study's env and sizes, in order (the pools grow
+    as in a run; :mod:`mvpo_train.study.estimator_cost`), written to ``<archive>/cost.json``."""
     import gymnasium as gym
 
     import mvpo_envs  # noqa: F401  (registers the env ids)
-    from mvpo_train.scripted_batches import noisy_expert_batch
 
     env_kwargs = {"difficulty": 1, "num_milestones": 4, "show_progress": args.show_progress}
     env = gym.make(og.ENV_ID, **env_kwargs, **og.env_options(args))
-    n_tasks = len(env.unwrapped.task_ids)
-    batches = []
-    for i in range(args.cost):
-        rng = np.random.default_rng([0, i])
-        tasks = [int(t) for t in rng.choice(n_tasks, size=args.num_groups, replace=False)]
-        batches.append(noisy_expert_batch(env, tasks, args.group_size, 50, 0.0, rng).batch)
+    batches = uniform_batches(env, args.cost, args.num_groups, args.group_size, 50)
     env.close()
     arms = {a.name: ("mvpo", a.kwargs) for a in [og.Arm("mvpo", "mvpo"), *new_arms()]}
     flags = ["--cost", str(args.cost)] + (
@@ -129,11 +113,6 @@ def cost(args: argparse.Namespace) -> dict[str, Any]:
     og.archive_dir(args).mkdir(parents=True, exist_ok=True)
     (og.archive_dir(args) / "cost.json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     return out
-
-
-def cost_lines(archive: Path) -> list[str]:
-    """The cost section of the results page from ``<archive>/cost.json`` (none without it)."""
-    return estimator_cost.cost_lines(Path(archive) / "cost.json")
 
 
 # ------------------------------------------------------------------ analysis
@@ -150,14 +129,8 @@ def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict
     studies.append((og.archive_dir(args), args.base, new_arms()))
     for archive, base, arm_list in studies:
         names = [a.name for a in arm_list]
-        for name, runs in load(
-            Path(archive), Path(base), names, args.seeds, args.iterations
-        ).items():
-            for seed, res in runs.items():
-                if res.get("advantage_s") is None:
-                    res["advantage_s"] = estimator_seconds(
-                        seed_dir(Path(base), name, seed), args.iterations
-                    )
+        runs_of = load_timed(Path(archive), Path(base), names, args.seeds, args.iterations)
+        for name, runs in runs_of.items():
             data[name], source[name] = runs, rel_path(Path(archive), ROOT)
     return data, source
 
@@ -217,7 +190,9 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     cost_file = og.archive_dir(args) / "cost.json"
     if cost_file.is_file():
         out["cost"] = json.loads(cost_file.read_text())
-    md = potential_learning_page(out, machine, cost_lines(og.archive_dir(args)), REUSED)
+    md = potential_learning_page(
+        out, machine, cost_lines(og.archive_dir(args) / "cost.json"), REUSED
+    )
     out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     out_path.with_suffix(".md").write_text(md)
     plot(out, out_path.with_suffix(".png"))
@@ -278,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     check_reuse(Path(args.reuse_base), og.settings(args))
     if args.cost:
         cost(args)
-        print("\n".join(cost_lines(og.archive_dir(args))))
+        print("\n".join(cost_lines(og.archive_dir(args) / "cost.json")))
         return
     if not args.analyze_only:
         after = (lambda: analyze(args)) if args.analyze_every else None

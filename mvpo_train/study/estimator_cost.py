@@ -3,6 +3,7 @@
 that compares the arms with the MVPO paper's form (``benchmarks/potential_learning.py --cost``;
 docs/estimators.md §3.11-§3.13).
 
+* :func:`uniform_batches`: the batches they are timed on, uniform-policy play of an env;
 * :func:`time_arms`: the milliseconds per batch of each arm, with the first and last five;
 * :func:`cost_lines`: the results page's "Estimator cost" section from the saved JSON.
 """
@@ -20,7 +21,24 @@ import numpy as np
 from mvpo_train.batch import StepBatch
 from mvpo_train.credit import get_estimator
 
-__all__ = ["cost_lines", "time_arms"]
+__all__ = ["cost_lines", "time_arms", "uniform_batches"]
+
+
+def uniform_batches(
+    env: Any, count: int, num_groups: int, group_size: int, steps: int
+) -> list[StepBatch]:
+    """``count`` uniform-policy batches of ``env`` (:func:`mvpo_train.scripted_batches.noisy_expert_batch`
+    at ``p = 0``, batch ``i`` seeded ``(0, i)``): ``num_groups`` tasks drawn from the env's
+    tasks per batch, as ``mvpo-train`` draws them, ``group_size`` rollouts of ``steps`` steps."""
+    from mvpo_train.scripted_batches import noisy_expert_batch
+
+    n_tasks = len(env.unwrapped.task_ids)
+    batches = []
+    for i in range(count):
+        rng = np.random.default_rng([0, i])
+        tasks = [int(t) for t in rng.choice(n_tasks, size=num_groups, replace=False)]
+        batches.append(noisy_expert_batch(env, tasks, group_size, steps, 0.0, rng).batch)
+    return batches
 
 
 def time_arms(

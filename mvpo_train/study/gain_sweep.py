@@ -7,8 +7,9 @@ committed.
 
 * :class:`GainArm`: an estimator with keywords at a difficulty, on one axis of a study;
 * :func:`summarise_run`: a finished run's compact result, from its ``metrics.jsonl``;
-* :func:`finished`, :func:`load`: a run's result from the archive, else from its run folder,
-  and those of every finished run of a sweep;
+* :func:`finished`, :func:`load`, :func:`load_timed`: a run's result from the archive, else
+  from its run folder, and those of every finished run of a sweep (with the estimator's
+  seconds);
 * :func:`estimator_seconds`, :func:`seed_embedding_cache`: a run's seconds in the estimator,
   and a sweep's embedding cache started from another's;
 * :func:`todo`: the runs of a plan neither archived, finished nor carried;
@@ -172,6 +173,19 @@ def load(
             res = finished(archive, base, arm, s, iterations)
             if res is not None:
                 out.setdefault(arm, {})[s] = res
+    return out
+
+
+def load_timed(
+    archive: Path, base: Path, arms: Sequence[str], seeds: Sequence[int], iterations: int
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """:func:`load`, each result with its ``advantage_s`` (:func:`estimator_seconds` of its run
+    folder where the result has none: results written before the field existed)."""
+    out = load(archive, base, arms, seeds, iterations)
+    for arm, runs in out.items():
+        for seed, res in runs.items():
+            if res.get("advantage_s") is None:
+                res["advantage_s"] = estimator_seconds(seed_dir(base, arm, seed), iterations)
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mvpo_train.study.estimator_cost import cost_lines, time_arms
+from mvpo_train.study.estimator_cost import cost_lines, time_arms, uniform_batches
 from mvpo_train.study.synthetic import synthetic_batch
 
 
@@ -26,3 +26,15 @@ def test_every_arm_is_timed_on_every_batch_and_compared_with_the_paper_form(tmp_
     assert "## Estimator cost" in lines and lines[-2].startswith("| mvpo |")
     assert lines[-2].endswith(" | 1.0x |")
     assert cost_lines(tmp_path / "none.json") == []
+
+
+def test_uniform_batches_are_seeded_and_draw_distinct_tasks() -> None:
+    import gymnasium as gym
+
+    import mvpo_envs  # noqa: F401  (registers the env ids)
+
+    env = gym.make("mvpo/MilestoneChain-v0", difficulty=1)
+    a, b = uniform_batches(env, 2, 3, 2, 10), uniform_batches(env, 2, 3, 2, 10)
+    env.close()
+    assert len(a) == 2 and all(len(set(x.group.tolist())) == 3 for x in a)
+    assert [x.action.tolist() for x in a] == [x.action.tolist() for x in b]

@@ -14,6 +14,7 @@ from mvpo_train.study.gain_sweep import (
     estimator_seconds,
     finished,
     load,
+    load_timed,
     seed_dir,
     summarise_run,
     sweep,
@@ -67,6 +68,11 @@ def test_finished_runs_come_from_the_archive_then_the_run_folder(tmp_path: Path)
     finished(archive, base, "gigpo", 1, 3, archive_it=True)
     assert load_result(archive, "gigpo", 1, 3) == got
     assert load(archive, base, ["grpo", "gigpo"], [0, 1], 3) == {"gigpo": {1: got}}
+    timed = load_timed(archive, base, ["gigpo"], [1], 3)["gigpo"][1]
+    assert timed["advantage_s"] is None  # the run folder has no time/advantage rows
+    rows = [{"success": 0.0, "time/advantage": t} for t in (1.0, 2.0, 6.0)]
+    run.joinpath("metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert load_timed(archive, base, ["gigpo"], [1], 3)["gigpo"][1]["advantage_s"] == 3.0
 
 
 def test_the_sweep_starts_only_what_is_neither_archived_nor_carried(tmp_path: Path, capsys):
