@@ -34,7 +34,7 @@ def test_uniform_batches_are_seeded_and_draw_distinct_tasks() -> None:
     import mvpo_envs  # noqa: F401  (registers the env ids)
 
     env = gym.make("mvpo/MilestoneChain-v0", difficulty=1)
-    a, b = uniform_batches(env, 2, 3, 2, 10), uniform_batches(env, 2, 3, 2, 10)
+    a, b = uniform_batches(env, 2, 3, 2, 50), uniform_batches(env, 2, 3, 2, 50)
     env.close()
     assert len(a) == 2 and all(len(set(x.group.tolist())) == 3 for x in a)
     assert [x.action.tolist() for x in a] == [x.action.tolist() for x in b]
