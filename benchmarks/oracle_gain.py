@@ -36,9 +36,10 @@ from mvpo_train.study.gain_table import (
     METRICS,
     arm_tables,
     curve_cells,
+    oracle_fit,
     pair_cells,
     per_run,
-    product_fit,
+    rho_star,
     seed_cells,
 )
 from mvpo_train.study.paired import check_settings as record_settings
@@ -196,8 +197,8 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
         "progress": {"runs_done": n_runs, "runs_planned": n_plan, "partial": n_runs < n_plan},
         "arms": arms_out,
         "pairs": pairs,
-        "fit": fit(arms_out, pairs, by_name),
-        "rho_star": rho_star(arms_out, pairs),
+        "fit": oracle_fit(arms_out, pairs, by_name, reference),
+        "rho_star": rho_star(arms_out, pairs, [(r, f"oracle-r{r:g}") for r in MAIN_RHOS]),
         "command": "python benchmarks/oracle_gain.py" + (" " + " ".join(args.flags) if args.flags else ""),
     }  # fmt: skip
     out_path = Path(args.out)
@@ -206,36 +207,6 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     out_path.with_suffix(".md").write_text(oracle_gain_page(out, args.jobs, png, archive))
     plot(out, out_path.with_suffix(".png"))
     return out
-
-
-def fit(arms_out: dict, pairs: dict, by_name: dict[str, Arm]) -> dict[str, Any]:
-    """Area gain over GiGPO (per arm, mean over seeds) against alignment x strength x zero-credit.
-
-    Over the oracle arms: alignment = ``rho``, strength = the kappa the arm ran with (measured
-    mean), zero-credit = the measured zero-credit ratio of its first iterations. The product
-    form ``gain = b * rho * kappa * z`` (through the origin) is compared with the additive fit
-    ``gain = c0 + c1 rho + c2 kappa + c3 z`` by R^2 (:func:`~mvpo_train.study.gain_table.product_fit`).
-    """
-    xs, ys, names = [], [], []
-    for name, a in arms_out.items():
-        arm = by_name[name]
-        key = f"{name} - {reference(arm)}"
-        if arm.kwargs.get("repair_source") != "oracle" or key not in pairs:
-            continue
-        xs.append((arm.rho, a["kappa"], a["zero_credit"]))
-        ys.append(pairs[key]["area"]["mean"])
-        names.append(name)
-    return product_fit(names, xs, ys)
-
-
-def rho_star(arms_out: dict, pairs: dict) -> dict[str, Any]:
-    """The smallest main-arm rho whose area gain over GiGPO has a t-interval above 0."""
-    for r in MAIN_RHOS:
-        name = f"oracle-r{r:g}"
-        p = pairs.get(f"{name} - gigpo")
-        if p and p["area"]["t95"] and p["area"]["t95"][0] > 0:
-            return {"rho": r, "arm": name, "auc": arms_out[name]["auc"]}
-    return {"rho": None, "note": "no main oracle arm's area gain interval excludes 0 (yet)"}
 
 
 def plot(out: dict[str, Any], path: Path) -> None:

@@ -11,7 +11,9 @@ results of :mod:`mvpo_train.study.gain_sweep`.
 * :func:`pair_cells`: an arm against a reference on the random seeds both have;
 * :func:`metric_cells`: an arm's :data:`METRICS` cells in a Markdown table;
 * :data:`PAIR_HEAD`, :func:`pair_row`, :func:`boot_cell`: the paired table's Markdown;
-* :func:`product_fit`: the gain against the product of its factors, and against their sum.
+* :func:`product_fit`: the gain against the product of its factors, and against their sum;
+  :func:`oracle_fit`: that fit over the oracle arms; :func:`rho_star`: the least alignment
+  that pays.
 """
 
 from __future__ import annotations
@@ -34,10 +36,12 @@ __all__ = [
     "carried_metrics",
     "curve_cells",
     "metric_cells",
+    "oracle_fit",
     "pair_cells",
     "pair_row",
     "per_run",
     "product_fit",
+    "rho_star",
     "seed_cells",
 ]
 
@@ -182,3 +186,40 @@ def product_fit(
         "additive_coef": coef.tolist(),
         "additive_r2": r2(design @ coef),
     }
+
+
+def oracle_fit(
+    arms_out: Mapping[str, Any],
+    pairs: Mapping[str, Any],
+    arms: Mapping[str, Any],
+    reference: Callable[[Any], str],
+) -> dict[str, Any]:
+    """Area gain over the reference arm (per arm, mean over seeds) against alignment x strength
+    x zero-credit, over the oracle arms (``arms``: name -> its
+    :class:`~mvpo_train.study.gain_sweep.GainArm`; ``reference``: the name of the arm an arm is
+    paired with). Alignment = ``rho``, strength = the kappa the arm ran with (measured mean),
+    zero-credit = the measured zero-credit ratio of its first iterations. The product form
+    ``gain = b * rho * kappa * z`` (through the origin) is compared with the additive fit
+    ``gain = c0 + c1 rho + c2 kappa + c3 z`` by R^2 (:func:`product_fit`)."""
+    xs, ys, names = [], [], []
+    for name, a in arms_out.items():
+        arm = arms[name]
+        key = f"{name} - {reference(arm)}"
+        if arm.kwargs.get("repair_source") != "oracle" or key not in pairs:
+            continue
+        xs.append((arm.rho, a["kappa"], a["zero_credit"]))
+        ys.append(pairs[key]["area"]["mean"])
+        names.append(name)
+    return product_fit(names, xs, ys)
+
+
+def rho_star(
+    arms_out: Mapping[str, Any], pairs: Mapping[str, Any], main: Sequence[tuple[float, str]]
+) -> dict[str, Any]:
+    """The smallest ``rho`` of the ``main`` oracle arms ((rho, name), rho ascending) whose area
+    gain over GiGPO has a t-interval above 0, with the arm's measured AUC."""
+    for r, name in main:
+        p = pairs.get(f"{name} - gigpo")
+        if p and p["area"]["t95"] and p["area"]["t95"][0] > 0:
+            return {"rho": r, "arm": name, "auc": arms_out[name]["auc"]}
+    return {"rho": None, "note": "no main oracle arm's area gain interval excludes 0 (yet)"}

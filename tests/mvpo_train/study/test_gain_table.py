@@ -5,13 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mvpo_train.study.gain_sweep import GainArm
 from mvpo_train.study.gain_table import (
     METRICS,
     carried_metrics,
+    oracle_fit,
     pair_cells,
     pair_row,
     per_run,
     product_fit,
+    rho_star,
     seed_cells,
 )
 
@@ -76,3 +79,27 @@ def test_arm_tables_take_carried_arms_only_where_no_run_exists() -> None:
     assert list(arms) == ["c", "a", "b"] and arms["c"]["carried"] is True
     assert table["c"] == {3: {"x": 0.7}} and table["b"] == {0: {"x": 0.1}} and "other" not in table
     assert seen[0] == ("a", [0, 1], [0.25, 0.5], [{"x": 0.25}, {"x": 0.5}])
+
+
+def test_the_oracle_fit_takes_only_oracle_arms_paired_with_their_reference() -> None:
+    arms = {f"o{i}": GainArm(f"o{i}", "mvpo", {"repair_source": "oracle", "oracle_rho": r})
+            for i, r in enumerate((0.2, 0.4, 0.6, 0.8, 1.0))}  # fmt: skip
+    arms["mvpo"] = GainArm("mvpo", "mvpo")
+    arms_out = {n: {"kappa": 0.5, "zero_credit": 0.8} for n in arms}
+    pairs = {
+        f"{n} - gigpo": {"area": {"mean": 0.4 * a.rho if a.rho else 0.3}} for n, a in arms.items()
+    }
+    fit = oracle_fit(arms_out, pairs, arms, lambda arm: "gigpo")
+    assert fit["arms"] == ["o0", "o1", "o2", "o3", "o4"] and fit["x"][0] == (0.2, 0.5, 0.8)
+    assert fit["product_b"] == pytest.approx(1.0) and fit["product_r2"] == pytest.approx(1.0)
+    assert "too few" in oracle_fit(arms_out, pairs, arms, lambda arm: "grpo")["note"]
+
+
+def test_rho_star_is_the_least_rho_whose_gain_interval_is_above_zero() -> None:
+    main = [(0.0, "r0"), (0.5, "r0.5"), (1.0, "r1")]
+    pairs = {"r0 - gigpo": {"area": {"t95": [-0.1, 0.1]}},
+             "r0.5 - gigpo": {"area": {"t95": [0.01, 0.2]}},
+             "r1 - gigpo": {"area": {"t95": [0.02, 0.3]}}}  # fmt: skip
+    arms_out = {"r0.5": {"auc": 0.61}}
+    assert rho_star(arms_out, pairs, main) == {"rho": 0.5, "arm": "r0.5", "auc": 0.61}
+    assert rho_star(arms_out, {}, main)["rho"] is None
