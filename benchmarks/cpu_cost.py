@@ -52,7 +52,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -265,40 +264,20 @@ def main(argv: list[str] | None = None) -> int:
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
-    from mvpo_train.study.phase_tables import header_lines, showcase_lines, task_lines
+    from mvpo_train.study.phase_tables import header_lines
     from mvpo_train.study.tables import command_line
+    from mvpo_train.study.variant_pairs import measure_tasks
     from mvpo_train.study.worktree import checkout, short_sha
 
     src = {v: checkout(ROOT, ref, base) for v, ref in refs.items()}
     shas = {v: short_sha(ROOT, ref) for v, ref in refs.items()}
     export_cpu = build_export(src["after"])
-    results: dict[str, Any] = {"commits": shas, "onnx_export_cpu_s": export_cpu}
     cmd = command_line("benchmarks/cpu_cost.py", argv if argv is not None else sys.argv[1:])
     md = header_lines(cmd, shas, args.jobs, export_cpu)
-    pool = ThreadPoolExecutor(max_workers=args.jobs)
-
-    def pair(task: str, kind: str) -> dict[str, dict]:
-        caches = {v: base / f"{task}-{v}-emb.npz" for v in VARIANTS}
-        if kind == "cold":
-            for c in caches.values():
-                c.unlink(missing_ok=True)
-        futs = {v: pool.submit(measure, task, v, src[v], caches[v], args) for v in VARIANTS}
-        return {v: f.result() for v, f in futs.items()}
-
-    for task in args.tasks:
-        if task == "showcase":
-            res = pair(task, "cold")
-            results["showcase"] = res
-            md += [*showcase_lines(res, args.showcase_iterations), ""]
-            continue
-        kinds = ("cold", "warm") if task in CACHED else ("cold",)
-        measured = {kind: pair(task, kind) for kind in kinds}
-        for kind, res in measured.items():
-            results.update({f"{task}/{v}/{kind}": r for v, r in res.items()})
-        md += task_lines(task, measured)
-        Path(args.out).write_text("\n".join(md) + "\n")  # what is done so far
-    pool.shutdown()
-    Path(args.out).write_text("\n".join(md) + "\n")
+    run = lambda task, v, cache: measure(task, v, src[v], cache, args)  # noqa: E731
+    sizes = (args.jobs, CACHED, args.showcase_iterations)
+    measured = measure_tasks(args.tasks, list(VARIANTS), run, base, *sizes, md, Path(args.out))
+    results = {"commits": shas, "onnx_export_cpu_s": export_cpu, **measured}
     Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     print("\n".join(md))
     return 0
