@@ -16,7 +16,11 @@ On either runtime the shape of a text's forward pass depends on its own length o
 text's vector never depends on the texts embedded with it: PyTorch groups short texts of one
 length 8 to a pass (:meth:`SegmentEmbedder.rows_for`), onnxruntime embeds every text in a pass
 of its own (:attr:`SegmentEmbedder.ONNX_BATCHING`: there a one-row pass costs a fraction of
-an eight-row one, and a rollout step rarely has several new texts of one length). Vectors of the two
+an eight-row one, and a rollout step rarely has several new texts of one length). Passes of a
+fixed shape per text that hold several texts (its length rounded up, a fixed row count, padding
+masked) would keep a vector a function of its text on onnxruntime too, bit for bit, but on a
+training iteration's texts they were no faster than one text per pass
+(``benchmarks/results/embedding_batching.md``, docs/policies.md). Vectors of the two
 runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the batching and the runtime
 (``+rows1+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
 embedding cache file holds one section per runtime, so a file written by one is extended,
@@ -87,7 +91,8 @@ class SegmentEmbedder:
     BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
     #: the ``onnx`` runtime's scheme: one text per pass, any length (on onnxruntime a one-row
     #: pass costs a fraction of an eight-row one: the ``minilm`` row of
-    #: ``benchmarks/results/cpu_cost.md``)
+    #: ``benchmarks/results/cpu_cost.md``; fixed-shape padded passes of several texts were no
+    #: faster: ``benchmarks/results/embedding_batching.md``)
     ONNX_BATCHING = "rows1"
 
     @classmethod
