@@ -46,6 +46,7 @@ from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.runs import train_cmd as run_cmd
+from mvpo_train.study.tables import add_sweep_flags, setting_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -258,17 +259,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "action (default: on; --no-show-route: the first setting, whose first "
                    "check failed)")  # fmt: skip
     p.add_argument("--arm", action="append", default=None, help="run only these arms")
-    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 thread each)")
-    p.add_argument("--base", default=str(ROOT / "runs" / "oracle-gain-route"),
-                   help="run folder (the first setting's runs: runs/oracle-gain)")  # fmt: skip
-    p.add_argument("--out", default=str(RESULTS / "oracle_gain.md"))
+    add_sweep_flags(p, str(ROOT / "runs" / "oracle-gain-route"), str(RESULTS / "oracle_gain.md"),
+                    "run folder (the first setting's runs: runs/oracle-gain)")  # fmt: skip
     p.add_argument("--archive", default=None,
                    help="committed per-run results (default: <out stem>_runs/ beside --out)")  # fmt: skip
-    p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
-    p.add_argument("--analyze-every", action="store_true",
-                   help="rewrite the results after every finished run")  # fmt: skip
     args = p.parse_args(argv)
-    args.flags = [a for a in argv if a not in ("--analyze-only", "--analyze-every")]
+    args.flags = setting_flags(argv)
     return args
 
 

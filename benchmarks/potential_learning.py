@@ -37,7 +37,7 @@ from mvpo_train.study.gain_table import arm_tables, curve_cells, pair_cells, per
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.run_sets import rel_path
-from mvpo_train.study.tables import command_line, machine_line
+from mvpo_train.study.tables import add_sweep_flags, command_line, machine_line, setting_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -225,26 +225,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--arm", action="append", default=None, choices=[a.name for a in new_arms()],
                    help="run only these new arms (default: all)")  # fmt: skip
-    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 torch thread each)")
-    p.add_argument("--base", default=DEFAULT_BASE,
-                   help="the new arms' run folder")  # fmt: skip
+    add_sweep_flags(
+        p, DEFAULT_BASE, str(RESULTS / "potential_learning.md"), "the new arms' run folder"
+    )
     p.add_argument("--reuse-base", default=str(ROOT / "runs" / "oracle-gain-route"),
                    help="the oracle-gain study's run folder, read only: the runs of "
                    f"{', '.join(REUSED)} and the settings fingerprint they must match")  # fmt: skip
-    p.add_argument("--out", default=str(RESULTS / "potential_learning.md"))
     p.add_argument("--reuse-archive", default=str(RESULTS / "oracle_gain_runs"),
                    help="the oracle-gain study's committed per-run results")  # fmt: skip
-    p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
     p.add_argument("--cost", type=int, default=0, metavar="BATCHES",
                    help="only measure the estimator's cost on this many batches (<archive>/cost.json; "
                    "no runs)")  # fmt: skip
-    p.add_argument("--analyze-every", action="store_true",
-                   help="rewrite the results after every finished run")  # fmt: skip
     mine, rest = p.parse_known_args(argv)
     args = og.parse_args(rest)
     for key, value in vars(mine).items():
         setattr(args, key, value)
-    args.flags = [a for a in argv if a not in ("--analyze-only", "--analyze-every")]
+    args.flags = setting_flags(argv)
     return args
 
 

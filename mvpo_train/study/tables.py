@@ -1,5 +1,6 @@
-"""The results writers of a study: number formats, the command line a table names, and the
-files of one result (markdown, ``.json`` and ``.png`` beside it)."""
+"""The results writers of a study: number formats, the command line a table names (and the
+flags every sweep's command line has), and the files of one result (markdown, ``.json`` and
+``.png`` beside it)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 from mvpo_train.study.analyze_only import kept_machine_line
 
 __all__ = [
+    "ACTION_FLAGS",
+    "add_sweep_flags",
     "changed_flags",
     "command_line",
     "fmt_ci",
@@ -24,6 +27,7 @@ __all__ = [
     "partial_lines",
     "reach_cell",
     "save_results",
+    "setting_flags",
 ]
 
 
@@ -74,6 +78,28 @@ def machine_line(out: Path, analyze_only: bool, detail: str) -> str:
 def command_line(script: str, argv: Sequence[str]) -> str:
     """``python <script> ARGS`` as a shell would need it (``argv`` quoted)."""
     return f"python {script} " + " ".join(shlex.quote(a) for a in argv)
+
+
+#: the flags that only say what a call does, not which setting it runs
+ACTION_FLAGS = ("--analyze-only", "--analyze-every")
+
+
+def add_sweep_flags(p: argparse.ArgumentParser, base: str, out: str, base_help: str) -> None:
+    """``--jobs``, ``--base`` (default ``base``), ``--out`` (default ``out``) and the
+    :data:`ACTION_FLAGS`: the flags of every resumable sweep's command line (the oracle-gain
+    studies')."""
+    p.add_argument("--jobs", type=int, default=1, help="runs at a time (1 torch thread each)")
+    p.add_argument("--base", default=base, help=base_help)
+    p.add_argument("--out", default=out)
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild the tables and plot")
+    p.add_argument("--analyze-every", action="store_true",
+                   help="rewrite the results after every finished run")  # fmt: skip
+
+
+def setting_flags(argv: Sequence[str]) -> list[str]:
+    """The flags of ``argv`` that name the setting (every flag but the :data:`ACTION_FLAGS`):
+    the command a results page gives."""
+    return [a for a in argv if a not in ACTION_FLAGS]
 
 
 def changed_flags(

@@ -39,3 +39,17 @@ def test_changed_flags_name_only_what_differs_from_the_defaults():
     assert changed_flags(p, args, shown) == ["--cached-only", "--sources", "b"]
     assert changed_flags(p, p.parse_args(["--seed", "0"]), shown) == []
     assert changed_flags(p, p.parse_args(["--seed", "3"]), shown) == ["--seed", "3"]
+
+
+def test_every_sweep_has_the_same_flags_and_its_setting_leaves_the_action_flags_out() -> None:
+    import argparse
+
+    from mvpo_train.study.tables import add_sweep_flags, setting_flags
+
+    p = argparse.ArgumentParser()
+    add_sweep_flags(p, "runs/x", "results/x.md", "run folder")
+    args = p.parse_args(["--jobs", "2", "--analyze-every"])
+    assert (args.jobs, args.base, args.out, args.analyze_only, args.analyze_every) == (
+        2, "runs/x", "results/x.md", False, True)  # fmt: skip
+    argv = ["--jobs", "2", "--analyze-only", "--lr", "0.1", "--analyze-every"]
+    assert setting_flags(argv) == ["--jobs", "2", "--lr", "0.1"]
