@@ -1,13 +1,8 @@
 """Benchmark: how right ``mvpo-train``'s ETA is after its first iteration, on committed runs.
 
-The iteration bar's ETA (mean time per iteration so far x iterations left) replayed on the
-per-iteration times of every committed run under ``benchmarks/results/*_runs/``: for each run,
-the ETA after iteration ``k`` divided by the time the run really took from there
-(:mod:`mvpo_train.study.eta_replay`). 1.0 is exact; the goal is within a factor of 2 (0.5 to
-2.0) after the first iteration.
-
-Run from the repository root: ``python benchmarks/eta.py`` (writes
-``benchmarks/results/eta.md``).
+The iteration bar's ETA replayed on every committed run under ``benchmarks/results/*_runs/``
+(:mod:`mvpo_train.study.eta_replay`: the method and the goal). Run from the repository root:
+``python benchmarks/eta.py`` (writes ``benchmarks/results/eta.md``).
 """
 
 from __future__ import annotations

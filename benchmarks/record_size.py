@@ -1,13 +1,9 @@
 """Batch-record size with and without what ``mvpo-export`` needs (docs/inspect.md, "Batch
-records"): one real batch of the showcase's shape (``cpu-showcase`` preset: the bundled encoder
-warm start on ALFWorld, 16 groups x 8 rollouts x up to 50 steps), collected by the trainer's
-collector, written once as the trainer writes it and once without the ``prompt``,
-``admissible_actions``, ``task_id`` and ``task_index`` extras
-(:mod:`mvpo_train.study.record_size`).
+records"): one real batch of the showcase's shape (``cpu-showcase``, 16 groups x 8 rollouts x
+up to 50 steps) written with and without the export's extras
+(:mod:`mvpo_train.study.record_size`). Seeded (``--seed``); one torch thread.
 
     python benchmarks/record_size.py --out benchmarks/results/record_size.json
-
-Seeded (``--seed``); one torch thread.
 """
 
 from __future__ import annotations

@@ -19,16 +19,9 @@ import sys
 from pathlib import Path
 
 from mvpo_envs.bench.vector_backends import bench_envs
-from mvpo_train.study.ddp_update import time_update, update_lines
+from mvpo_train.study.ddp_update import update_section
 
 RESULTS = Path(__file__).parent / "results" / "scaling.md"
-
-
-def bench_ddp(args: argparse.Namespace) -> list[str]:
-    one = time_update(world_size=1, repeats=args.ddp_repeats)
-    two = time_update(world_size=2, repeats=args.ddp_repeats)
-    print(f"update: 1 process {one:.3f} s, 2 gloo processes {two:.3f} s", flush=True)
-    return update_lines(one, two)
 
 
 def main() -> None:
@@ -54,7 +47,7 @@ def main() -> None:
     ]
     lines += bench_envs(args)
     if args.ddp:
-        lines += [""] + bench_ddp(args)
+        lines += ["", *update_section(args.ddp_repeats)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")

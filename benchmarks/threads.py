@@ -1,12 +1,9 @@
 """Benchmark: ``mvpo-train``'s first iteration beside a CPU hog, old thread default vs new.
 
-docs/training.md. A hog is one process spinning on CPU 0. Each arm (:data:`ARMS`: 2 threads
-with OpenMP's default wait policy, 2 threads + ``OMP_WAIT_POLICY=PASSIVE``, the automatic
-count + passive) runs ``mvpo-train --iterations 1`` (``cpu-tiny``) idle and with the hog,
-rounds interleaved; the first iteration's ``time/total`` is reported (medians), with the
-threads used and the load average before each run (:mod:`mvpo_train.study.thread_cost`).
-Writes ``benchmarks/results/threads.md`` and ``.json`` (``--render`` writes the tables again
-from that JSON)::
+docs/training.md; the method: :mod:`mvpo_train.study.thread_cost`. The arms (:data:`ARMS`): 2
+threads with OpenMP's default wait policy, 2 threads + ``OMP_WAIT_POLICY=PASSIVE``, the
+automatic count + passive. Writes ``benchmarks/results/threads.md`` and ``.json``
+(``--render`` writes the tables again from that JSON)::
 
     python benchmarks/threads.py --rounds 2 --train-args "--num-groups 2"
 """

@@ -2,8 +2,8 @@
 
 :func:`time_update` runs one PPO epoch over a fixed global batch (:func:`synthetic_batch`: 128
 rows, 4 mini-batches of 32, so 4 gradient all-reduces) on ``world_size`` gloo processes on
-loopback, the batch split evenly between the ranks; :func:`update_lines` is the results
-section of 1 against 2 processes.
+loopback, the batch split evenly between the ranks; :func:`update_section` times 1 and 2
+processes and writes the results section (:func:`update_lines`).
 """
 
 from __future__ import annotations
@@ -108,3 +108,12 @@ def update_lines(one: float, two: float) -> list[str]:
         f"| 1 | {one:.3f} |",
         f"| 2 (gloo, loopback) | {two:.3f} |",
     ]
+
+
+def update_section(repeats: int) -> list[str]:
+    """The results section of 1 against 2 gloo processes, each the median of ``repeats``
+    updates (:func:`time_update`); the two times are printed too."""
+    one = time_update(world_size=1, repeats=repeats)
+    two = time_update(world_size=2, repeats=repeats)
+    print(f"update: 1 process {one:.3f} s, 2 gloo processes {two:.3f} s", flush=True)
+    return update_lines(one, two)
