@@ -35,9 +35,8 @@ from pathlib import Path
 import torch
 
 from mvpo_train.config import json_arg
-from mvpo_train.encoder_policy import SegmentEmbedder
 from mvpo_train.study import candidates
-from mvpo_train.study.demo_layouts import parse_candidate, split_games
+from mvpo_train.study.demo_layouts import split_games
 from mvpo_train.study.tables import command_line
 
 ENV = "mvpo/ALFWorld-v0"
@@ -91,18 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     encoders = [c for c in args.candidates + args.iteration + [args.learn or "lm"] if c != "lm"]
     encoders += [f"encoder:0:{x}" for x in args.layouts]
     if encoders or args.demos_cache:
-        embedder = SegmentEmbedder()
-        if args.embedding_cache:
-            embedder.cache_size = max(embedder.cache_size, 2_000_000)
-            embedder.load_cache(args.embedding_cache)
-        # one collection with the most pairs; each layout cuts its segments (relayout)
-        hists = [parse_candidate(c, args.history_length)[1] for c in encoders]
-        t0 = time.perf_counter()
-        demos = candidates.demonstrations(
-            embedder, ENV, args.env_kwargs, max(*hists, args.history_length, 1), args.demos_cache
-        )
-        print(f"{len(demos)} expert steps collected in {time.perf_counter() - t0:.0f} s",
-              flush=True)  # fmt: skip
+        embedder, demos = bench.expert_steps(encoders, args.demos_cache)
     rows, iters, layouts = [], [], []
 
     def write(learn=()) -> None:

@@ -21,6 +21,7 @@ import json
 import platform
 import time
 from argparse import Namespace
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,26 @@ class Bench:
             return self.history_length
         _, hist, pool = parse_candidate(name, self.history_length)
         return self.history_length if pool == LEGACY_POOL else hist
+
+    def expert_steps(
+        self, encoders: Sequence[str], cache: str
+    ) -> tuple[SegmentEmbedder, list[tuple]]:
+        """The frozen encoder (its embedding cache loaded from :attr:`embedding_cache`) and the
+        train split's expert steps, collected once with the most past pairs any of the
+        ``encoders`` candidates reads (each cuts its own layout;
+        :func:`demonstrations`, ``cache`` its JSON file)."""
+        embedder = SegmentEmbedder()
+        if self.embedding_cache:
+            embedder.cache_size = max(embedder.cache_size, 2_000_000)
+            embedder.load_cache(self.embedding_cache)
+        hists = [parse_candidate(c, self.history_length)[1] for c in encoders]
+        most = max(*hists, self.history_length, 1)
+        t0 = time.perf_counter()
+        demos = demonstrations(embedder, self.env_id, self.env_kwargs, most, cache)
+        print(
+            f"{len(demos)} expert steps collected in {time.perf_counter() - t0:.0f} s", flush=True
+        )
+        return embedder, demos
 
     def policy(self, name: str, seed: int, embedder: SegmentEmbedder | None, demos: Any) -> Any:
         """The candidate's policy: the tiny LM, or a fresh head warm-started on ``demos``."""

@@ -77,3 +77,28 @@ def test_the_page_and_the_scoring_section_are_written_and_replaced_in_place(tmp_
         write_scoring(page, [{"prompt_tokens": 80, **scores}], args, "python x.py")
     text = page.read_text()
     assert text.count("## Score mode: kv vs concat") == 1 and "| lm | 1.0 |" in text
+
+
+def test_the_expert_steps_are_collected_once_with_the_most_pairs(monkeypatch, tmp_path) -> None:
+    from mvpo_train.study import candidates
+
+    class Embedder:
+        cache_size = 10
+
+        def load_cache(self, path: str) -> None:
+            self.loaded = path
+
+    asked: list[int] = []
+
+    def demos(embedder, env_id, env_kwargs, most, cache):
+        asked.append(most)
+        return [("prompt", 0, 1)] * 3
+
+    monkeypatch.setattr(candidates, "SegmentEmbedder", Embedder)
+    monkeypatch.setattr(candidates, "demonstrations", demos)
+    bench = Bench("mvpo/ALFWorld-v0", history_length=2, embedding_cache="emb.npz")
+    embedder, got = bench.expert_steps(["encoder:0:4:mean", "encoder:20"], "")
+    assert asked == [4] and len(got) == 3
+    assert embedder.loaded == "emb.npz" and embedder.cache_size == 2_000_000
+    bench.expert_steps([], "")
+    assert asked[-1] == 2  # no encoder candidate: the default history
