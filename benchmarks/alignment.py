@@ -42,6 +42,7 @@ from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert
 from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
 from mvpo_train.study.expert_alignment import score_batches, write_page
 from mvpo_train.study.run_alignment import DEFAULT_RUN_VARIANTS, score_run, write_json
+from mvpo_train.study.run_sets import rel_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "mvpo/ALFWorld-v0"
@@ -106,10 +107,7 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append("--seeds " + " ".join(map(str, args.seeds)))
     parts += [f"--variant {shlex.quote(v)}" for v in args.variant or []]
     if Path(args.out).resolve() != Path(OUT).resolve():
-        out = Path(args.out).resolve()
-        parts.append(
-            f"--out {shlex.quote(str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out))}"
-        )
+        parts.append(f"--out {shlex.quote(rel_path(Path(args.out), ROOT))}")
     return " ".join(["python benchmarks/alignment.py", *parts])
 
 

@@ -12,10 +12,8 @@ initial head and task draws), on
 * ``alfworld``: the ``cpu-showcase`` setting (ALFWorld full split, the bundled warm start,
   16 x 8 x 50, MVPO), ``--iterations`` 10.
 
-Reported: per arm the mean training success (area over the iterations, final = last 5) and
-the paired per-seed differences factored - concat with percentile-bootstrap 95% CIs over the
-seeds (seeded). Resumable: a finished run is skipped, an interrupted one resumes from its
-checkpoint. Run from the repository root::
+Reported: :mod:`mvpo_train.study.paired_forms`. Resumable: a finished run is skipped, an
+interrupted one resumes from its checkpoint. Run from the repository root::
 
     nice -n 19 python benchmarks/head_equivalence.py --task control --seeds 0 1 2 3 4
     nice -n 19 python benchmarks/head_equivalence.py --task alfworld --seeds 0 1 2 --iterations 10
