@@ -21,7 +21,7 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.summary`, :mod:`~mvpo_train.study.paired`,
   :mod:`~mvpo_train.study.result_summary`, :mod:`~mvpo_train.study.curves`,
   :mod:`~mvpo_train.study.gain_table` (per-arm intervals, pairs by seed, curves, the product
-  fit); :mod:`~mvpo_train.study.tables` and :mod:`~mvpo_train.study.analyze_only` (formats, the
+  fit), :mod:`~mvpo_train.study.paired_forms` (two forms of one setting, paired by seed); :mod:`~mvpo_train.study.tables` and :mod:`~mvpo_train.study.analyze_only` (formats, the
   ``Machine:`` line, the md + json + png writer, a page rebuilt byte for byte from its JSON);
   :mod:`~mvpo_train.study.figures` and :mod:`~mvpo_train.study.curve_panels` (figures).
 * **Pages.** :mod:`~mvpo_train.study.learning_page`, :mod:`~mvpo_train.study.result_report`,
@@ -41,7 +41,11 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.credit_timing` and :mod:`~mvpo_train.study.potential_stages` (an
   estimator's and MVPO's stages' milliseconds on :mod:`~mvpo_train.study.synthetic` batches),
   :mod:`~mvpo_train.study.bench` (the speed benchmarks' results store, verified when read and
-  replaced whole when written, and their pages).
+  replaced whole when written, and their pages); :mod:`~mvpo_train.study.variant_pairs`
+  (before/after variants measured side by side), :mod:`~mvpo_train.study.thread_cost` (the
+  first iteration beside a CPU hog), :mod:`~mvpo_train.study.ddp_update` (a data-parallel PPO
+  update), :mod:`~mvpo_train.study.record_size` (a batch record's size),
+  :mod:`~mvpo_train.study.eta_replay` (the iteration bar's ETA replayed on committed runs).
 * **Policies.** :mod:`~mvpo_train.study.candidates` (policy candidates measured),
   :mod:`~mvpo_train.study.demo_layouts` (demonstrations cut to other prompt layouts),
   :mod:`~mvpo_train.study.abstraction_quality` (a learned abstraction against the rules).
