@@ -1,12 +1,9 @@
 """Env start and stepping cost of the trainer's ALFWorld vector env (``cpu-showcase``: the
-full train split, 16 groups x 8 rollouts, sync), process CPU seconds, one thread.
-
-docs/environments.md. Start: ``make_venv`` first and again (listing cached), and 128
-``gym.make`` outside / inside one :func:`~mvpo_envs.build_batch.build_batch`. Steps: env steps
-per CPU second through ``GroupedVectorEnv.step`` + ``unbatch_infos``, every info key merged
-against only the rollout's keys (their episodes checked equal; :mod:`mvpo_envs.bench.vector_start`).
-``--before-tree DIR`` also measures ``make_venv`` with another checkout's code
-(``git archive ab44c75 | tar -x -C DIR``).
+full train split, 16 groups x 8 rollouts, sync), process CPU seconds, one thread
+(docs/environments.md; the measurements: :mod:`mvpo_envs.bench.vector_start`): ``make_venv``
+first and again, 128 ``gym.make`` outside / inside one ``build_batch``, and env steps per CPU
+second with every info key merged against only the rollout's. ``--before-tree DIR`` also
+measures ``make_venv`` with another checkout's code (``git archive ab44c75 | tar -x -C DIR``).
 
     python benchmarks/env_start.py --before-tree /tmp/mvpo-before \
         --out benchmarks/results/env_start.json
