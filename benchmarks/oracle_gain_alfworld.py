@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -158,17 +157,10 @@ def size(args: argparse.Namespace) -> dict[str, Any]:
     path = run_dir(scratch, "oracle-r1", 0)
     sized = argparse.Namespace(**{**vars(args), "base": str(scratch)})
     worker = scratch / "train-cpu.json"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     cmd = [sys.executable, str(ROOT / "benchmarks" / "cpu_cost.py"), "--worker", str(worker),
            "--", *train_argv(path, "oracle-r1", 0, sized, 2)]  # fmt: skip
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    w = json.loads(worker.read_text())
-    if w["rc"] != 0:
-        sys.exit(f"oracle_gain_alfworld: the sized run failed (rc {w['rc']}); see its output above")
-    before = cost_estimate.children_cpu()
-    cmd = [*python_entry("eval_main"), *eval_argv(path, 1, args.size_eval_games)]
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    eval_cpu = cost_estimate.children_cpu() - before
+    evaluate = [*python_entry("eval_main"), *eval_argv(path, 1, args.size_eval_games)]
+    w, eval_cpu = cost_estimate.measure(cmd, worker, evaluate, ROOT, "oracle_gain_alfworld")
     episodes = int(json.loads(eval_file(path, HELDOUT).read_text())["episodes"])
     sizes = (len(ARMS) * len(args.seeds), args.iterations, args.final_episodes)
     return {

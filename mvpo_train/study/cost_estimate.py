@@ -6,6 +6,7 @@ page's "Size" section that states them (``benchmarks/oracle_gain_alfworld.py``;
 docs/alignment.md, "The oracle-gain study").
 
 * :func:`children_cpu`: the CPU seconds of this process's finished children;
+* :func:`measure`: the sized run and the small evaluation, run and measured;
 * :func:`sized`: the estimate from a sized run;
 * :func:`prior`: the estimate from committed measurements;
 * :func:`size_lines`: the page's section, from either or both.
@@ -13,13 +14,18 @@ docs/alignment.md, "The oracle-gain study").
 
 from __future__ import annotations
 
+import json
+import os
 import resource
-from collections.abc import Mapping
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["children_cpu", "prior", "size_lines", "sized"]
+__all__ = ["children_cpu", "measure", "prior", "size_lines", "sized"]
 
 Estimate = Mapping[str, Any]
 
@@ -28,6 +34,23 @@ def children_cpu() -> float:
     """User + system CPU seconds of this process's finished (waited for) children."""
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def measure(
+    worker_cmd: Sequence[str], worker_json: Path, eval_cmd: Sequence[str], cwd: Path, who: str
+) -> tuple[dict[str, Any], float]:
+    """Run the sized training (``worker_cmd``: ``cpu_cost.py --worker``, which writes
+    ``worker_json``), then the small held-out evaluation (``eval_cmd``), one thread each, from
+    ``cwd``: the worker's JSON and the evaluation's CPU seconds (:func:`children_cpu`). A sized
+    run that failed exits with one line naming ``who``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    subprocess.run(list(worker_cmd), check=True, cwd=cwd, env=env)
+    w = json.loads(Path(worker_json).read_text())
+    if w["rc"] != 0:
+        sys.exit(f"{who}: the sized run failed (rc {w['rc']}); see its output above")
+    before = children_cpu()
+    subprocess.run(list(eval_cmd), check=True, cwd=cwd, env=env)
+    return w, children_cpu() - before
 
 
 def sized(

@@ -3,9 +3,12 @@ measurements, and the page section that states them."""
 
 from __future__ import annotations
 
+import json
+import sys
+
 import pytest
 
-from mvpo_train.study.cost_estimate import prior, size_lines, sized
+from mvpo_train.study.cost_estimate import measure, prior, size_lines, sized
 
 
 def test_the_sized_estimate_adds_runs_and_their_evaluations() -> None:
@@ -42,3 +45,18 @@ def test_the_prior_estimate_spans_a_warm_and_a_cold_embedding_cache() -> None:
         "Not measured for this study yet (`--size`).",
         "",
     ]
+
+
+def test_measure_runs_the_sized_run_then_the_evaluation_and_stops_on_a_failed_run(tmp_path) -> None:
+    out = tmp_path / "worker.json"
+
+    def worker(rc: int) -> list[str]:
+        code = f"import json, os; json.dump({{'rc': {rc}, 'threads': os.environ['OMP_NUM_THREADS']}}, open({str(out)!r}, 'w'))"
+        return [sys.executable, "-c", code]
+
+    spin = [sys.executable, "-c", "sum(range(3_000_000))"]
+    w, eval_cpu = measure(worker(0), out, spin, tmp_path, "study")
+    assert w == {"rc": 0, "threads": "1"} and eval_cpu > 0.0
+    with pytest.raises(SystemExit, match="study: the sized run failed \\(rc 3\\)"):
+        measure(worker(3), out, spin, tmp_path, "study")
+    assert json.loads(out.read_text())["rc"] == 3
