@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.alignment import LABEL_KEY, mean_sd, score_variant
-from mvpo_train.alignment_variants import make_variant
+from mvpo_train.alignment_variants import VariantError, make_variant
 from mvpo_train.batch import StepBatch
 from mvpo_train.study.analyze_only import kept_machine_line
 from mvpo_train.study.batch_cache import cached_batch
@@ -37,7 +37,14 @@ def score_batches(
 ) -> list[dict[str, Any]]:
     """Per ``(p, seed)``, p by p: the batch ``cache(p, seed)`` (played by ``play(p, seed)`` ->
     (batch, meta) when not recorded yet), its rows, play CPU seconds, success, share of
-    progress steps, tasks, and each variant's scores; a line printed per batch."""
+    progress steps, tasks, and each variant's scores; a line printed per batch. A bad variant
+    or a ``p`` outside [0, 1] raises :class:`~mvpo_train.alignment_variants.VariantError`
+    before any batch is played."""
+    for v in variants:
+        make_variant(v)
+    for p in ps:
+        if not 0.0 <= p <= 1.0:
+            raise VariantError(f"--p {p}: a probability in [0, 1]")
     out = []
     for p in ps:
         for seed in seeds:

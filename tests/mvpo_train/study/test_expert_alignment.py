@@ -51,3 +51,14 @@ def test_batches_are_played_once_and_every_variant_scores_them(tmp_path: Path, c
     out.with_suffix(".md").write_text(page.replace("Machine: ", "Machine: kept "))
     write_page(out, results, "python benchmarks/alignment.py", (2, 4, 30), [0, 1], True)
     assert out.with_suffix(".md").read_text().splitlines()[-1].startswith("Machine: kept ")
+
+
+def test_a_bad_variant_or_probability_fails_before_any_batch_is_played(tmp_path: Path) -> None:
+    from mvpo_train.alignment_variants import VariantError
+
+    cache = lambda p, seed: tmp_path / f"p{p:g}-s{seed}.npz"  # noqa: E731
+    never = lambda p, s: pytest.fail("played")  # noqa: E731
+    with pytest.raises(VariantError, match="--p 1.5"):
+        score_batches([0.5, 1.5], [0], ["mvpo"], cache, never)
+    with pytest.raises(VariantError):
+        score_batches([0.5], [0], ["mvpo", "nope:x=1"], cache, never)
