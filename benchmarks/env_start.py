@@ -16,11 +16,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from mvpo_envs.bench.vector_start import cpu, gym_make_seconds, step_rates
 from mvpo_train.config import preset
 from mvpo_train.factories import make_venv
+from mvpo_train.study.tables import report_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         "env_steps_per_cpu_s": rates,
         "step_ratio": round(rates["rollout_keys"] / rates["all_keys"], 2),
     }
-    print(json.dumps(result, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    report_json(result, args.out)
     return 0
 
 

@@ -20,7 +20,6 @@ benchmarks/results/oracle_gain_show_progress.md): ``--no-show-route --base runs/
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -45,6 +44,7 @@ from mvpo_train.study.gain_table import (
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
+from mvpo_train.study.runs import fingerprint as full_fingerprint
 from mvpo_train.study.runs import train_cmd as run_cmd
 from mvpo_train.study.tables import add_sweep_flags, setting_flags
 
@@ -113,7 +113,8 @@ def env_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def fingerprint(s: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest()[:16]
+    """The settings' fingerprint (:func:`mvpo_train.study.runs.fingerprint`), 16 digits."""
+    return full_fingerprint(s)[:16]
 
 
 def check_settings(base: Path, s: dict[str, Any]) -> None:

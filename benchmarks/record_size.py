@@ -9,10 +9,9 @@ up to 50 steps) written with and without the export's extras
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from mvpo_train.study.record_size import record_sizes, showcase_batch
+from mvpo_train.study.tables import report_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,9 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         "bytes_per_row": {k: round(v / len(batch), 1) for k, v in sizes.items()},
         "distinct_prompts": len(set(batch.extras["prompt"])),
     }
-    print(json.dumps(result, indent=1))
-    if args.out:
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    report_json(result, args.out)
     return 0
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mvpo_train.atomic_write import write_text_atomic
 from mvpo_train.study.analyze_only import kept_machine_line
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "n_seeds",
     "partial_lines",
     "reach_cell",
+    "report_json",
     "save_results",
     "setting_flags",
 ]
@@ -119,6 +121,15 @@ def changed_flags(
         else:
             out += [flag, *map(str, value if isinstance(value, list) else [value])]
     return out
+
+
+def report_json(result: dict[str, Any], out: str | None) -> None:
+    """A measurement's ``result`` printed as JSON, and written to ``out`` when given (whole:
+    :func:`mvpo_train.atomic_write.write_text_atomic`)."""
+    text = json.dumps(result, indent=1) + "\n"
+    print(text, end="")
+    if out:
+        write_text_atomic(out, text)
 
 
 def save_results(

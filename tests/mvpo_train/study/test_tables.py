@@ -53,3 +53,12 @@ def test_every_sweep_has_the_same_flags_and_its_setting_leaves_the_action_flags_
         2, "runs/x", "results/x.md", False, True)  # fmt: skip
     argv = ["--jobs", "2", "--analyze-only", "--lr", "0.1", "--analyze-every"]
     assert setting_flags(argv) == ["--jobs", "2", "--lr", "0.1"]
+
+
+def test_report_json_prints_and_writes_the_same_text(tmp_path, capsys) -> None:
+    from mvpo_train.study.tables import report_json
+
+    report_json({"a": 1}, str(tmp_path / "r.json"))
+    assert capsys.readouterr().out == (tmp_path / "r.json").read_text() == '{\n "a": 1\n}\n'
+    report_json({"a": 2}, None)
+    assert '"a": 2' in capsys.readouterr().out
