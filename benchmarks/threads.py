@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from mvpo_train.study.thread_cost import measure, median, page_lines
+from mvpo_train.study.thread_cost import measure, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "threads"
@@ -49,15 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         train_args = shlex.split(args.train_args)
         results = measure(ARMS, args.rounds, train_args, args.timeout, ROOT)
-    lines = page_lines(results, command, args.rounds, args.timeout)
-    med = {a: {c: median(v[c], args.timeout) for c in v} for a, v in results.items()}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".md").write_text("\n".join(lines))
-    saved = {"argv": shlex.split(command), "timeout": args.timeout, "runs": results,
-             "median_seconds": med}  # fmt: skip
-    out.with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
-    print("\n".join(lines))
+    print(write_results(Path(args.out), results, command, args.rounds, args.timeout))
     return 0
 
 

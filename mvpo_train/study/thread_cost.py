@@ -4,14 +4,17 @@ A hog is one process spinning on CPU 0. Each arm (extra ``mvpo-train`` flags and
 ``OMP_WAIT_POLICY``) runs ``mvpo-train --iterations 1`` in a fresh folder, idle and with the
 hog, rounds interleaved (:func:`measure`); :func:`page_lines` writes the table of the first
 iteration's ``time/total`` (medians over rounds), the threads used and the load average before
-each run. A run still going after the wall-time limit is killed and counts as that many
-seconds (a lower bound).
+each run; :func:`write_results` writes it and the JSON it can be rendered again from. A run
+still going after the wall-time limit is killed and counts as that many seconds (a lower
+bound).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -145,3 +148,18 @@ def page_lines(
         "(goal: at most 1.5x).",
         "",
     ]
+
+
+def write_results(
+    out: Path, results: dict[str, dict[str, list[Run]]], command: str, rounds: int, timeout: float
+) -> str:
+    """``out``.md (:func:`page_lines`) and ``out``.json (the command's arguments, the wall-time
+    limit, the runs and the medians: what ``--render`` reads back); the page's text."""
+    text = "\n".join(page_lines(results, command, rounds, timeout))
+    med = {a: {c: median(v[c], timeout) for c in v} for a, v in results.items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(text)
+    saved = {"argv": shlex.split(command), "timeout": timeout, "runs": results,
+             "median_seconds": med}  # fmt: skip
+    out.with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
+    return text

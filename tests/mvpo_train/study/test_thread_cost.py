@@ -50,3 +50,15 @@ def test_the_arms_order_rotates_from_round_to_round(monkeypatch) -> None:
     out = thread_cost.measure(arms, 2, [], 9.0, Path("."))
     assert seen == ["a", "b", "a", "b", "b", "a", "b", "a"]
     assert [len(out[a][c]) for a in arms for c in ("idle", "hog")] == [2, 2, 2, 2]
+
+
+def test_the_results_are_written_as_the_render_reads_them_back(tmp_path: Path) -> None:
+    import json
+
+    results = {"old": {"idle": [_run(4.0)], "hog": [_run(6.0)]},
+               "new": {"idle": [_run(2.0)], "hog": [_run(None, None)]}}  # fmt: skip
+    text = thread_cost.write_results(tmp_path / "t", results, "--rounds 1", 1, 9.0)
+    assert (tmp_path / "t.md").read_text() == text
+    saved = json.loads((tmp_path / "t.json").read_text())
+    assert saved["argv"] == ["--rounds", "1"] and saved["timeout"] == 9.0
+    assert saved["runs"] == results and saved["median_seconds"]["new"] == {"idle": 2.0, "hog": 9.0}
