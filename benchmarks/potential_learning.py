@@ -190,9 +190,7 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     cost_file = og.archive_dir(args) / "cost.json"
     if cost_file.is_file():
         out["cost"] = json.loads(cost_file.read_text())
-    md = potential_learning_page(
-        out, machine, cost_lines(og.archive_dir(args) / "cost.json"), REUSED
-    )
+    md = potential_learning_page(out, machine, cost_lines(cost_file), REUSED)
     out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     out_path.with_suffix(".md").write_text(md)
     plot(out, out_path.with_suffix(".png"))
