@@ -19,8 +19,10 @@ from pathlib import Path
 from learning_env import ALFWORLD, ARMS, FINAL_EVALS, RESULTS, ROOT
 
 from mvpo_train.study.ablation_report import analyse, plot, write_markdown
+from mvpo_train.study.analyze_only import AnalyzeOnlyError
 from mvpo_train.study.learning_runs import eval_cmd, run_all, warm_start_and_eval
 from mvpo_train.study.runs import eval_file, n_metrics, pending_runs, run_local
+from mvpo_train.study.saved_page import saved_table, with_notes
 from mvpo_train.study.tables import command_line, save_results
 
 
@@ -145,20 +147,28 @@ def main(argv: list[str] | None = None) -> int:
         run_all(sa, base, ROOT)
         if args.test:
             test_held_out(args)
-    study = RESULTS / "learning.json"
-    table = analyse(
-        Path(args.base), args.iterations, list(VARIANTS), [s for s, _ in FINAL_EVALS], study
-    )
+    splits, study = [s for s, _ in FINAL_EVALS], RESULTS / "learning.json"
+    needs = ("phi_split_spearman_failed",)  # no runs here: the JSON's table, if it has these
+    table = saved_table(Path(args.out), args.analyze_only, Path(args.base), needs)
+    if table is None:
+        table = analyse(Path(args.base), args.iterations, list(VARIANTS), splits, study)
     what = {name: w for name, (_, w) in VARIANTS.items()}
     text = SETTINGS.format(it=args.iterations)
     save_results(
         table,
         Path(args.out),
         plot,
-        lambda t, out, png: write_markdown(t, args, out, png, what, FINAL_EVALS, text),
+        with_notes(
+            lambda t, out, png: write_markdown(t, args, out, png, what, FINAL_EVALS, text),
+            Path(args.out),
+            args.analyze_only,
+        ),
     )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except AnalyzeOnlyError as err:
+        sys.exit(f"ablations: {err}")

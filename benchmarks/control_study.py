@@ -17,12 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from mvpo_train.study.analyze_only import AnalyzeOnlyError
 from mvpo_train.study.arms import StudyError, parse_arms, parse_pair
 from mvpo_train.study.compact import RESULT, credit_code_sha256
 from mvpo_train.study.result_report import plot, write_markdown
 from mvpo_train.study.result_runs import default_pairs, load_results, pending_runs, settings
 from mvpo_train.study.result_summary import summarize
 from mvpo_train.study.runs import run_local
+from mvpo_train.study.saved_page import saved_table, with_notes
 from mvpo_train.study.tables import command_line, save_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,21 +83,27 @@ def main(argv: list[str] | None = None) -> int:
             run_local(pending, args.jobs, ROOT)
             failed = [f"{name} (see {path}/train.log)" for name, path, _ in pending
                       if not (path / RESULT).is_file()]  # fmt: skip
-        results = load_results(args, arms, ENV_ID)
-    except StudyError as err:
+        table = saved_table(Path(args.out), args.analyze_only, Path(args.base))  # no runs here
+        results = load_results(args, arms, ENV_ID) if table is None else {}
+    except (StudyError, AnalyzeOnlyError) as err:
         print(f"control_study: {err}", file=sys.stderr)
         return 2
-    table = summarize(results, args.threshold, args.iterations, pairs)
-    now = credit_code_sha256()
-    table["stale"] = [f"{arm}-seed{seed}" for arm, runs in results.items()
-                      for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
-    table["settings"] = settings(args, ENV_ID)
-    table["command"] = command_line("benchmarks/control_study.py", args.argv)
+    if table is None:
+        table = summarize(results, args.threshold, args.iterations, pairs)
+        now = credit_code_sha256()
+        table["stale"] = [f"{arm}-seed{seed}" for arm, runs in results.items()
+                          for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
+        table["settings"] = settings(args, ENV_ID)
+        table["command"] = command_line("benchmarks/control_study.py", args.argv)
     save_results(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold),
-        lambda t, out, png: write_markdown(t, args, arms, out, png, ENV_ID, table["command"]),
+        with_notes(
+            lambda t, out, png: write_markdown(t, args, arms, out, png, ENV_ID, t["command"]),
+            Path(args.out),
+            args.analyze_only,
+        ),
     )
     if failed:  # the table is written without them; the command's status says so
         print(f"control_study: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)

@@ -29,6 +29,7 @@ from mvpo_train.study.learning_page import (
 )
 from mvpo_train.study.learning_runs import run_all, warm_candidates, warm_start_and_eval
 from mvpo_train.study.runs import load_runs
+from mvpo_train.study.saved_page import saved_table, with_notes
 from mvpo_train.study.tables import save_results
 
 
@@ -107,6 +108,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.study_env = env
     args.argv = [a for a in argv if a != "--analyze-only"]
+    if "--analyze-only" in args.extra:  # added after `-- FLAGS`, as a page says: never a run
+        args.extra, args.analyze_only = [a for a in args.extra if a != "--analyze-only"], True
     if args.quick:
         quick = "learning-quick" if env is ALFWORLD else f"learning-{env.name}-quick"
         args.seeds, args.iterations, args.eval_every = [0], 3, 3
@@ -129,17 +132,21 @@ def main(argv: list[str] | None = None) -> int:
         run_all(args, base, ROOT)
         if args.study:
             warm_start_and_eval(args, base, ROOT, build=False)  # the eval needs a run's config
-    runs = load_runs(base, args.arms, args.seeds, args.iterations)
-    table = summarize(
-        runs, base, args.threshold, args.iterations, env=env,
-        more_thresholds=tuple(args.more_thresholds),
-    )  # fmt: skip
-    table["settings"] = study_settings(args)
+    table = saved_table(Path(args.out), args.analyze_only, base)  # no runs here: the JSON's
+    if table is None:
+        runs = load_runs(base, args.arms, args.seeds, args.iterations)
+        table = summarize(
+            runs, base, args.threshold, args.iterations, env=env,
+            more_thresholds=tuple(args.more_thresholds),
+        )  # fmt: skip
+        table["settings"] = study_settings(args)
     save_results(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold, env),
-        lambda t, out, png: write_markdown(t, args, out, png),
+        with_notes(
+            lambda t, out, png: write_markdown(t, args, out, png), Path(args.out), args.analyze_only
+        ),
     )
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from mvpo_train.cli import train_main
 from mvpo_train.config import build_estimator, build_parser, config_from_args
 from mvpo_train.study import learning_runs
+from mvpo_train.study.analyze_only import AnalyzeOnlyError
 from mvpo_train.study.credit_mass import credit_alignment
 
 from .helpers import study_module
@@ -121,3 +123,25 @@ def test_the_analysis_tables_a_variant_against_mvpo_on_the_same_seed(ablations, 
     text = out.read_text()
     assert "| mvpo-lambdaL0 | no loop penalty (lambda_L 0.5 -> 0) | 1 |" in text
     assert out.with_suffix(".png").stat().st_size > 0
+
+    # without the runs: the same page and table, from the JSON (a note added by hand kept)
+    note = "**Note.** added by hand"
+    out.write_text(text.replace("\n\n| variant |", f"\n\n{note}\n\n| variant |", 1))
+    shutil.rmtree(base)
+    saved = out.with_suffix(".json").read_text()
+    assert ablations.main(argv) == 0
+    assert out.read_text() == text.replace("\n\n| variant |", f"\n\n{note}\n\n| variant |", 1)
+    assert out.with_suffix(".json").read_text() == saved
+
+
+def test_a_json_without_what_the_page_shows_is_one_line(ablations, tmp_path):
+    """The committed ``ablations.json`` predates the ``Phi split Spearman`` column: rebuilding
+    it without the runs is refused in one line (nothing written), not a page with made-up cells."""
+    from .helpers import ROOT
+
+    out = tmp_path / "ablations.md"
+    out.with_suffix(".json").write_text((ROOT / "benchmarks/results/ablations.json").read_text())
+    argv = ["--analyze-only", "--base", str(tmp_path / "absent"), "--out", str(out)]
+    with pytest.raises(AnalyzeOnlyError, match="has no phi_split_spearman_failed for mvpo"):
+        ablations.main(argv)
+    assert not out.exists() and not out.with_suffix(".png").exists()

@@ -65,3 +65,30 @@ def test_a_failing_run_is_reported_and_sets_the_exit_status(tmp_path, capsys):
     assert "bad-seed0" in captured.err and "train.log" in captured.err
     assert "MVPOConfig.form" in (tmp_path / "runs" / "bad-seed0" / "train.log").read_text()
     assert "Partial" in (tmp_path / "out.md").read_text()
+
+
+def test_committed_page_is_rebuilt_from_its_json_without_the_runs(tmp_path, monkeypatch):
+    """The committed ``control_study.md`` (its note by hand kept) and ``.json`` rebuilt
+    byte-identically by the page's command + ``--analyze-only`` with no run folder."""
+    import shutil
+
+    from .helpers import ROOT
+
+    cs = _study()
+    results = ROOT / "benchmarks" / "results"
+    page = (results / "control_study.md").read_text()
+    argv = page.split("Command: `python benchmarks/control_study.py ", 1)[1].split("`", 1)[0]
+    rebuilt = tmp_path / "benchmarks" / "results"
+    rebuilt.mkdir(parents=True)
+    for name in ("control_study.md", "control_study.json", "control_study.pilot.md"):
+        shutil.copy(results / name, rebuilt / name)
+    monkeypatch.setattr(cs, "ROOT", tmp_path)
+    monkeypatch.setattr(cs, "RESULTS", rebuilt)
+    monkeypatch.chdir(tmp_path)  # --note is relative
+    assert cs.main([*argv.split(), "--analyze-only"]) == 0
+    assert (rebuilt / "control_study.md").read_text() == page
+    assert "**MVPO form.**" in page
+    json_text = (results / "control_study.json").read_text()
+    assert (rebuilt / "control_study.json").read_text() == json_text
+    assert (rebuilt / "control_study.png").stat().st_size > 0
+    assert not (tmp_path / "runs").exists()
