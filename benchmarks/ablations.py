@@ -22,8 +22,8 @@ from mvpo_train.study.ablation_report import analyse, plot, write_markdown
 from mvpo_train.study.analyze_only import AnalyzeOnlyError
 from mvpo_train.study.learning_runs import eval_cmd, run_all, warm_start_and_eval
 from mvpo_train.study.runs import eval_file, n_metrics, pending_runs, run_local
-from mvpo_train.study.saved_page import saved_table, with_notes
-from mvpo_train.study.tables import command_line, save_results
+from mvpo_train.study.saved_page import save_page, saved_table
+from mvpo_train.study.tables import command_line
 
 
 def _kw(**kwargs: object) -> list[str]:
@@ -154,15 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         table = analyse(Path(args.base), args.iterations, list(VARIANTS), splits, study)
     what = {name: w for name, (_, w) in VARIANTS.items()}
     text = SETTINGS.format(it=args.iterations)
-    save_results(
+    save_page(
         table,
         Path(args.out),
         plot,
-        with_notes(
-            lambda t, out, png: write_markdown(t, args, out, png, what, FINAL_EVALS, text),
-            Path(args.out),
-            args.analyze_only,
-        ),
+        lambda t, out, png: write_markdown(t, args, out, png, what, FINAL_EVALS, text),
+        args.analyze_only,
     )
     return 0
 

@@ -24,8 +24,8 @@ from mvpo_train.study.result_report import plot, write_markdown
 from mvpo_train.study.result_runs import default_pairs, load_results, pending_runs, settings
 from mvpo_train.study.result_summary import summarize
 from mvpo_train.study.runs import run_local
-from mvpo_train.study.saved_page import saved_table, with_notes
-from mvpo_train.study.tables import command_line, save_results
+from mvpo_train.study.saved_page import save_page, saved_table
+from mvpo_train.study.tables import command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -95,15 +95,12 @@ def main(argv: list[str] | None = None) -> int:
                           for seed, r in sorted(runs.items()) if r.get("credit_code_sha256") != now]  # fmt: skip
         table["settings"] = settings(args, ENV_ID)
         table["command"] = command_line("benchmarks/control_study.py", args.argv)
-    save_results(
+    save_page(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold),
-        with_notes(
-            lambda t, out, png: write_markdown(t, args, arms, out, png, ENV_ID, t["command"]),
-            Path(args.out),
-            args.analyze_only,
-        ),
+        lambda t, out, png: write_markdown(t, args, arms, out, png, ENV_ID, t["command"]),
+        args.analyze_only,
     )
     if failed:  # the table is written without them; the command's status says so
         print(f"control_study: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)

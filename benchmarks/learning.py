@@ -29,8 +29,7 @@ from mvpo_train.study.learning_page import (
 )
 from mvpo_train.study.learning_runs import run_all, warm_candidates, warm_start_and_eval
 from mvpo_train.study.runs import load_runs
-from mvpo_train.study.saved_page import saved_table, with_notes
-from mvpo_train.study.tables import save_results
+from mvpo_train.study.saved_page import save_page, saved_table
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -140,13 +139,12 @@ def main(argv: list[str] | None = None) -> int:
             more_thresholds=tuple(args.more_thresholds),
         )  # fmt: skip
         table["settings"] = study_settings(args)
-    save_results(
+    save_page(
         table,
         Path(args.out),
         lambda t, png: plot(t, png, args.threshold, env),
-        with_notes(
-            lambda t, out, png: write_markdown(t, args, out, png), Path(args.out), args.analyze_only
-        ),
+        lambda t, out, png: write_markdown(t, args, out, png),
+        args.analyze_only,
     )
     return 0
 

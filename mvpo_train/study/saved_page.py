@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
+from mvpo_train.study.tables import save_results
 
-__all__ = ["Writer", "keep_notes", "saved_table", "with_notes"]
+__all__ = ["Writer", "keep_notes", "save_page", "saved_table", "with_notes"]
 
 #: a page writer, as :func:`mvpo_train.study.tables.save_results` calls it: (table, page, png)
 Writer = Callable[[dict[str, Any], Path, Path], None]
@@ -67,3 +68,15 @@ def with_notes(write: Writer, page: Path, keep: bool) -> Writer:
             out.write_text(keep_notes(out.read_text(), old))
 
     return written
+
+
+def save_page(
+    table: dict[str, Any],
+    out: Path,
+    draw: Callable[[dict[str, Any], Path], None],
+    write: Writer,
+    rebuilding: bool,
+) -> None:
+    """:func:`mvpo_train.study.tables.save_results`, the page's hand-added notes kept when
+    ``rebuilding`` it (``--analyze-only``; :func:`with_notes`)."""
+    save_results(table, out, draw, with_notes(write, out, rebuilding))
