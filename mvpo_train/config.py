@@ -136,7 +136,8 @@ def env_folder_name(env_id: str) -> str:
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
     """A field with its help text and checks: ``ge``/``gt``/``le`` bounds, ``safe=True`` when
-    a resumed run may change it (docs/training.md, "Reliability")."""
+    a resumed run may change it (docs/training.md, "Reliability"), ``before``: the value that
+    gives the behaviour from before the field existed, when it is not the default."""
     if isinstance(default, dict | list):
         return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help, **kw})
     return field(default=default, metadata={"help": help, **kw})
@@ -258,13 +259,16 @@ class TrainConfig:
         "bit (docs/policies.md, 'The head')",
     )
     embedding_runtime: EmbeddingRuntime = _f(
-        "torch",
-        "encoder policy: where MiniLM runs; torch (PyTorch, the first runtime) | onnx "
-        "(onnxruntime on an ONNX export made once, checked against PyTorch and cached; needs "
-        "onnxruntime and onnx) | auto (onnx when both import, else torch). Vectors agree within "
-        "1e-5 (about 3e-7 measured); each runtime has its own section of an --embedding-cache "
-        "file; onnx uses --threads intra-op threads; the cpu-showcase preset sets auto "
-        "(docs/policies.md, 'Where MiniLM runs')",
+        "auto",
+        "encoder policy: where MiniLM runs (str); auto (default: onnx when onnxruntime and onnx "
+        "import, else torch) | onnx (onnxruntime on an ONNX export made once, checked against "
+        "PyTorch and cached; needs onnxruntime and onnx) | torch (PyTorch, the first runtime). "
+        "Vectors agree within 1e-5 (about 3e-7 measured) but not bit for bit, so the runtime is "
+        "part of the --embedding-cache key (one section per runtime) and a resumed run keeps "
+        "its own: auto on --resume takes the runtime its config.yaml recorded (torch for a run "
+        "from before this field or before auto was the default). onnx uses --threads intra-op "
+        "threads (docs/policies.md, 'Where MiniLM runs')",
+        before="torch",
     )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f(
@@ -653,8 +657,9 @@ def changed_fields(
 ) -> dict[str, tuple[Any, Any]]:
     """Fields (not resume-safe) whose value differs between a saved config and ``cfg``:
     ``name -> (saved value, new value)``; a field missing on one side counts as changed,
-    except a field that the saved config predates and ``cfg`` leaves at its default (every new
-    field's default keeps the behaviour from before it existed, e.g. ``lora_rank = 0``)."""
+    except a field that the saved config predates and ``cfg`` sets to the behaviour from before
+    it existed: its ``before`` (a field whose default changed since, ``embedding_runtime``),
+    else its default (a new field's default keeps that behaviour, e.g. ``lora_rank = 0``)."""
     from mvpo_train.credit.mvpo import DEFAULT_FORM, FORM_BEFORE_DEFAULT_CHANGE
 
     # MVPO's form as each side runs it: a checkpoint that records no form (saved before the
@@ -669,11 +674,14 @@ def changed_fields(
     safe = resume_safe_fields()
     missing = object()
     defaults = TrainConfig().to_dict()
+    for f in dataclasses.fields(TrainConfig):
+        if "before" in f.metadata:
+            defaults[f.name] = f.metadata["before"]
     out: dict[str, tuple[Any, Any]] = {}
     for name in sorted((set(saved) | set(now)) - safe):
         a, b = saved.get(name, missing), now.get(name, missing)
         if a is missing and name in defaults and b == defaults[name]:
-            continue  # a run from before the field existed, resumed with its default
+            continue  # a run from before the field existed, resumed as it ran then
         if a != b:
             out[name] = (None if a is missing else a, None if b is missing else b)
     return out

@@ -39,7 +39,13 @@ from typing import Any, Literal
 
 import torch
 
-__all__ = ["EMBEDDING_RUNTIMES", "EmbeddingRuntime", "SegmentEmbedder", "resolve_runtime"]
+__all__ = [
+    "EMBEDDING_RUNTIMES",
+    "EmbeddingRuntime",
+    "SegmentEmbedder",
+    "resolve_runtime",
+    "resumed_runtime",
+]
 
 EmbeddingRuntime = Literal["auto", "onnx", "torch"]
 #: the values of ``--embedding-runtime``
@@ -68,6 +74,25 @@ def resolve_runtime(runtime: str) -> str:
         )
     log.info("embedding runtime auto: %s; MiniLM runs on PyTorch", reason)
     return "torch"
+
+
+def resumed_runtime(requested: str, run_dir: str | Path) -> str:
+    """The runtime setting of a run resumed from ``run_dir``: ``requested`` unless it is
+    ``auto`` (the default), which keeps the value the run's ``config.yaml`` recorded, and
+    ``torch`` when it records none (a run from before the setting existed ran on PyTorch):
+    vectors of another runtime differ in their last bits, so the run would not resume bit for
+    bit. A missing, linked or unreadable ``config.yaml`` leaves ``requested`` (the resume is
+    refused later for that, in one line): it is read by :func:`mvpo_train.config.load_config`."""
+    from mvpo_train.config import ConfigError, load_config
+
+    if requested != "auto":
+        return requested
+    try:
+        saved = load_config(Path(run_dir) / "config.yaml")
+    except ConfigError:
+        return requested
+    value = saved.get("embedding_runtime", "torch")
+    return value if value in EMBEDDING_RUNTIMES else requested
 
 
 class SegmentEmbedder:

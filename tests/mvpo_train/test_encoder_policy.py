@@ -354,7 +354,7 @@ def test_shared_embedding_cache_changes_nothing_but_the_cost(tmp_path):
         strip_timing(r) for r in train(_cfg(tmp_path / "c1", embedding_cache=str(cache), **kw))
     ]
     assert cache.is_file() and first == plain
-    embedder = SegmentEmbedder()
+    embedder = SegmentEmbedder(runtime="auto")  # the runtime of the runs: the default
     assert embedder.load_cache(cache) > 10
     again = [
         strip_timing(r) for r in train(_cfg(tmp_path / "c2", embedding_cache=str(cache), **kw))

@@ -171,4 +171,4 @@ def test_trainer_config_and_threads_reach_the_embedder(onnx_root, monkeypatch, t
         assert policy.embedder.onnx_encoder.threads == 2
     finally:
         torch.set_num_threads(before)
-    assert TrainConfig(policy="encoder").embedding_runtime == "torch"
+    assert TrainConfig(policy="encoder").embedding_runtime == "auto"
