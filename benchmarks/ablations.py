@@ -6,7 +6,7 @@ variants named with ``--test`` are then evaluated once on the held-out splits. W
 and what it found: docs/learning_study.md, "Ablations". Resumable like the study::
 
     python benchmarks/ablations.py                 # table + plot: benchmarks/results/ablations.md
-    python benchmarks/ablations.py --analyze-only  # rebuild them from runs/ablations/
+    python benchmarks/ablations.py --analyze-only  # again from runs/ablations/ (or the JSON)
 """
 
 from __future__ import annotations

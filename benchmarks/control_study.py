@@ -8,7 +8,7 @@ with other settings or another spec is refused. The settings, what is reported a
 docs/control_task.md, "Results". From the repository root::
 
     nice -n 19 python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo
-    python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo --analyze-only
+    python benchmarks/control_study.py --arm grpo --arm gigpo --arm mvpo --analyze-only  # (or JSON)
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ read it: docs/learning_study.md. Runs go to ``--base`` as ``<arm>-seed<k>/``; re
 command skips finished runs and resumes interrupted ones. From the repository root::
 
     python benchmarks/learning.py                  # the study: table + plots in benchmarks/results/
-    python benchmarks/learning.py --analyze-only   # rebuild the table and plots from the runs
+    python benchmarks/learning.py --analyze-only   # the table and plots again (no runs: the JSON)
     python benchmarks/learning.py --quick          # smoke test: 1 seed, 3 iterations
     python benchmarks/learning.py --env webshop    # the WebShop study
 """

@@ -2,7 +2,7 @@
 folders are not on this machine): the table read back from the JSON beside the page, and the
 notes added to the page by hand after its runs (paragraphs that open with a bold label, such as
 ``**MVPO form.** ...``) kept where they stood, so the rebuilt page is byte-identical to the
-committed one wherever it is rebuilt."""
+committed one wherever it is rebuilt (the study writers never open a paragraph with ``**``)."""
 
 from __future__ import annotations
 
