@@ -178,7 +178,7 @@ def test_the_warm_start_is_checked_once_per_sweep(tmp_path, monkeypatch):
     monkeypatch.setattr(lm, "run_all", lambda args, base, root: None)
     monkeypatch.setattr(lm, "load_runs", lambda *a, **k: {})
     monkeypatch.setattr(lm, "summarize", lambda *a, **k: {"arms": {}, "pairs": {}})
-    monkeypatch.setattr(lm, "save_results", lambda *a, **k: None)
+    monkeypatch.setattr(lm, "save_page", lambda *a, **k: None)
     warm = tmp_path / "warm"
     base = ["--base", str(tmp_path / "b"), "--warm", str(warm), "--no-eval", "--seeds", "0"]
 
