@@ -46,6 +46,7 @@ from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.runs import fingerprint as full_fingerprint
 from mvpo_train.study.runs import train_cmd as run_cmd
+from mvpo_train.study.saved_page import saved_table
 from mvpo_train.study.tables import add_sweep_flags, setting_flags
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,12 +204,17 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
         "rho_star": rho_star(arms_out, pairs, [(r, f"oracle-r{r:g}") for r in MAIN_RHOS]),
         "command": "python benchmarks/oracle_gain.py" + (" " + " ".join(args.flags) if args.flags else ""),
     }  # fmt: skip
+    Path(args.out).with_suffix(".json").write_text(json.dumps(_clean(out), indent=1) + "\n")
+    write_pages(out, args)
+    return out
+
+
+def write_pages(out: dict[str, Any], args: argparse.Namespace) -> None:
+    """The page and figure of the results ``out``."""
     out_path = Path(args.out)
-    out_path.with_suffix(".json").write_text(json.dumps(_clean(out), indent=1) + "\n")
     png, archive = out_path.with_suffix(".png").name, archive_dir(args).name
     out_path.with_suffix(".md").write_text(oracle_gain_page(out, args.jobs, png, archive))
     plot(out, out_path.with_suffix(".png"))
-    return out
 
 
 def plot(out: dict[str, Any], path: Path) -> None:
@@ -276,6 +282,11 @@ def main(argv: list[str] | None = None) -> None:
         sweep(
             spec(args), plan_runs(args), lambda p, a, s: train_cmd(p, a, s, args), args.jobs, after
         )
+    if args.analyze_only and not archive_dir(args).is_dir():  # no committed per-run results
+        saved = saved_table(Path(args.out), True, Path(args.base))
+        if saved is not None:  # nor the run folders: the page from its committed JSON
+            write_pages(saved, args)
+            return
     out = analyze(args)
     print(f"oracle_gain: wrote {args.out} ({out['progress']['runs_done']} runs)")
 

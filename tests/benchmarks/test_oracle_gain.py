@@ -101,3 +101,18 @@ def test_the_sweep_skips_archived_and_carried_runs(tmp_path: Path, capsys) -> No
     assert "4 of 4 runs done" in capsys.readouterr().out
     assert not any(Path(args.base).glob("*/seed*"))
     assert (og.archive_dir(args) / "settings.json").is_file()
+
+
+def test_a_page_without_runs_or_archive_is_rebuilt_from_its_json(tmp_path: Path, capsys) -> None:
+    """The first setting's page (no run folders, no per-run archive committed): --analyze-only
+    rebuilds it from the JSON beside it, byte for byte, and says so in one line."""
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    for suffix in (".md", ".json"):
+        src = results / f"oracle_gain_show_progress{suffix}"
+        (tmp_path / src.name).write_text(src.read_text())
+    out = tmp_path / "oracle_gain_show_progress.md"
+    argv = ["--no-show-route", "--base", str(tmp_path / "runs"), "--out", str(out)]
+    og.main([*argv, "--analyze-only"])
+    assert "not found: rebuilding" in capsys.readouterr().out
+    assert out.read_text() == (results / "oracle_gain_show_progress.md").read_text()
+    assert out.with_suffix(".png").is_file()
