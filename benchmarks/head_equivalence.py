@@ -28,6 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
 from mvpo_train.study.paired_forms import form_lines
 from mvpo_train.study.runs import metric_rows, train_cmd
 
@@ -64,12 +65,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iterations", type=int, default=40)
     p.add_argument("--base", default=str(ROOT / "runs" / "head-equivalence"))
     p.add_argument("--out", default=None, help="default benchmarks/results/head_equivalence_<task>")
+    p.add_argument("--analyze-only", action="store_true", help="the page from the JSON's curves")
     args = p.parse_args(argv)
     base = Path(args.base)
-    curves = {f: [] for f in FORMS}
-    for seed in args.seeds:  # seed by seed: an interrupted check has both forms per seed
-        for form in FORMS:
-            curves[form].append(run(args.task, form, seed, args.iterations, base))
+    out = Path(args.out or RESULTS / f"head_equivalence_{args.task}.md")
+    if args.analyze_only:
+        try:
+            saved = saved_results(out)
+        except AnalyzeOnlyError as err:
+            sys.exit(f"head_equivalence: {err}")
+        if saved.get("seeds") != args.seeds:
+            sys.exit(
+                f"head_equivalence: {out.with_suffix('.json')} holds seeds {saved.get('seeds')}"
+            )
+        curves = {f: saved["curves"][f] for f in FORMS}
+    else:
+        curves = {f: [] for f in FORMS}
+        for seed in args.seeds:  # seed by seed: an interrupted check has both forms per seed
+            for form in FORMS:
+                curves[form].append(run(args.task, form, seed, args.iterations, base))
     cmd = " ".join(["python benchmarks/head_equivalence.py", "--task", args.task, "--seeds",
                     *map(str, args.seeds), "--iterations", str(args.iterations)])  # fmt: skip
     md = [
@@ -78,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `{cmd}` (benchmarks/head_equivalence.py docstring: settings, MVPO, one "
         "thread per run). Training success of the rollout batches; area = mean over the "
         f"{args.iterations} iterations, final = last 5; CIs: percentile bootstrap over the "
-        f"{len(args.seeds)} seeds (10,000 resamples, seed 0).",
+        f"{len(args.seeds)} seeds (10,000 resamples, seed 0); paired: t-based intervals beside "
+        "them. Tables only: add `--analyze-only` (from the JSON's curves).",
         "",
         *form_lines(curves, "head"),
     ]
-    out = Path(args.out or RESULTS / f"head_equivalence_{args.task}.md")
     out.write_text("\n".join(md) + "\n")
     data = {"command": cmd, "curves": curves, "seeds": args.seeds}
     out.with_suffix(".json").write_text(json.dumps(data) + "\n")

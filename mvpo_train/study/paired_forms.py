@@ -3,7 +3,8 @@
 
 Per form, over the random seeds: the area (mean batch success over the iterations) and the final
 success (the last 5 iterations), each with a percentile-bootstrap 95% interval
-(:func:`mvpo_train.stats.bootstrap_ci`); paired by seed, the differences second - first, and
+(:func:`mvpo_train.stats.bootstrap_ci`); paired by seed, the differences second - first with
+the bootstrap interval and a t-based one beside it (:func:`mvpo_train.stats.t_interval`), and
 how many seeds gave the two forms the very same success curve.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mvpo_train.stats import bootstrap_ci
+from mvpo_train.stats import bootstrap_ci, t_interval
 
 __all__ = ["form_lines"]
 
@@ -36,10 +37,12 @@ def form_lines(curves: Mapping[str, Sequence[Sequence[float]]], label: str) -> l
     lines = [f"| {label} | area | final |", "|---|---|---|"]
     for f in c:
         lines.append(f"| {f} | {_fmt(bootstrap_ci(area[f]))} | {_fmt(bootstrap_ci(final[f]))} |")
-    d_area = bootstrap_ci(area[second] - area[first])
-    d_final = bootstrap_ci(final[second] - final[first])
+    cells = []
+    for name, d in (("area", area[second] - area[first]), ("final", final[second] - final[first])):
+        t = t_interval(d)
+        cells.append(f"{name} {_fmt(bootstrap_ci(d))} (t: [{t[1]:+.3f}, {t[2]:+.3f}])")
     return lines + [
         "",
-        f"Paired {second} - {first}: area {_fmt(d_area)}, final {_fmt(d_final)}; success curves "
-        f"identical in {sum(same)} of {len(same)} seeds.",
+        f"Paired {second} - {first}: {', '.join(cells)}; success curves identical in "
+        f"{sum(same)} of {len(same)} seeds.",
     ]

@@ -13,3 +13,5 @@ def test_identical_curves_give_a_zero_difference_and_are_counted() -> None:
     assert lines[3].startswith("| factored | +0.200 [+0.100, +0.300] |")
     assert lines[-1].startswith("Paired factored - concat: area +0.100 [+0.000, +0.200]")
     assert lines[-1].endswith("success curves identical in 1 of 2 seeds.")
+    # a t interval beside the bootstrap one: two seeds' differences 0 and 0.2, t(1) = 12.706
+    assert "area +0.100 [+0.000, +0.200] (t: [-1.171, +1.371])" in lines[-1]
