@@ -170,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     size = (args.tasks, args.rollouts, args.steps)
-    write_page(out, res, command_line(args), size, args.seeds, args.analyze_only)
+    setting = "ALFWorld train split (bundled `alfworld` preset, fast engine)"
+    write_page(
+        out, res, command_line(args), size, args.seeds, args.analyze_only, "ALFWorld", setting
+    )
     print(f"wrote {out.with_suffix('.md')}")
     return 0
 

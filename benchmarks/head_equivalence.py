@@ -74,10 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             saved = saved_results(out)
         except AnalyzeOnlyError as err:
             sys.exit(f"head_equivalence: {err}")
-        if saved.get("seeds") != args.seeds:
-            sys.exit(
-                f"head_equivalence: {out.with_suffix('.json')} holds seeds {saved.get('seeds')}"
-            )
+        held = saved.get("seeds")
+        if held != args.seeds:
+            sys.exit(f"head_equivalence: {out.with_suffix('.json')} holds seeds {held}")
         curves = {f: saved["curves"][f] for f in FORMS}
     else:
         curves = {f: [] for f in FORMS}

@@ -32,10 +32,10 @@ import numpy as np
 
 from mvpo_train.study import cost_estimate
 from mvpo_train.study.archive import copy_compact, import_
-from mvpo_train.study.gain_pages import oracle_gain_alfworld_page
+from mvpo_train.study.gain_pages import one_setting_page
 from mvpo_train.study.gain_sweep import FINAL, mean_finite
 from mvpo_train.study.gain_table import pair_cells, seed_cells
-from mvpo_train.study.paired import check_settings, json_clean
+from mvpo_train.study.paired import SEEDS, check_settings, json_clean
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -248,10 +248,31 @@ def _mean(values: list[Any]) -> float:
     return float("nan") if m is None else m
 
 
+def head_lines(out: dict[str, Any], machine: str) -> list[str]:
+    """The page's title, command, ``machine`` line and settings."""
+    st = out["settings"]
+    return [
+        "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO",
+        "",
+        f"Command: `{out['command']}` (tables only: add `--analyze-only`).",
+        machine,
+        "",
+        "Settings (every arm): `--preset cpu-showcase` (the ALFWorld study's MVPO arm: encoder "
+        "policy, history-aware head `--history-length 2`, warm start `alfworld-encoder-warm`, "
+        f"16 tasks x 8 rollouts x 50 steps), `--env-kwargs '{json.dumps(st['env_kwargs'])}'` (the "
+        f"full train split, plan lengths in the infos), lr {st['lr']}, KL {st['kl_coef']}, "
+        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st[SEEDS]}, "
+        f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
+        f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
+        '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
+        "",
+    ]
+
+
 def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> None:
     """The markdown and the JSON beside it."""
     detail = f" (shared), {jobs} run(s) at a time, 1 torch thread each"
-    md = oracle_gain_alfworld_page(out, machine_line(path, analyze_only, detail), FINAL)
+    md = one_setting_page(out, head_lines(out, machine_line(path, analyze_only, detail)), FINAL)
     path.write_text(md)
     path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     print(md)

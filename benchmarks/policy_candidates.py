@@ -39,6 +39,8 @@ from mvpo_train.study import candidates
 from mvpo_train.study.demo_layouts import split_games
 from mvpo_train.study.tables import command_line
 
+#: the page's title
+TITLE = "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
 ENV = "mvpo/ALFWorld-v0"
 
 
@@ -96,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     def write(learn=()) -> None:
         if args.out:  # after every stage: an interrupted run keeps what it measured
             n = len(demos or [])
-            candidates.write_page(Path(args.out), rows, iters, args, command, n, learn, layouts)
+            candidates.write_page(
+                Path(args.out), rows, iters, args, command, n, learn, layouts, TITLE
+            )
 
     if args.layouts:
         fit, held = split_games(demos, embedder.sep_id, args.held_out, args.seed)

@@ -448,12 +448,14 @@ def write_page(
     n_demos: int,
     learn: list[dict[str, Any]] | tuple = (),
     layouts: list[dict[str, Any]] | tuple = (),
+    title: str = "Policy candidates",
 ) -> None:
     """The page (or its ``--section``) of ``benchmarks/policy_candidates.py`` run as ``cmd``
     with ``args``: the setting, then the tables of the measurements made so far
     (:func:`layout_lines`, :func:`success_lines`, :func:`iteration_lines`,
-    :func:`learning_lines`); ``n_demos``: the expert steps of the train walkthroughs."""
-    title = args.section or "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
+    :func:`learning_lines`); ``n_demos``: the expert steps of the train walkthroughs;
+    ``title``: the page's (the script names the env), ``args.section`` the section's."""
+    title = args.section or title
     train_eps = (
         f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
         if args.train_tasks

@@ -2,7 +2,7 @@
 written from its results dict alone, so that ``--analyze-only`` rebuilds it byte for byte
 from the committed JSON and archives: :func:`oracle_gain_page` (``benchmarks/oracle_gain.py``)
 and :func:`potential_learning_page` (``benchmarks/potential_learning.py``), and the ALFWorld
-one (:func:`oracle_gain_alfworld_page`, its results section :func:`held_out_results`). Their tables:
+one (:func:`one_setting_page`, its results section :func:`held_out_results`). Their tables:
 :mod:`mvpo_train.study.gain_table`."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from mvpo_train.study.paired import SEEDS, fmt_interval
 
 __all__ = [
     "held_out_results",
-    "oracle_gain_alfworld_page",
+    "one_setting_page",
     "oracle_gain_page",
     "potential_learning_page",
 ]
@@ -255,26 +255,10 @@ def held_out_results(out: Mapping[str, Any], final: int) -> list[str]:
     return lines
 
 
-def oracle_gain_alfworld_page(out: Mapping[str, Any], machine: str, final: int) -> str:
-    """The page of ``benchmarks/oracle_gain_alfworld.py``: its command, ``machine`` line and
-    settings, the cost estimates (:func:`mvpo_train.study.cost_estimate.size_lines`) and
+def one_setting_page(out: Mapping[str, Any], head: Sequence[str], final: int) -> str:
+    """The page of a one-setting oracle-gain study (``benchmarks/oracle_gain_alfworld.py``):
+    ``head`` (its title, command, machine line and settings, which name the env and so are the
+    script's), the cost estimates (:func:`mvpo_train.study.cost_estimate.size_lines`) and
     :func:`held_out_results` (``final``: the iterations of the final success)."""
-    st = out["settings"]
-    lines = [
-        "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO",
-        "",
-        f"Command: `{out['command']}` (tables only: add `--analyze-only`).",
-        machine,
-        "",
-        "Settings (every arm): `--preset cpu-showcase` (the ALFWorld study's MVPO arm: encoder "
-        "policy, history-aware head `--history-length 2`, warm start `alfworld-encoder-warm`, "
-        f"16 tasks x 8 rollouts x 50 steps), `--env-kwargs '{json.dumps(st['env_kwargs'])}'` (the "
-        f"full train split, plan lengths in the infos), lr {st['lr']}, KL {st['kl_coef']}, "
-        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st[SEEDS]}, "
-        f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
-        f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
-        '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
-        "",
-    ]
-    lines += size_lines(out["sizing"], out["prior_estimate"])
+    lines = [*head, *size_lines(out["sizing"], out["prior_estimate"])]
     return "\n".join([*lines, *held_out_results(out, final)]) + "\n"

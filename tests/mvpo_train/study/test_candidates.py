@@ -67,9 +67,9 @@ def test_the_page_and_the_scoring_section_are_written_and_replaced_in_place(tmp_
     row = {"candidate": "lm", "warm_start_s": 1.0, "train/success": 0.5, "train/episodes": 4,
            "train/steps_per_s": 10.0}  # fmt: skip
     page = tmp_path / "page.md"
-    write_page(page, [row], [], args, "python benchmarks/policy_candidates.py", 7)
+    write_page(page, [row], [], args, "python benchmarks/policy_candidates.py", 7, title="T x")
     text = page.read_text()
-    assert text.startswith("# Policy candidates on ALFWorld-scale rooms")
+    assert text.startswith("# T x\n")
     assert "7 expert steps" in text and "| lm | 1.0 | 0.500 [" in text
     scores = {f"{n} {k}": 1.0 for n in ("kv", "kv copy", "concat")
               for k in ("forward", "forward+backward")}  # fmt: skip
