@@ -90,7 +90,10 @@ def test_the_readme_shell_lines_pasted_in_order_all_succeed(tmp_path):
     env = {**os.environ, "MVPO_SHRINK": "1", "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline"}
     # run as __main__ by runpy, so that tests/ (whose folders mirror the packages' names) is
     # not put first on the child's import path, as `python tests/...py` would
-    code = f"import runpy, sys; sys.argv = ['', {str(tmp_path)!r}]; runpy.run_path({__file__!r}, run_name='__main__')"
+    code = (
+        f"import runpy, sys; sys.argv = ['', {str(tmp_path)!r}]; "
+        f"runpy.run_path({__file__!r}, run_name='__main__')"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
