@@ -20,7 +20,13 @@ from mvpo_train.abstraction_refit import AbstractionRefit, RefitConfig
 from mvpo_train.backends import get_backend_kind
 from mvpo_train.config import ConfigError, TrainConfig
 from mvpo_train.policies import Policy, get_policy_kind, make_policy
-from mvpo_train.rollout import ROLLOUT_INFO_KEYS, RolloutConfig, check_score_candidates
+from mvpo_train.prompts import get_template
+from mvpo_train.rollout import (
+    ROLLOUT_INFO_KEYS,
+    RolloutCollector,
+    RolloutConfig,
+    check_score_candidates,
+)
 
 __all__ = [
     "check_runtime",
@@ -165,6 +171,23 @@ def rollout_config(cfg: TrainConfig) -> RolloutConfig:
     return RolloutConfig(
         **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(RolloutConfig)}
     )
+
+
+def make_collector(
+    cfg: TrainConfig,
+    venv: GroupedVectorEnv,
+    policy: Policy,
+    generator: torch.Generator,
+    backend: Any = None,
+) -> RolloutCollector:
+    """The rollout collector of ``cfg`` over ``venv``: its env's prompt template in
+    ``cfg.prompt_style``, :func:`rollout_config`, and ``backend`` (default: the generation
+    backend of :func:`make_generation_backend`, ``None`` in score mode); actions are sampled
+    with ``generator``."""
+    if backend is None:
+        backend = make_generation_backend(cfg, policy)
+    template = get_template(cfg.env_id, cfg.prompt_style)
+    return RolloutCollector(venv, policy, template, rollout_config(cfg), backend, generator)
 
 
 def sample_tasks(cfg: TrainConfig, num_tasks: int, rng: np.random.Generator) -> list[int]:

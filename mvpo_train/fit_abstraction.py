@@ -101,14 +101,7 @@ def policy_rollouts(
 
     from mvpo_train.checkpoint import complete_checkpoints, load_model_weights
     from mvpo_train.config import TrainConfig, load_config
-    from mvpo_train.factories import (
-        load_policy,
-        make_generation_backend,
-        make_venv,
-        rollout_config,
-    )
-    from mvpo_train.prompts import get_template
-    from mvpo_train.rollout import RolloutCollector
+    from mvpo_train.factories import load_policy, make_collector, make_venv
 
     run = Path(run_dir)
     if not (run / "config.yaml").is_file():
@@ -126,14 +119,7 @@ def policy_rollouts(
     try:
         rng = np.random.default_rng(seed)
         tasks = [int(x) for x in rng.integers(venv.num_tasks, size=episodes)]
-        collector = RolloutCollector(
-            venv,
-            policy,
-            get_template(cfg.env_id, cfg.prompt_style),
-            rollout_config(cfg),
-            make_generation_backend(cfg, policy),
-            torch.Generator().manual_seed(seed),
-        )
+        collector = make_collector(cfg, venv, policy, torch.Generator().manual_seed(seed))
         with work_bar(progress, "policy episodes", episodes, "ep") as bar:
             batch = collector.collect(tasks, on_step=episode_ticker(bar))
     finally:

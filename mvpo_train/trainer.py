@@ -42,6 +42,7 @@ from mvpo_train.factories import (
     check_runtime,
     frozen_copy,
     load_policy,
+    make_collector,
     make_generation_backend,
     make_refit,
     make_venv,
@@ -53,9 +54,7 @@ from mvpo_train.factories import (
 )
 from mvpo_train.metrics import MetricsLogger, PhaseTimer
 from mvpo_train.progress import episode_ticker, work_bar
-from mvpo_train.prompts import get_template
 from mvpo_train.records import write_batch_record
-from mvpo_train.rollout import RolloutCollector
 from mvpo_train.run_folder import check_run_dir_name, plan_run, say, write_error
 from mvpo_train.run_lock import RunLock, hold_run_lock
 from mvpo_train.segment_embedder import resumed_runtime
@@ -163,14 +162,7 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
     if plan.checkpoint is not None:  # e.g. LoRA adapters of another base: before any write
         state.check_compatible(plan.saved, plan.checkpoint)
     backend = make_generation_backend(cfg, policy)
-    collector = RolloutCollector(
-        venv,
-        policy,
-        get_template(cfg.env_id, cfg.prompt_style),
-        rollout_config(cfg),
-        backend,
-        gens["actions"],
-    )
+    collector = make_collector(cfg, venv, policy, gens["actions"], backend)
 
     # -- the run folder (setup succeeded: now write) and resume --------------------------------
     run_dir = plan.open(cfg) if ctx.is_main else Path(cfg.run_dir)

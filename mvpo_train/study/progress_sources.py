@@ -81,10 +81,7 @@ def play_policy(
     import torch
 
     from mvpo_train.config import TrainConfig, load_config
-    from mvpo_train.factories import load_policy, make_generation_backend, make_venv
-    from mvpo_train.factories import rollout_config as make_rollout_config
-    from mvpo_train.prompts import get_template
-    from mvpo_train.rollout import RolloutCollector
+    from mvpo_train.factories import load_policy, make_collector, make_venv
 
     cfg = TrainConfig(**{**load_config(config), **overrides, "threads": 1, "seed": seed})
     torch.set_num_threads(1)
@@ -95,14 +92,8 @@ def play_policy(
         env = make_env()
         tasks = same_tasks(env, seed, cfg.num_groups)
         env.close()
-        collector = RolloutCollector(
-            venv,
-            policy,
-            get_template(cfg.env_id, cfg.prompt_style),
-            make_rollout_config(cfg),
-            make_generation_backend(cfg, policy),
-            torch.Generator().manual_seed(seed * 1000 + k),
-        )
+        generator = torch.Generator().manual_seed(seed * 1000 + k)
+        collector = make_collector(cfg, venv, policy, generator)
         return collector.collect(tasks)
     finally:
         venv.close()

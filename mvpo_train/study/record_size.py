@@ -28,9 +28,7 @@ def showcase_batch(
     ``group_size`` rollouts x up to ``max_steps`` steps of the ``cpu-showcase`` preset, one
     torch thread: the env id, the batch and the collection's wall seconds."""
     from mvpo_train.config import preset
-    from mvpo_train.factories import load_policy, make_venv, rollout_config
-    from mvpo_train.prompts import get_template
-    from mvpo_train.rollout import RolloutCollector
+    from mvpo_train.factories import load_policy, make_collector, make_venv
 
     torch.set_num_threads(1)
     cfg = preset(
@@ -40,10 +38,7 @@ def showcase_batch(
     policy = load_policy(cfg)
     venv = make_venv(cfg, cfg.env_kwargs.get("split", "train"), groups, group_size)
     try:
-        collector = RolloutCollector(
-            venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg),
-            None, torch.Generator().manual_seed(seed),
-        )  # fmt: skip
+        collector = make_collector(cfg, venv, policy, torch.Generator().manual_seed(seed))
         tasks = np.random.default_rng(seed).integers(0, venv.num_tasks, groups)
         start = time.perf_counter()
         batch = collector.collect([int(t) for t in tasks])
