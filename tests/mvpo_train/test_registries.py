@@ -230,21 +230,13 @@ def test_toy_policy_backend_and_tracker_train_and_resume_through_their_registrie
 def _saved_with_the_former_style_name(ckpt: Path) -> None:
     """Make ``ckpt`` a checkpoint written before ``seed`` was renamed ``paper`` (its state's
     config says ``prompt_style: seed``; the checksum file updated to match)."""
-    import hashlib
-    import json
+    from .checkpoint_edit import edit_state
 
-    state_file = ckpt / "state.json"
-    state = json.loads(state_file.read_text())
-    assert state["config"]["prompt_style"] == "paper"
-    state["config"]["prompt_style"] = "seed"
-    state_file.write_text(json.dumps(state, indent=1, sort_keys=True))
-    digest = hashlib.sha256(state_file.read_bytes()).hexdigest()
-    sums = ckpt / "SHA256SUMS"
-    lines = [
-        f"{digest}  state.json" if line.endswith("  state.json") else line
-        for line in sums.read_text().splitlines()
-    ]
-    sums.write_text("\n".join(lines) + "\n")
+    def rename(state: dict) -> None:
+        assert state["config"]["prompt_style"] == "paper"
+        state["config"]["prompt_style"] = "seed"
+
+    edit_state(ckpt, rename)
 
 
 def test_an_action_mode_the_policy_does_not_play_is_one_line_before_it_loads(toys, tmp_path):

@@ -11,8 +11,6 @@ metrics (timings aside), the recorded advantages and the final weights must be e
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,8 @@ from mvpo_train.config import TrainConfig
 from mvpo_train.metrics import read_metrics, strip_timing
 from mvpo_train.records import find_records, read_batch_record
 from mvpo_train.trainer import train
+
+from .checkpoint_edit import edit_state
 
 
 def _cfg(run_dir: Path, form: str, **kw) -> TrainConfig:
@@ -40,18 +40,12 @@ def _cfg(run_dir: Path, form: str, **kw) -> TrainConfig:
 def _as_before_the_rename(checkpoint: Path) -> None:
     """Write ``form: seeds`` into the checkpoint's estimator state, as the old code saved it,
     and the new digest of ``state.json`` into ``SHA256SUMS``."""
-    state_path = checkpoint / "state.json"
-    state = json.loads(state_path.read_text())
-    assert state["estimator"]["form"] == "paper"
-    state["estimator"]["form"] = "seeds"
-    state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
-    digest = hashlib.sha256(state_path.read_bytes()).hexdigest()
-    sums = checkpoint / "SHA256SUMS"
-    lines = [
-        f"{digest}  state.json" if line.endswith("  state.json") else line
-        for line in sums.read_text().splitlines()
-    ]
-    sums.write_text("".join(f"{line}\n" for line in lines))
+
+    def rename(state: dict) -> None:
+        assert state["estimator"]["form"] == "paper"
+        state["estimator"]["form"] = "seeds"
+
+    edit_state(checkpoint, rename)
 
 
 def test_a_run_saved_with_form_seeds_resumes_as_the_paper_form_bit_for_bit(tmp_path):

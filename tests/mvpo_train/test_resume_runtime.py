@@ -10,8 +10,6 @@ run on PyTorch and match the uninterrupted run; the rules behind it are checked 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 import yaml
@@ -21,6 +19,8 @@ from mvpo_train.config import TrainConfig, changed_fields
 from mvpo_train.metrics import read_metrics, strip_timing
 from mvpo_train.segment_embedder import resumed_runtime
 from mvpo_train.trainer import train
+
+from .checkpoint_edit import edit_state
 
 
 def _cfg(run_dir: Path, **kw) -> TrainConfig:
@@ -40,18 +40,7 @@ def _as_before_the_field(run_dir: Path) -> None:
     saved = yaml.safe_load(path.read_text())
     assert saved.pop("embedding_runtime") == "torch"
     path.write_text(yaml.safe_dump(saved, sort_keys=True))
-    checkpoint = latest_checkpoint(run_dir)
-    state_path = checkpoint / "state.json"
-    state = json.loads(state_path.read_text())
-    del state["config"]["embedding_runtime"]
-    state_path.write_text(json.dumps(state, indent=1, sort_keys=True))
-    digest = hashlib.sha256(state_path.read_bytes()).hexdigest()
-    sums = checkpoint / "SHA256SUMS"
-    lines = [
-        f"{digest}  state.json" if line.endswith("  state.json") else line
-        for line in sums.read_text().splitlines()
-    ]
-    sums.write_text("".join(f"{line}\n" for line in lines))
+    edit_state(latest_checkpoint(run_dir), lambda state: state["config"].pop("embedding_runtime"))
 
 
 def test_a_run_from_before_the_field_resumes_on_pytorch_bit_for_bit(tmp_path, monkeypatch):
