@@ -74,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             saved = saved_results(out)
         except AnalyzeOnlyError as err:
             sys.exit(f"head_equivalence: {err}")
-        held = saved.get("seeds")
-        if held != args.seeds:
-            sys.exit(f"head_equivalence: {out.with_suffix('.json')} holds seeds {held}")
-        curves = {f: saved["curves"][f] for f in FORMS}
+        held, kept = saved.get("seeds"), saved.get("curves")
+        if held != args.seeds or not isinstance(kept, dict) or set(FORMS) - set(kept):
+            sys.exit(f"head_equivalence: {out.with_suffix('.json')} holds seeds {held} and "
+                     f"the curves of {sorted(kept) if isinstance(kept, dict) else 'no form'}")  # fmt: skip
+        curves = {f: kept[f] for f in FORMS}
     else:
         curves = {f: [] for f in FORMS}
         for seed in args.seeds:  # seed by seed: an interrupted check has both forms per seed
