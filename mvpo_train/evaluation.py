@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,11 +14,9 @@ import torch
 from mvpo_train.backends import make_backend
 from mvpo_train.batch import StepBatch
 from mvpo_train.config import ConfigError, TrainConfig
-from mvpo_train.factories import make_venv, rollout_config
+from mvpo_train.factories import make_collector, make_venv
 from mvpo_train.policy import Policy
 from mvpo_train.progress import episode_ticker, work_bar
-from mvpo_train.prompts import get_template
-from mvpo_train.rollout import RolloutCollector
 from mvpo_train.task_selection import eval_task_indices
 
 __all__ = ["batch_metrics", "evaluate"]
@@ -64,6 +63,7 @@ def evaluate(
     report_time: bool = False,
     per_episode: bool = False,
     progress: bool | None = None,
+    on_batch: Callable[[StepBatch], None] | None = None,
 ) -> dict[str, Any]:
     """Success rate (overall and per task type) on every task of an eval split (or on the
     task indices ``tasks``, or ``max_tasks`` of them stratified over the task types,
@@ -72,6 +72,13 @@ def evaluate(
     and outcome, in task order (for paired comparisons, e.g. ``mvpo-showcase``).
     ``progress`` (default ``cfg.progress``): a bar on stderr ticking per step and finished
     episode (:mod:`mvpo_train.progress`).
+    ``on_batch`` sees every batch as collected, padding episodes included (a chunk of tasks is
+    padded to its size by repeating the last task; they are the groups ``>=`` the chunk's real
+    task count), e.g. to keep what the summary drops (:mod:`mvpo_train.study.eval_scores`).
+
+    The collector is the trainer's (:func:`~mvpo_train.factories.make_collector`) with, in
+    generate mode, the ``hf`` backend on ``policy`` itself unless ``backend`` is given: an
+    evaluation never starts a second engine such as vLLM.
 
     Runs under ``torch.random.fork_rng`` with its own generator, so evaluating during
     training does not change the training run's random stream.
@@ -96,10 +103,7 @@ def evaluate(
     n_tasks = len(task_list)
     if backend is None and cfg.action_mode == "generate":
         backend = make_backend("hf", policy, top_p=cfg.top_p)
-    gen = torch.Generator().manual_seed(seed)
-    collector = RolloutCollector(
-        venv, policy, get_template(cfg.env_id, cfg.prompt_style), rollout_config(cfg), backend, gen
-    )
+    collector = make_collector(cfg, venv, policy, torch.Generator().manual_seed(seed), backend)
     succ: list[bool] = []
     types: list[str] = []
     ep_tasks: list[int] = []
@@ -117,6 +121,8 @@ def evaluate(
         for first in range(0, n_tasks, chunk):
             part = [task_list[min(first + k, n_tasks - 1)] for k in range(chunk)]
             batch = collector.collect(part, greedy=greedy, on_step=tick)
+            if on_batch is not None:
+                on_batch(batch)
             tt = np.asarray(batch.extras["task_type"], dtype=object)[batch.traj_rows]
             keep = batch.traj_group < (n_tasks - first)  # drop padding groups
             ep_tasks += [part[g] for g in batch.traj_group[keep].tolist()]

@@ -6,10 +6,12 @@ Entry point :func:`mvpo_train.cli.eval_main` (this module's :func:`eval_main`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mvpo_envs.cli_args import int_at_least
 from mvpo_train.commands.checks import (
@@ -23,19 +25,25 @@ from mvpo_train.commands.checks import (
 from mvpo_train.commands.guard import guard
 from mvpo_train.config import SEED_MAX, ConfigError, OneLineParser
 
+if TYPE_CHECKING:
+    from mvpo_train.batch import StepBatch
+
 __all__ = ["eval_main", "intact_checkpoint"]
 
 
-def eval_main(argv: list[str] | None = None) -> int:
+def eval_main(
+    argv: list[str] | None = None, *, on_batch: Callable[[StepBatch], None] | None = None
+) -> int:
     """``mvpo-eval [--run-dir RUN | --model PATH] [--split eval] [--episodes 1] [--sampled]``.
 
     Success per task type on an evaluation split, with the run's config (``RUN/config.yaml``)
     and its newest intact checkpoint, or with a model folder / hub id and the ``--preset``.
     """
-    return guard("mvpo-eval", _eval, argv)
+    return guard("mvpo-eval", functools.partial(_eval, on_batch=on_batch), argv)
 
 
-def _eval(argv: list[str]) -> int:
+def _eval(argv: list[str], on_batch: Callable[[StepBatch], None] | None = None) -> int:
+    """:func:`eval_main`'s work; ``on_batch``: :func:`~mvpo_train.evaluation.evaluate`'s."""
     from mvpo_train.config import (
         PRESETS,
         SHRINK_ENV,
@@ -172,6 +180,7 @@ def _eval(argv: list[str]) -> int:
         tasks=args.tasks,
         seed=args.seed,
         report_time=True,
+        on_batch=on_batch,
     )
     result = {"model": model or cfg.model, "split": args.split or cfg.eval_split,
               "greedy": not args.sampled, **result}  # fmt: skip

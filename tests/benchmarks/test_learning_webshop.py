@@ -266,11 +266,13 @@ def test_table_reports_test_success_and_score(lm, tmp_path):
     assert "`mvpo`: `--estimator mvpo --lr 0.0003 --kl-coef 0.05`" in text
 
 
-def test_the_score_capture_is_put_back_after_the_call(ws, tmp_path):
-    """``eval_main`` swaps the package's collector for one that keeps the returns, for its own
-    call only: a failed evaluation leaves ``mvpo_train.evaluation`` as it was."""
-    from mvpo_train import evaluation, rollout
+def test_a_failed_score_evaluation_leaves_the_package_alone(ws, tmp_path):
+    """``eval_main`` keeps the returns through ``mvpo-eval``'s ``on_batch`` hook
+    (tests/mvpo_train/study/test_eval_scores.py): a failed evaluation returns its status and
+    leaves ``mvpo_train.evaluation`` as it was."""
+    from mvpo_train import evaluation
 
+    before = dict(vars(evaluation))
     argv = ["--config", str(tmp_path / "missing.json"), "--out", str(tmp_path / "e.json")]
     assert ws.eval_with_scores(argv) == 2
-    assert evaluation.RolloutCollector is rollout.RolloutCollector
+    assert vars(evaluation) == before
