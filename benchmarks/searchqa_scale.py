@@ -10,9 +10,12 @@ MiniLM embedding rate and a full-size flat index planted from real vectors repea
 the real embeddings built so far (:mod:`~mvpo_envs.searchqa.retrievers.ivf_recall`), then a
 planted full-size IVF index; ``--big-workers``: 1, 8 and 128 async workers at the largest size.
 
-Resumable (``<work>/results.json``); from the repository root
-:data:`~mvpo_envs.bench.searchqa_scale_page.COMMAND`, then ``--report`` writes
-``benchmarks/results/searchqa_scale.md`` from what has finished. The measurements are
+Resumable (``<work>/results.json``, outside git); from the repository root
+:data:`~mvpo_envs.bench.searchqa_scale_page.COMMAND`. Each run writes what has finished as
+``benchmarks/results/searchqa_scale.json`` (the page's figures,
+:func:`~mvpo_envs.bench.searchqa_scale_page.page_figures`) and the page
+``benchmarks/results/searchqa_scale.md`` from it; ``--analyze-only`` (or ``--report``) only
+rebuilds the page from that committed JSON. The measurements are
 :mod:`mvpo_envs.bench.searchqa_scale`, the page :mod:`mvpo_envs.bench.searchqa_scale_page`.
 """
 
@@ -24,8 +27,9 @@ import time
 from pathlib import Path
 
 from mvpo_envs.bench import searchqa_scale as scale
-from mvpo_envs.bench.searchqa_scale_page import report
+from mvpo_envs.bench.searchqa_scale_page import page_figures, report
 from mvpo_train.study import bench
+from mvpo_train.study.figures_page import write_figures_page
 
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
 #: distractor passages added to the bundled world's 394
@@ -53,7 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--big-workers", action="store_true", help="1, 8 and 128 async workers (largest size)"
     )
-    p.add_argument("--report", action="store_true", help="only write the results page")
+    p.add_argument(
+        "--analyze-only",
+        "--report",
+        action="store_true",
+        help="only rebuild the page from its committed JSON (benchmarks/results/*.json)",
+    )
     p.add_argument(
         "--redo-cached",
         action="store_true",
@@ -66,12 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         extra = json.loads(args.child_kwargs) if args.child_kwargs else None
         print(json.dumps(scale.child_mode(*args.child, extra)))
         return 0
-    store = bench.open_store(args.work / "results.json")
-    if not args.report:
+    figures = None
+    if not args.analyze_only:
+        store = bench.open_store(args.work / "results.json")
         measure_all(args, store)
-    if store.data:
-        RESULTS.write_text(report(store.data))
-        print(f"wrote {RESULTS}")
+        if not store.data:
+            return 0
+        figures = page_figures(store.data)
+    write_figures_page("searchqa_scale", RESULTS, report, figures)
     return 0
 
 

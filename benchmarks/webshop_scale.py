@@ -8,9 +8,11 @@ and async workers mapping the same catalog. Resumable (``<work>/results.json``, 
 
 ``nohup nice -n 19 .venv/bin/python benchmarks/webshop_scale.py --work /tmp/wsscale &``
 
-then ``--report`` writes ``benchmarks/results/webshop_scale.md`` from what has finished. The
-measurements are :mod:`mvpo_envs.bench.webshop_scale`, the page
-:mod:`mvpo_envs.bench.webshop_scale_page`.
+Each run writes what has finished as ``benchmarks/results/webshop_scale.json`` (the page's
+figures, :func:`~mvpo_envs.bench.webshop_scale_page.page_figures`) and the page
+``benchmarks/results/webshop_scale.md`` from it; ``--analyze-only`` (or ``--report``) only
+rebuilds the page from that committed JSON. The measurements are
+:mod:`mvpo_envs.bench.webshop_scale`, the page :mod:`mvpo_envs.bench.webshop_scale_page`.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import time
 from pathlib import Path
 
 from mvpo_envs.bench import webshop_scale as scale
-from mvpo_envs.bench.webshop_scale_page import report
+from mvpo_envs.bench.webshop_scale_page import page_figures, report
 from mvpo_train.study import bench
+from mvpo_train.study.figures_page import write_figures_page
 
 RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"
 #: products per type; x25 types: 10k, 50k, 200k, 500k, 1.18M (WebShop's full catalog)
@@ -36,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-type", type=int, nargs="*", default=list(PER_TYPE))
     p.add_argument("--envs", type=int, default=128)
     p.add_argument("--queries", type=int, default=300)
-    p.add_argument("--report", action="store_true", help="only write the results page")
+    p.add_argument(
+        "--analyze-only",
+        "--report",
+        action="store_true",
+        help="only rebuild the page from its committed JSON (benchmarks/results/*.json)",
+    )
     p.add_argument("--workers", type=int, default=4, help="async worker processes (0: none)")
     p.add_argument(
         "--big-workers",
@@ -54,23 +62,31 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(out))
         return 0
-    store = bench.open_store(args.work / "results.json")
-    for per_type in [] if args.report else args.per_type:
+    figures = None
+    if not args.analyze_only:
+        store = bench.open_store(args.work / "results.json")
+        measure(args, store)
+        if not store.data:
+            return 0
+        figures = page_figures(store.data)
+    write_figures_page("webshop_scale", RESULTS, report, figures)
+    return 0
+
+
+def measure(args: argparse.Namespace, store: bench.ResultStore) -> None:
+    """The sizes ``store`` does not hold yet, then ``--big-workers``."""
+    for per_type in args.per_type:
         if str(per_type) not in store.data:
             t = time.time()
             result = scale.measure_size(
                 SCRIPT, args.work, per_type, args.envs, args.queries, args.workers
             )
             store.save(str(per_type), result, f"per_type={per_type}", t)
-    if args.big_workers and not args.report:
+    if args.big_workers:
         largest = max(args.per_type)
         products = store.data[str(largest)]["cached"]["products"]
         rows = scale.measure_big_workers(SCRIPT, args.work, largest)
         store.save("big_workers", [{**r, "products": products} for r in rows])
-    if store.data:
-        RESULTS.write_text(report(store.data))
-        print(f"wrote {RESULTS}")
-    return 0
 
 
 if __name__ == "__main__":

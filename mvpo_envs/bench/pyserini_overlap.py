@@ -1,11 +1,14 @@
 """How alike Pyserini's (Lucene BM25) and bm25s' rankings are (``benchmarks/pyserini_overlap.py``;
 docs/searchqa.md, "Pyserini"): :func:`jobs` the corpora and questions compared, :func:`compare`
 one corpus's overlap@10 and @50, top-1 agreement, support@3 and search times
-(:mod:`mvpo_envs.searchqa.agreement`), :func:`report` the page.
+(:mod:`mvpo_envs.searchqa.agreement`), :func:`report` the page, :func:`page_figures` the
+results with the Lucene build rate filled in: what the script keeps as
+``benchmarks/results/pyserini_overlap.json``, from which ``--analyze-only`` rebuilds the page.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 from pathlib import Path
@@ -13,7 +16,11 @@ from typing import Any
 
 from mvpo_envs.searchqa.agreement import overlap_at, rank_all, support_at, top1_agreement
 
-__all__ = ["COMMAND", "compare", "jobs", "report"]
+__all__ = ["COMMAND", "CORPORA", "compare", "jobs", "page_figures", "report"]
+
+#: the corpora a page shows, in its order (other keys of the results, e.g. ``source``, are not
+#: corpora)
+CORPORA = ("bundled", "wiki18", "large")
 
 #: the command of the committed page
 COMMAND = (
@@ -88,7 +95,8 @@ def _questions(path: Path) -> tuple[list[str], list[set[str]]]:
 
 
 def report(results: dict[str, Any]) -> str:
-    """The page from the finished corpora (``results``)."""
+    """The page from the finished corpora (``results``, or its :func:`page_figures`)."""
+    results = page_figures(results)
     lines = [
         "# Pyserini (Lucene BM25) against bm25s",
         "",
@@ -104,7 +112,7 @@ def report(results: dict[str, Any]) -> str:
         "pyserini / bm25s | Lucene index build s (passages/s) | search p50 ms pyserini / bm25s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for key in ("bundled", "wiki18", "large"):
+    for key in CORPORA:
         r = results.get(key)
         if not r:
             continue
@@ -115,7 +123,17 @@ def report(results: dict[str, Any]) -> str:
             f"{r['overlap50']:.3f} | {r['top1']:.3f} | "
             + (f"{sup['pyserini']:.3f} / {sup['bm25']:.3f}" if sup else "n/a")
             + " | "
-            + (f"{build:.0f} ({r['passages'] / build:,.0f})" if build else "cached")
+            + (f"{build:.0f} ({r['lucene_passages_per_s']:,.0f})" if build else "cached")
             + f" | {r['search_p50_ms']['pyserini']:.2f} / {r['search_p50_ms']['bm25']:.2f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def page_figures(results: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``results`` with each corpus's ``lucene_passages_per_s`` (passages / Lucene
+    build seconds; ``None`` when the index was cached) filled in where absent."""
+    out = copy.deepcopy(results)
+    for r in (out[key] for key in CORPORA if out.get(key)):
+        build = r.get("lucene_build_s")
+        r.setdefault("lucene_passages_per_s", r["passages"] / build if build else None)
+    return out

@@ -1,16 +1,27 @@
 """The results page of ``benchmarks/searchqa_scale.py`` (``benchmarks/results/searchqa_scale.md``;
 docs/searchqa.md, "Large corpora"): :func:`report` from the finished measurements of
 :mod:`mvpo_envs.bench.searchqa_scale` (one key per size, ``dense``, ``big_workers``,
-``dense_ivf``), :func:`ivf_report` its dense IVF section."""
+``dense_ivf``), :func:`ivf_report` its dense IVF section. :func:`page_figures`: the
+measurements with the figures the page derives from them (per-env RSS, growth, hours to embed
+the corpus, PSS per worker) filled in where absent: what the script
+keeps as ``benchmarks/results/searchqa_scale.json``, from which ``--analyze-only`` rebuilds
+the page."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from mvpo_envs.bench.scale_table import ENV_COLUMNS, env_cells, fmt, growth_line
+from mvpo_envs.bench.scale_table import (
+    ENV_COLUMNS,
+    env_cells,
+    fill_size_figures,
+    fmt,
+    growth_line,
+)
 from mvpo_envs.bench.searchqa_scale import PQ_M
 
-__all__ = ["COMMAND", "COMMAND_IVF", "ivf_report", "report"]
+__all__ = ["COMMAND", "COMMAND_IVF", "ivf_report", "page_figures", "report"]
 
 COMMAND = (
     "nice -n 10 .venv/bin/python benchmarks/searchqa_scale.py --work /tmp/sqscale/bench --dense"
@@ -116,7 +127,9 @@ def _async_line(a: dict[str, Any], what: str) -> str:
 
 
 def report(results: dict[str, Any]) -> str:
-    """The page from ``results`` (a ``results.json``: what has finished)."""
+    """The page from ``results`` (a ``results.json``: what has finished, or its
+    :func:`page_figures`)."""
+    results = page_figures(results)
     bm25 = {k: v for k, v in results.items() if k.isdigit()}
     lines = [
         "# SearchQA at scale (compact corpus, memory-mapped indexes)",
@@ -144,16 +157,10 @@ def report(results: dict[str, Any]) -> str:
             f"{fmt(cold.get('peak_rss'))} | {env_cells(c)} | "
             f"{disk.get('corpus', 0):,.0f} + {disk.get('bm25s', 0):,.0f} |"
         )
-    sizes = sorted(bm25, key=int)
-    if len(sizes) >= 2:
-        lo, hi = bm25[sizes[0]], bm25[sizes[-1]]
-
-        def disk(r: dict) -> float:
-            return r["disk_mib"].get("corpus", 0) + r["disk_mib"]["bm25s"]
-
+    if "growth" in results:
         lines += [
             "",
-            growth_line(lo, hi, "passages", "passages", disk) + " "
+            growth_line(results["growth"], "passages") + " "
             "(store + bm25s). Per extra env: the column "
             "above (MiB, the same at every size: an env holds its 200 questions and a "
             "reference to the shared corpus and index).",
@@ -190,7 +197,6 @@ def report(results: dict[str, Any]) -> str:
     if dense:
         p, c = dense["plant"], dense["cached"]
         mem = c["mem"]
-        full_h = p["passages"] / p["embed_per_s"] / 3600 if p.get("embed_per_s") else None
         lines += [
             "",
             "## dense (all-MiniLM-L6-v2 + faiss `IndexFlatIP`, `IO_FLAG_MMAP_IFC`)",
@@ -198,7 +204,7 @@ def report(results: dict[str, Any]) -> str:
             f"Embedding rate (MiniLM, CPU, 2 torch threads, batch 64): {p['subset']:,} passages "
             f"in {fmt(p.get('embed_s'), '.0f')} s = **{fmt(p.get('embed_per_s'), '.0f')} "
             f"passages/s**; the whole {p['passages']:,}-passage corpus would take "
-            f"{fmt(full_h, '.1f')} h at that rate (not run). The index below holds "
+            f"{fmt(p.get('full_h'), '.1f')} h at that rate (not run). The index below holds "
             f"{p['passages']:,} rows, the {p['subset']:,} real vectors repeated "
             f"({p['index_mib']:,.0f} MiB on disk): its load, memory and search cost are those of "
             "the real index (an exact scan reads every vector); its rankings mean nothing.",
@@ -232,8 +238,28 @@ def report(results: dict[str, Any]) -> str:
                 f"| {a['workers']} | {a['start_s']:.1f} | {a['step_s']:.2f} | "
                 f"{a['total']['rss']:,.0f} | {a['total']['uss']:,.0f} | "
                 f"{a['total']['pss']:,.0f} | {a['per_worker']['uss']:,.1f} | "
-                f"{a['total']['pss'] / a['workers']:,.1f} |"
+                f"{a['pss_per_worker']:,.1f} |"
             )
     if results.get("dense_ivf"):
         lines += ivf_report(results["dense_ivf"])
     return "\n".join(lines) + "\n"
+
+
+def page_figures(results: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``results`` with the figures the page derives filled in where absent: each
+    size's ``cached.per_env_rss``, ``growth`` (smallest to largest size, with two or more),
+    ``dense.plant.full_h`` (hours to embed the corpus at the measured rate) and each
+    big-worker row's ``pss_per_worker``."""
+    out = copy.deepcopy(results)
+
+    def disk(r: dict) -> float:
+        return r["disk_mib"].get("corpus", 0) + r["disk_mib"]["bm25s"]
+
+    fill_size_figures(out, "passages", disk)
+    plant = out.get("dense", {}).get("plant")
+    if plant and "full_h" not in plant:
+        rate = plant.get("embed_per_s")
+        plant["full_h"] = plant["passages"] / rate / 3600 if rate else None
+    for a in out.get("big_workers", []):
+        a.setdefault("pss_per_worker", a["total"]["pss"] / a["workers"])
+    return out

@@ -1,19 +1,30 @@
 """The results page of ``benchmarks/webshop_scale.py`` (``benchmarks/results/webshop_scale.md``;
 docs/webshop.md, "Large catalogs"): :func:`report` from the finished measurements of
-:mod:`mvpo_envs.bench.webshop_scale` (one key per ``--per-type``, ``big_workers``)."""
+:mod:`mvpo_envs.bench.webshop_scale` (one key per ``--per-type``, ``big_workers``); :func:`page_figures` the measurements with the
+figures the page derives (per-env RSS, growth) filled in where absent: what the script keeps as
+``benchmarks/results/webshop_scale.json``, from which ``--analyze-only`` rebuilds the page."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from mvpo_envs.bench.scale_table import ENV_COLUMNS, env_cells, fmt, growth_line
+from mvpo_envs.bench.scale_table import (
+    ENV_COLUMNS,
+    env_cells,
+    fill_size_figures,
+    fmt,
+    growth_line,
+)
 
-__all__ = ["report"]
+__all__ = ["page_figures", "report"]
 
 
 def report(results: dict[str, Any]) -> str:
-    """The page from ``results`` (a ``results.json``: what has finished)."""
-    big = results.get("big_workers", [])
+    """The page from ``results`` (a ``results.json``: what has finished, or its
+    :func:`page_figures`)."""
+    results = page_figures(results)
+    big, grown = results.get("big_workers", []), results.get("growth")
     results = {k: v for k, v in results.items() if k.isdigit()}
     lines = [
         "# WebShop at scale (compact catalog)",
@@ -36,13 +47,10 @@ def report(results: dict[str, Any]) -> str:
             f"{fmt(cold.get('first_s'), '.1f')} | {fmt(cold.get('peak_rss'))} "
             f"| {env_cells(c)} | {c['peak_rss']:,.0f} | {r['disk_mib']:,.0f} |"
         )
-    sizes = sorted(results, key=int)
-    if len(sizes) >= 2:
-        lo, hi = results[sizes[0]], results[sizes[-1]]
-        growth = growth_line(lo, hi, "products", "products", lambda r: r["disk_mib"])
+    if grown:
         lines += [
             "",
-            f"{growth}. Per extra env: the column above (MiB).",
+            f"{growth_line(grown, 'products')}. Per extra env: the column above (MiB).",
         ]
     lines += [
         "",
@@ -89,3 +97,12 @@ def report(results: dict[str, Any]) -> str:
             "map it, so the PSS sum is the memory the workers take together.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def page_figures(results: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``results`` with the figures the page derives filled in where absent: each
+    size's ``cached.per_env_rss`` and ``growth`` (smallest to largest size, with two or
+    more)."""
+    out = copy.deepcopy(results)
+    fill_size_figures(out, "products", lambda r: r["disk_mib"])
+    return out

@@ -3,9 +3,10 @@ comparison itself needs Java and pyserini: ``make pyserini``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from mvpo_envs.bench.pyserini_overlap import jobs, report
+from mvpo_envs.bench.pyserini_overlap import jobs, page_figures, report
 from mvpo_envs.searchqa.data import bundled_dir
 
 
@@ -26,3 +27,16 @@ def test_report_rows_in_a_fixed_order() -> None:
     assert text.index("| bundled |") < text.index("| large |")
     assert "| bundled | 1,000 | 200 | 0.500 | 0.625 | 0.750 | n/a | 2 (500) | 1.50 / 0.25 |" in text
     assert "| large | 1,000 | 200 | 0.500 | 0.625 | 0.750 | n/a | cached |" in text
+
+
+def test_the_committed_page_from_its_committed_figures() -> None:
+    """The committed JSON holds the page's build rate as printed (1,000 passages in "10" s at
+    "97" passages/s: the build took about 10.3 s), and rebuilds the page byte for byte."""
+    page = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "pyserini_overlap.md"
+    figures = json.loads(page.with_suffix(".json").read_text())
+    assert report(figures) == page.read_text()
+    assert figures["wiki18"]["lucene_passages_per_s"] == 97
+    row = {"passages": 1000, "queries": 1, "overlap10": 1.0, "overlap50": 1.0, "top1": 1.0,
+           "lucene_build_s": 10.0, "search_p50_ms": {"pyserini": 1.0, "bm25": 1.0}}  # fmt: skip
+    assert page_figures({"wiki18": row})["wiki18"]["lucene_passages_per_s"] == 100.0
+    assert "| 10 (97) |" in report({"wiki18": {**row, "lucene_passages_per_s": 97}})

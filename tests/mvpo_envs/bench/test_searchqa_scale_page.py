@@ -1,7 +1,11 @@
 """``benchmarks/searchqa_scale.py``'s page (:mod:`mvpo_envs.bench.searchqa_scale_page`) says
-which dense rows are real (docs/searchqa.md, "Large corpora")."""
+which dense rows are real (docs/searchqa.md, "Large corpora"), and is rebuilt from its
+committed figures."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from mvpo_envs.bench import searchqa_scale_page as scale
 
@@ -50,3 +54,27 @@ def test_ivf_section_says_which_rows_are_real() -> None:
     ivf["plant"] = {**ivf["plant"], "real_rows": 1_000_394}
     text = "\n".join(scale.ivf_report(ivf))
     assert "every row is a real embedding" in text and "rankings mean nothing" not in text
+
+
+def test_the_committed_page_from_its_committed_figures() -> None:
+    """``benchmarks/results/searchqa_scale.json`` (the page's figures, derived ones included)
+    gives the committed page byte for byte."""
+    page = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "searchqa_scale.md"
+    figures = json.loads(page.with_suffix(".json").read_text())
+    assert scale.report(figures) == page.read_text()
+
+
+def test_derived_figures_are_filled_in_only_where_absent() -> None:
+    small, big = (
+        {"generate_s": 1.0, "cold": {"first_s": 1.0, "peak_rss": 100.0}, "cached": _cached(n, r),
+         "disk_mib": {"corpus": d, "bm25s": d}}
+        for n, r, d in ((10_394, 250.0, 2.0), (1_000_394, 260.0, 200.0))
+    )  # fmt: skip
+    raw = {"10000": small, "1000000": big}
+    figures = scale.page_figures(raw)
+    assert "growth" not in raw and "per_env_rss" not in small["cached"]  # a copy
+    assert figures["10000"]["cached"]["per_env_rss"] == 1.0  # (378 - 251) / 127
+    assert figures["growth"]["disk_mib"] == 400.0 and figures["growth"]["to"] == 1_000_394
+    assert scale.report(figures) == scale.report(raw)
+    figures["growth"]["disk_mib"] = -0.0  # a stored figure is printed as it is
+    assert "disk -0.0 MiB" in scale.report(figures)
