@@ -145,6 +145,7 @@ class SegmentEmbedder:
         self.dim = int(AutoConfig.from_pretrained(self.model_path).hidden_size)
         self.cache_size = int(cache_size)
         self._cache: OrderedDict[tuple[int, ...], torch.Tensor] = OrderedDict()
+        self._ids_cache: dict[str, tuple[int, ...]] = {}
         self.cls_id = int(self.tokenizer.cls_token_id)
         self.sep_id = int(self.tokenizer.sep_token_id)
         if self.runtime == "torch":
@@ -184,12 +185,24 @@ class SegmentEmbedder:
             root=self.onnx_root,
         )
 
+    #: texts whose word-piece ids :meth:`ids` keeps (emptied when full: a prompt's history
+    #: observations recur at every step, so most lookups hit)
+    IDS_CACHE_SIZE = 200_000
+
     def ids(self, text: str, limit: int) -> list[int]:
-        """Word-piece ids of ``text`` (no special tokens), at most ``limit``."""
-        # split_special_tokens: a literal "[SEP]" in an observation (WebShop's separator) is
-        # text, never the segment separator of the prompt ids
-        ids = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
-        return list(ids)[:limit]
+        """Word-piece ids of ``text`` (no special tokens), at most ``limit``; the tokenizer
+        runs once per distinct text (:data:`IDS_CACHE_SIZE`)."""
+        full = self._ids_cache.get(text)
+        if full is None:
+            # split_special_tokens: a literal "[SEP]" in an observation (WebShop's separator)
+            # is text, never the segment separator of the prompt ids
+            full = tuple(
+                self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+            )
+            if len(self._ids_cache) >= self.IDS_CACHE_SIZE:
+                self._ids_cache.clear()
+            self._ids_cache[text] = full
+        return list(full[:limit])
 
     # -- a cache file shared across runs (docs/policies.md, "Embedding cache") ---------------
     @property

@@ -172,3 +172,25 @@ def test_trainer_config_and_threads_reach_the_embedder(onnx_root, monkeypatch, t
     finally:
         torch.set_num_threads(before)
     assert TrainConfig(policy="encoder").embedding_runtime == "auto"
+
+
+def test_ids_run_the_tokenizer_once_per_text_and_equal_its_ids(torch_embedder, monkeypatch):
+    """The text -> ids cache gives the tokenizer's own ids (any limit, a literal [SEP] kept as
+    text) and tokenizes a recurring text (a history observation) once."""
+    emb = torch_embedder
+    texts = ["You arrive at countertop 1. On it, you see a apple 1.", "a [SEP] b", ""]
+    calls: list[str] = []
+    real = emb.tokenizer.encode
+
+    def counting(text, **kwargs):
+        calls.append(text)
+        return real(text, **kwargs)
+
+    emb._ids_cache.clear()
+    monkeypatch.setattr(emb.tokenizer, "encode", counting)
+    for limit in (3, 256, 3, 256):
+        for text in texts:
+            want = real(text, add_special_tokens=False, split_special_tokens=True)[:limit]
+            assert emb.ids(text, limit) == list(want)
+    assert sorted(calls) == sorted(texts)
+    assert emb.sep_id not in emb.ids("a [SEP] b", 256)
