@@ -41,6 +41,7 @@ from mvpo_train.run_relabeller import RunReplayer as _RunReplayer
 from mvpo_train.scripted_batches import noisy_expert_batch as play_noisy_expert
 from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
 from mvpo_train.study.expert_alignment import score_batches, write_page
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.run_alignment import DEFAULT_RUN_VARIANTS, score_run, write_json
 from mvpo_train.study.run_sets import rel_path
 
@@ -106,6 +107,30 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(["python benchmarks/alignment.py", *parts])
 
 
+def check_saved(args: argparse.Namespace, res: dict[str, Any]) -> dict[str, Any]:
+    """``res`` (the results JSON, ``--analyze-only``) when the command line asks for its
+    variants, seeds and p, as the page names them; else a :class:`BenchError` line (the page
+    would name a command that did not make its table)."""
+    batches = res.get("batches", [])
+    saved = {
+        "--variant": list(res.get("variants", [])),
+        "--seeds": sorted({b["seed"] for b in batches}),
+        "--p": sorted({b["p"] for b in batches}),
+    }
+    asked = {
+        "--variant": list(args.variant or DEFAULT_VARIANTS),
+        "--seeds": sorted(args.seeds),
+        "--p": sorted(args.p or DEFAULT_PS),
+    }
+    if differ := [f"{k} {saved[k]}" for k in saved if saved[k] != asked[k]]:
+        raise BenchError(
+            f"--analyze-only: {Path(args.out).with_suffix('.json')} holds {'; '.join(differ)}: "
+            "give those (`python benchmarks/alignment.py --analyze-only` alone rebuilds the "
+            "page with its own command); nothing written"
+        )
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--p", type=float, action="append", help="expert probability (repeatable)")
@@ -123,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--analyze-only",
         action="store_true",
-        help="rewrite the tables from the results JSON at --out (give the flags of its command)",
+        help="rewrite the tables from the results JSON at --out (give the flags of its command; "
+        "alone, or with --out: the command its page names)",
     )
     ap.add_argument("--json", help="with --run-dir: write the results JSON here")
     ap.add_argument(
@@ -146,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         help="with --relabel: fail (exit 1) above this fraction of unverified trajectories",
     )
     raw = list(sys.argv[1:] if argv is None else argv)
+    page = Path(ap.parse_args(raw).out).with_suffix(".md")
+    raw = with_page_command(raw, page, "benchmarks/alignment.py", "alignment")
     args = ap.parse_args(raw)
     try:
         if min(args.tasks, args.rollouts, args.steps) < 1:
@@ -163,7 +191,11 @@ def main(argv: list[str] | None = None) -> int:
             return status
         if args.relabel or args.json or args.iterations:
             raise BenchError("--relabel, --json and --iterations go with --run-dir")
-        res = saved_results(Path(args.out)) if args.analyze_only else run_noisy(args)
+        res = (
+            check_saved(args, saved_results(Path(args.out)))
+            if args.analyze_only
+            else run_noisy(args)
+        )
     except (BenchError, RecordError, ConfigError, RelabelSetupError, AnalyzeOnlyError) as err:
         print(f"alignment: {err}", file=sys.stderr)
         return 2

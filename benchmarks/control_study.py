@@ -14,12 +14,14 @@ docs/control_task.md, "Results". From the repository root::
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from mvpo_train.study.analyze_only import AnalyzeOnlyError
 from mvpo_train.study.arms import StudyError, parse_arms, parse_pair
 from mvpo_train.study.compact import RESULT, credit_code_sha256
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.result_report import plot, write_markdown
 from mvpo_train.study.result_runs import default_pairs, load_results, pending_runs, settings
 from mvpo_train.study.result_summary import summarize
@@ -30,6 +32,7 @@ from mvpo_train.study.tables import command_line
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ENV_ID = "mvpo/MilestoneChain-v0"
+SCRIPT = "benchmarks/control_study.py"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -57,7 +60,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=str(RESULTS / "control_study.md"))
     p.add_argument("--note", default=None, help="a markdown file appended to the results")
     p.add_argument("--fresh", action="store_true", help="retrain even if runs exist")
-    p.add_argument("--analyze-only", action="store_true", help="only rebuild the table and plot")
+    p.add_argument("--analyze-only", action="store_true",
+                   help="only rebuild the table and plot; alone (or with --out): with the "
+                   "arguments of the command the page at --out names")  # fmt: skip
     p.add_argument("extra", nargs="*", help="extra mvpo-train flags after --")
     args = p.parse_args(argv)
     args.argv = [a for a in argv if a != "--analyze-only"]
@@ -71,9 +76,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+#: flags that do not change what a rebuilt page shows (where it is read and written)
+NEUTRAL = ("analyze_only", "argv", "base", "fresh", "out")
+
+
+def check_rebuild(args: argparse.Namespace, table: dict) -> None:
+    """A page rebuilt from its JSON (``table``) must be asked for with the flags of the command
+    that made it (``table["command"]``) but for :data:`NEUTRAL` ones; else a
+    :class:`StudyError` line names the flags that differ (the page would show settings, arms or
+    notes its runs did not have)."""
+    made = parse_args(shlex.split(table["command"])[2:])
+    if differ := [k for k, v in vars(made).items() if k not in NEUTRAL and getattr(args, k) != v]:
+        raise StudyError(
+            f"--analyze-only: {Path(args.out).with_suffix('.json')} was made by `{table['command']}`"
+            f"; {', '.join('--' + k.replace('_', '-') for k in differ)} differ, nothing written "
+            f"(`python {SCRIPT} --analyze-only` alone rebuilds the page with its own command)"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        argv = with_page_command(argv, Path(parse_args(argv).out), SCRIPT, "control_study")
         args = parse_args(argv)
         arms = parse_arms(args.arm or ["grpo", "gigpo", "mvpo"])
         pairs = [parse_pair(p) for p in args.pair] if args.pair else default_pairs(arms)
@@ -84,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             failed = [f"{name} (see {path}/train.log)" for name, path, _ in pending
                       if not (path / RESULT).is_file()]  # fmt: skip
         table = saved_table(Path(args.out), args.analyze_only, Path(args.base))  # no runs here
+        if table is not None:
+            check_rebuild(args, table)
         results = load_results(args, arms, ENV_ID) if table is None else {}
     except (StudyError, AnalyzeOnlyError) as err:
         print(f"control_study: {err}", file=sys.stderr)

@@ -38,6 +38,7 @@ from diagnostics_data import (
     _rel,
 )
 
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.run_set_draw import SetSpec, draw_sets
 from mvpo_train.study.run_set_page import write_markdown
 from mvpo_train.study.run_set_report import read_previous
@@ -95,6 +96,15 @@ def analyze(args: argparse.Namespace) -> list[dict[str, Any]]:
     ]
     specs = {sp.name: sp for sp in set_specs(args)}
     loaded = {n: load_runset(n, sp.base, sp.arms, sp.seeds, sp.plan) for n, sp in specs.items()}
+    if lost := [
+        n for n in HEADLINE_SETS if not loaded[n].found() and previous.get(n, {}).get("found")
+    ]:
+        raise ValueError(  # never a page emptier than the one it replaces
+            f"no runs of {', '.join(lost)} under "
+            f"{', '.join(_rel(specs[n].base) for n in lost)}, which {_rel(Path(args.previous_json))} "
+            "shows; nothing written (`python benchmarks/diagnostics.py --analyze-only` alone "
+            "rebuilds the page with its own command)"
+        )
     alf = loaded["alfworld"]
     carried = {
         n for n in HISTORY_SETS if not loaded[n].found() and previous.get(n, {}).get("found")
@@ -141,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--analyze-only", action="store_true",
                    help="rebuild the md, json and figures from the runs on disk (what this "
-                   "script always does; kept for the commands in the results)")  # fmt: skip
+                   "script always does); alone (or with --out): with the arguments of the "
+                   "command the page at --out names")  # fmt: skip
     p.add_argument("--alfworld-full-base", default=str(ALFWORLD_FULL_BASE),
                    help="the ALFWorld full-split study's runs (headline set `alfworld-full`); "
                    f"its committed compact copies: {_rel(ALFWORLD_FULL_COPIES)}")  # fmt: skip
@@ -172,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    page = build_parser().parse_args(argv).out
+    argv = with_page_command(argv, Path(page), "benchmarks/diagnostics.py", "diagnostics")
     args = build_parser().parse_args(argv)
     args.command = command_line("benchmarks/diagnostics.py", argv)
     try:

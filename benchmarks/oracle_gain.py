@@ -41,6 +41,7 @@ from mvpo_train.study.gain_table import (
     rho_star,
     seed_cells,
 )
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.paired import check_settings as record_settings
 from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
@@ -276,7 +277,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    page = Path(parse_args(argv).out).with_suffix(".md")
+    args = parse_args(with_page_command(argv, page, "benchmarks/oracle_gain.py", "oracle_gain"))
     if not args.analyze_only:
         after = (lambda: analyze(args)) if args.analyze_every else None
         sweep(

@@ -34,6 +34,7 @@ from mvpo_train.study.estimator_cost import cost_lines, time_arms, uniform_batch
 from mvpo_train.study.gain_pages import potential_learning_page
 from mvpo_train.study.gain_sweep import load_timed, seed_embedding_cache, sweep
 from mvpo_train.study.gain_table import arm_tables, curve_cells, pair_cells, per_run, seed_cells
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.run_sets import rel_path
@@ -243,7 +244,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    page = Path(parse_args(argv).out).with_suffix(".md")
+    args = parse_args(with_page_command(argv, page, "benchmarks/potential_learning.py", WHO))
     check_reuse(Path(args.reuse_base), og.settings(args))
     if args.cost:
         cost(args)

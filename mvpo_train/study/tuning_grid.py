@@ -27,11 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from mvpo_train.stats import SMOOTH
+from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.runs import load_runs
 
 #: the repository root: a study runs from there (its paths are relative to it)
 ROOT = Path.cwd()
 RESULTS = ROOT / "benchmarks" / "results"
+SCRIPT = "benchmarks/tuning_grid.py"
 
 
 def point_name(lr: float, epochs: int, kl: float) -> str:
@@ -154,18 +156,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(RESULTS / "tuning_grid.md"))
     p.add_argument("--embedding-cache", default=None,
                    help="one embedding cache file for every point (default: BASE/embeddings.npz)")  # fmt: skip
-    p.add_argument("--analyze-only", action="store_true")
+    p.add_argument("--analyze-only", action="store_true",
+                   help="rewrite the table from the finished points only; alone (or with "
+                   "--out): with the arguments of the command the page at --out names")  # fmt: skip
     p.add_argument("--train-flags", default="",
                    help="mvpo-train flags of every run, e.g. '--history-length 2'")  # fmt: skip
     p.add_argument(
         "learning_flags", nargs="*", help="learning.py flags after --, e.g. -- --env-kwargs '{}'"
     )
+    argv = with_page_command(argv, Path(p.parse_args(argv).out), SCRIPT, "tuning_grid")
     args = p.parse_args(argv)
     args.argv = [a for a in argv if a != "--analyze-only"]
     if not args.analyze_only:
         for k, (lr, epochs, kl) in enumerate(points(args)):
             subprocess.run(learning_cmd(args, lr, epochs, kl, k == 0), cwd=ROOT, check=True)
-    write_markdown(summarize(args), args, Path(args.out))
+    table = summarize(args)
+    if args.analyze_only and not table["points"]:  # never a page emptier than the one it replaces
+        print(f"tuning_grid: --analyze-only: no finished grid point under {args.base}; nothing "
+              f"written (`python {SCRIPT} --analyze-only` alone rebuilds the page with its own "
+              "command)", file=sys.stderr)  # fmt: skip
+        return 2
+    write_markdown(table, args, Path(args.out))
     return 0
 
 
