@@ -1,7 +1,8 @@
 """How the encoder policy's MiniLM forward passes are batched (docs/policies.md, "Embedding
 cache" and "Where MiniLM runs"), on the texts one training iteration of ``mvpo-train --policy
-encoder`` per env had to embed, recorded call by call. Two tables, each measured in one
-process with its variants alternating (CPU time, 1 thread):
+encoder`` per env had to embed, recorded call by call (``showcase``: the ``cpu-showcase``
+preset, the study iteration of ``benchmarks/cpu_cost.py``). Three tables, measured in one
+process with the variants alternating (CPU time, 1 thread):
 
 * PyTorch: the earlier scheme (every pass 8 rows of one token length) against the current one
   (8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces, one row above); the vectors are
@@ -9,10 +10,12 @@ process with its variants alternating (CPU time, 1 thread):
 * The runtimes: PyTorch's current scheme, onnxruntime's (one text per pass, ``rows1``) and
   fixed-shape padded passes on onnxruntime (:data:`PADDED`: a text of ``n`` word pieces goes
   in a pass of ``rows`` rows of ``n + 2`` tokens rounded up to a multiple, padding tokens
-  masked, the last text repeated as padding rows: the pass shape depends on the text alone).
+  masked, the last text repeated as padding rows: the pass shape depends on the text alone),
+  and dynamic ones (as many rows as the call has texts of a padded length, at least 2).
   Each padded variant embeds every call twice, the second time in reverse order (other
-  neighbours, other row positions, other padding rows), and counts the texts whose vector
-  changed in any bit.
+  neighbours, other row positions, other padding rows; the dynamic ones at most 5 rows a
+  pass, other row counts too), and counts the texts whose vector changed in any bit.
+* The floor: MiniLM's arithmetic rate on onnxruntime by pass shape (:func:`arithmetic_rates`).
 
     python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
     python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run
@@ -33,8 +36,14 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
-#: fixed-shape padded passes on onnxruntime: name -> (token multiple, rows of every pass)
-PADDED = {"pad16x8": (16, 8), "pad16x4": (16, 4), "pad8x2": (8, 2), "pad2x2": (2, 2)}
+#: padded passes on onnxruntime: name -> (token multiple, rows of every pass; 0: as many rows
+#: as the call has texts of that padded length, at least 2, at most :data:`DYNAMIC_CAP`)
+PADDED = {"pad16x8": (16, 8), "pad16x4": (16, 4), "pad8x2": (8, 2), "pad2x2": (2, 2),
+          "pad4xdyn": (4, 0), "pad8xdyn": (8, 0)}  # fmt: skip
+#: the most rows of a dynamic pass
+DYNAMIC_CAP = 64
+#: pass shapes (tokens, rows) of the arithmetic-rate table
+RATE_SHAPES = ((16, 1), (32, 1), (64, 1), (128, 1), (32, 8), (64, 16))
 
 #: env, its mvpo-train flags (the study's settings; docs/learning_study.md)
 ENVS = {
@@ -42,6 +51,7 @@ ENVS = {
                  "--history-length", "2"],
     "webshop": ["--env-id", "mvpo/WebShop-v0", "--env-kwargs", '{"search_query": "instruction"}',
                 "--tasks", "[]", "--max-steps", "15", "--history-length", "2"],
+    "showcase": ["--preset", "cpu-showcase"],  # the study iteration of benchmarks/cpu_cost.py
 }  # fmt: skip
 
 
@@ -158,24 +168,29 @@ def padded_length(n_tokens: int, multiple: int) -> int:
     return -(-(n_tokens + 2) // multiple) * multiple
 
 
-def padded_encode(session, texts, cls_id: int, sep_id: int, multiple: int, rows: int) -> dict:
-    """``texts`` (distinct id sequences) in fixed-shape passes ``[rows, padded_length(n)]``:
-    texts of one padded length ``rows`` to a pass in the order given, the last repeated as
-    padding rows, padding tokens 0 and masked. The vectors, passes and tokens computed."""
+def padded_encode(
+    session, texts, cls_id: int, sep_id: int, multiple: int, rows: int, cap: int = DYNAMIC_CAP
+) -> dict:
+    """``texts`` (distinct id sequences) in passes ``[rows, padded_length(n)]``: texts of one
+    padded length ``rows`` to a pass in the order given (``rows`` 0: all of them, at least 2
+    rows, at most ``cap``), the last repeated as padding rows, padding tokens 0 and
+    masked. The vectors, passes and tokens computed."""
     by_len: dict[int, list[tuple[int, ...]]] = {}
     for s in texts:
         by_len.setdefault(padded_length(len(s), multiple), []).append(s)
     out: dict[tuple[int, ...], torch.Tensor] = {}
     passes = tokens = 0
     for length, group in by_len.items():
-        for k in range(0, len(group), rows):
-            part = group[k : k + rows]
-            ids = torch.zeros(rows, length, dtype=torch.long)
-            for r, s in enumerate(part + [part[-1]] * (rows - len(part))):
+        step = rows or cap
+        for k in range(0, len(group), step):
+            part = group[k : k + step]
+            n_rows = rows or max(2, len(part))
+            ids = torch.zeros(n_rows, length, dtype=torch.long)
+            for r, s in enumerate(part + [part[-1]] * (n_rows - len(part))):
                 ids[r, : len(s) + 2] = torch.tensor([cls_id, *s, sep_id])
             vec = session(ids, (ids != 0).long())
             out.update(zip(part, vec[: len(part)], strict=True))
-            passes, tokens = passes + 1, tokens + rows * length
+            passes, tokens = passes + 1, tokens + n_rows * length
     return {"vectors": out, "passes": passes, "tokens": tokens}
 
 
@@ -195,7 +210,10 @@ def compare_runtimes(calls, repeats: int) -> dict:
             multiple, rows = PADDED[name]
             out: dict = {"vectors": {}, "passes": 0, "tokens": 0}
             for c in calls:
-                got = padded_encode(session, c[::order], emb.cls_id, emb.sep_id, multiple, rows)
+                cap = DYNAMIC_CAP if order == 1 else 5
+                got = padded_encode(
+                    session, c[::order], emb.cls_id, emb.sep_id, multiple, rows, cap
+                )
                 out["vectors"].update(got["vectors"])
                 out["passes"] += got["passes"]
                 out["tokens"] += got["tokens"]
@@ -221,6 +239,7 @@ def compare_runtimes(calls, repeats: int) -> dict:
                     start = time.process_time()
                     got = fn()
                     runs[name].append((time.process_time() - start, got))
+            # dynamic passes: reversed and at most 5 rows (other row counts too)
             reversed_ = {name: padded(name, -1)["vectors"] for name in PADDED}
     texts = [s for c in calls for s in c]
     ref = runs["onnx rows1"][0][1]["vectors"]
@@ -240,7 +259,35 @@ def compare_runtimes(calls, repeats: int) -> dict:
     return out
 
 
-def markdown(rows: list[dict], command: str) -> str:
+def arithmetic_rates(repeats: int) -> list[dict]:
+    """MiniLM's arithmetic rate on onnxruntime (the project's export, 1 thread) by pass shape
+    (:data:`RATE_SHAPES`): CPU ms per pass and GFLOP/s, counting the matrix products of the
+    six layers (projections and feed-forward: 2 x weights per token; attention scores and
+    mixing: 4 x tokens x hidden per token), the best of ``repeats`` timings."""
+    from mvpo_train.segment_embedder import SegmentEmbedder
+
+    onnx = SegmentEmbedder(runtime="onnx")
+    cfg = onnx.encoder.config
+    h, ffn, layers = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
+    gen = torch.Generator().manual_seed(0)
+    out = []
+    for tokens, rows in RATE_SHAPES:
+        ids = torch.randint(1000, 20000, (rows, tokens), generator=gen)
+        onnx.forward(ids)  # warm
+        passes = max(3, 400 // (tokens * rows))
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            for _ in range(passes):
+                onnx.forward(ids)
+            best = min(best, (time.process_time() - start) / passes)
+        flops = rows * tokens * layers * (2 * (4 * h * h + 2 * h * ffn) + 4 * tokens * h)
+        out.append({"tokens": tokens, "rows": rows, "ms_per_pass": best * 1e3,
+                    "gflops_per_s": flops / best / 1e9, "tokens_per_cpu_s": rows * tokens / best})  # fmt: skip
+    return out
+
+
+def markdown(rows: list[dict], command: str, rates: list[dict] | None = None) -> str:
     lines = [
         "# Embedding batching: MiniLM's forward passes on PyTorch and onnxruntime",
         "",
@@ -270,9 +317,12 @@ def markdown(rows: list[dict], command: str) -> str:
         "1 thread). `onnx rows1` is the `onnx` "
         "runtime's batching; `onnx padLxR`: a text of n word pieces goes in a pass of R rows of "
         "n + 2 tokens rounded up to a multiple of L (padding masked, the last text repeated as "
-        "padding rows), so its pass shape depends on the text alone. *changed*: texts whose "
-        "vector differs in any bit when every call is embedded again in reverse order (other "
-        "neighbours, row positions and padding rows).",
+        "padding rows), so its pass shape depends on the text alone; `onnx padLxdyn`: the "
+        f"same lengths, as many rows as the call has texts of that length (at least 2, at most "
+        f"{DYNAMIC_CAP}), so the row count of its pass depends on the call. *changed*: texts "
+        "whose vector differs in any bit when every call is embedded again in reverse order "
+        "(other neighbours, row positions and padding rows; the dynamic variants with at most "
+        "5 rows a pass, so other row counts too).",
         "",
         "| env | variant | passes | tokens computed | CPU s | texts per CPU s | vs onnx rows1 "
         "| vs torch | max abs diff from rows1 | changed |",
@@ -291,6 +341,21 @@ def markdown(rows: list[dict], command: str) -> str:
                 f"{v['max_abs_diff_from_rows1']:.1e} | "
                 f"{changed_text} |"
             )
+    if rates:
+        lines += [
+            "",
+            "## The floor: MiniLM's arithmetic rate on onnxruntime by pass shape",
+            "",
+            "One pass of random word pieces at each shape (tokens with [CLS]/[SEP], rows), the "
+            "project's export, 1 thread, best of the repeats; GFLOP/s counts the matrix "
+            "products (`arithmetic_rates`). How far a pass of one short text is from the rate "
+            "of a large batch bounds what batching can save on the same arithmetic.",
+            "",
+            "| tokens | rows | CPU ms per pass | GFLOP/s | tokens per CPU s |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        lines += [f"| {r['tokens']} | {r['rows']} | {r['ms_per_pass']:.2f} | "
+                  f"{r['gflops_per_s']:.0f} | {r['tokens_per_cpu_s']:,.0f} |" for r in rates]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -310,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
         args.num_groups, args.group_size, args.repeats = 2, 2, 1
     rows = [measure(e, args.num_groups, args.group_size, args.seed, args.repeats)
             for e in args.envs]  # fmt: skip
+    rates = arithmetic_rates(args.repeats)
     command = "python benchmarks/embedding_batching.py " + " ".join(argv or sys.argv[1:])
-    text = markdown(rows, command.strip())
+    text = markdown(rows, command.strip(), rates)
     print(text)
     if not args.quick:
         Path(args.out).write_text(text)
-        Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n")
+        saved = {"envs": rows, "rates": rates}
+        Path(args.out).with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
     return 0
 
 

@@ -66,3 +66,26 @@ def test_a_fixed_shape_padded_pass_gives_a_text_one_vector_whatever_its_neighbou
             # and the same text as the PyTorch model embeds it unpadded, within the tolerance
             ref = emb.forward(torch.tensor([[emb.cls_id, *seq, emb.sep_id]]))[0]
             assert float((want - ref).abs().max()) <= 1e-5
+
+
+def test_a_dynamic_pass_gives_a_text_one_vector_whatever_its_row_count(tmp_path):
+    """The dynamic variants' claim: at least 2 rows, a text's vector is the same bits at any
+    row count (on this machine's onnxruntime; the page's *changed* column re-checks it)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    bench = study_module("embedding_batching")
+    emb = SegmentEmbedder()
+    session = bench.masked_export(emb.encoder, tmp_path / "masked.onnx")
+    rng = random.Random(1)
+    texts = [tuple(rng.randrange(1000, 30000) for _ in range(10)) for _ in range(9)]  # 16 tokens
+    seq = texts[0]
+    seen = []
+    for n in (1, 2, 3, 9):  # alone: 2 rows (itself repeated); then 2, 3, 9 rows
+        got = bench.padded_encode(session, texts[:n], emb.cls_id, emb.sep_id, 8, 0)
+        assert got["passes"] == 1 and got["tokens"] == max(2, n) * 16
+        seen.append(got["vectors"][seq])
+    capped = bench.padded_encode(session, texts, emb.cls_id, emb.sep_id, 8, 0, cap=4)
+    assert capped["passes"] == 3  # 4 + 4 + 1 (padded to 2 rows)
+    assert capped["tokens"] == (4 + 4 + 2) * 16
+    for vec in [*seen[1:], capped["vectors"][seq]]:
+        assert torch.equal(vec, seen[0])
