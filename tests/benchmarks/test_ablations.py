@@ -30,18 +30,23 @@ def ablations():
 
 def test_every_variant_is_the_mvpo_arm_plus_one_valid_change(ablations):
     mvpo = study_module("learning_env").ARMS["mvpo"]
-    base = build_estimator(config_from_args(build_parser().parse_args(mvpo)))
+    env = ablations.study_env("paper")
+    assert env.arm("mvpo") == [*mvpo, "--estimator-kwargs", '{"form": "paper"}']
+    base = build_estimator(config_from_args(build_parser().parse_args(env.arm("mvpo"))))
     for name, (flags, what) in ablations.VARIANTS.items():
-        arm = ablations.STUDY_ENV.arm(name)
-        assert arm == [*mvpo, *flags] and what
+        arm = env.arm(name)
         cfg = config_from_args(build_parser().parse_args(arm))
         est = build_estimator(cfg)  # raises on an unknown or mistyped estimator option
-        assert est.name == "mvpo"
+        assert est.name == "mvpo" and est.config.form == "paper" and what
         if flags[0] == "--estimator-kwargs":
             changed = json.loads(flags[1])
+            kwargs = json.loads(arm[arm.index("--estimator-kwargs") + 1])
+            assert arm == [*mvpo, "--estimator-kwargs", json.dumps(kwargs, sort_keys=True)]
+            assert kwargs == {"form": "paper", **changed}
             assert all(getattr(est.config, k) == v for k, v in changed.items())
             assert any(getattr(base.config, k) != v for k, v in changed.items())
         else:
+            assert arm == [*env.arm("mvpo"), *flags]
             assert cfg.abstraction == flags[flags.index("--abstraction") + 1]
 
 
@@ -49,14 +54,49 @@ def test_the_sweep_trains_the_study_arm_with_the_variant_on_the_train_split_only
     ablations, tmp_path
 ):
     args = argparse.Namespace(variants=["mvpo-lambdaL0"], seeds=[0], iterations=3, jobs=1,
-                              ray=None, base=str(tmp_path), embedding_cache="e.npz")  # fmt: skip
+                              ray=None, base=str(tmp_path), embedding_cache="e.npz", form="v1")  # fmt: skip
     sweep = ablations.sweep_args(args)
     cmd = learning_runs.train_cmd(tmp_path / "r", "mvpo-lambdaL0", 0, sweep)
-    flags = ablations.VARIANTS["mvpo-lambdaL0"][0]
-    assert cmd[cmd.index("--estimator-kwargs") : cmd.index("--estimator-kwargs") + 2] == flags
+    at = cmd.index("--estimator-kwargs")
+    assert json.loads(cmd[at + 1]) == {"form": "v1", "lambda_L": 0.0}  # the variant's, in v1
     assert cmd[cmd.index("--eval-every") + 1] == "0" and "--model" in cmd
-    assert "--estimator-kwargs" not in learning_runs.train_cmd(tmp_path / "r", "mvpo", 0, sweep)
+    cmd = learning_runs.train_cmd(tmp_path / "r", "mvpo", 0, sweep)
+    assert json.loads(cmd[cmd.index("--estimator-kwargs") + 1]) == {"form": "v1"}
     assert sweep.arms == ["mvpo", "mvpo-lambdaL0"] and not sweep.eval
+
+
+class _Stop(Exception):
+    """Raised by a recorder in place of the sweep."""
+
+
+def test_form_is_parsed_fingerprinted_and_never_reuses_runs_of_another(
+    ablations, tmp_path, monkeypatch, capsys
+):
+    """``--form``: MVPO's forms only (default: the estimator's); the sweep records it in
+    ``BASE/settings.json``, and a base holding runs of another form is refused in one line
+    before any run (finished runs are never reused under another form)."""
+    from mvpo_train.credit.mvpo import DEFAULT_FORM
+
+    with pytest.raises(SystemExit) as bad:
+        ablations.main(["--form", "nonsense", "--analyze-only"])
+    assert bad.value.code == 2 and "--form: invalid choice" in capsys.readouterr().err
+    swept: list[argparse.Namespace] = []
+    monkeypatch.setattr(ablations, "warm_start_and_eval", lambda *a: None)
+
+    def run_all(sa, base, root):
+        swept.append(sa)
+        raise _Stop  # before the analysis: the runs are what is checked
+
+    monkeypatch.setattr(ablations, "run_all", run_all)
+    base = tmp_path / "runs"
+    with pytest.raises(_Stop):
+        ablations.main(["--base", str(base), "--form", "v1", "--variants", "mvpo-amp-off"])
+    arm = swept[0].study_env.arm("mvpo-amp-off")
+    assert json.loads(arm[arm.index("--estimator-kwargs") + 1]) == {"eta": 0.0, "form": "v1"}
+    assert json.loads((base / "settings.json").read_text())["settings"] == {"form": "v1"}
+    with pytest.raises(SystemExit, match=r"other settings \(changed: \['form'\]\)"):
+        ablations.main(["--base", str(base), "--variants", "mvpo-amp-off"])  # default form
+    assert len(swept) == 1 and DEFAULT_FORM != "v1"
 
 
 def _train(run: Path, *extra: str) -> None:
@@ -116,6 +156,7 @@ def test_the_analysis_tables_a_variant_against_mvpo_on_the_same_seed(ablations, 
     assert ablations.main(argv) == 0
     table = json.loads(out.with_suffix(".json").read_text())
     assert list(table["arms"]) == ["mvpo", "mvpo-lambdaL0"] and table["common_seeds"] == [0]
+    assert table["settings"] == {"form": "v1"}  # as the runs' config.yaml name it
     row = table["arms"]["mvpo-lambdaL0"]
     assert row["seeds"] == [0] and row["loop_share"] == 0.0  # lambda_L = 0: no loop term
     assert table["arms"]["mvpo"]["loop_share"] > 0.0
@@ -142,6 +183,24 @@ def test_a_json_without_what_the_page_shows_is_one_line(ablations, tmp_path):
     out = tmp_path / "ablations.md"
     out.with_suffix(".json").write_text((ROOT / "benchmarks/results/ablations.json").read_text())
     argv = ["--analyze-only", "--base", str(tmp_path / "absent"), "--out", str(out)]
-    with pytest.raises(AnalyzeOnlyError, match="has no phi_split_spearman_failed for mvpo"):
+    with pytest.raises(AnalyzeOnlyError) as err:
         ablations.main(argv)
+    line = str(err.value)
+    assert (
+        "\n" not in line
+        and "has no phi_split_spearman_failed" in line
+        and "never committed" in line
+    )
+    # what to run: the page's commands with the form of its runs, and what it costs
+    assert 'its runs used form="v1"' in line
+    assert (
+        "`python benchmarks/ablations.py --form v1`, then `python benchmarks/ablations.py "
+        "--seeds 0 1 2 3 4 --variants mvpo-lambdaL0 --test mvpo-lambdaL0 --form v1`" in line
+    )
+    assert "(33 runs, ~176 run-minutes at 1 thread" in line
+    doc = " ".join((ROOT / "docs" / "learning_study.md").read_text().split())
+    assert "(33 runs, about 176 run-minutes at one thread)" in doc  # the same, in the docs
+    assert (
+        'These runs used `form="v1"`' in doc and "`python benchmarks/ablations.py --form v1`" in doc
+    )
     assert not out.exists() and not out.with_suffix(".png").exists()
