@@ -23,6 +23,10 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.gain_table` (per-arm intervals, pairs by seed, curves, the product
   fit), :mod:`~mvpo_train.study.paired_forms` (two forms of one setting, paired by seed); :mod:`~mvpo_train.study.tables` and :mod:`~mvpo_train.study.analyze_only` (formats, the
   ``Machine:`` line, the md + json + png writer, a page rebuilt byte for byte from its JSON);
+  :mod:`~mvpo_train.study.saved_page` (a page rebuilt from its JSON, its hand-added notes
+  kept), :mod:`~mvpo_train.study.figures_page` (a page kept with its figures as JSON, for a
+  benchmark whose measurements stay outside git), :mod:`~mvpo_train.study.page_command` (a
+  bare ``--analyze-only`` takes the arguments of the command its page names);
   :mod:`~mvpo_train.study.figures` and :mod:`~mvpo_train.study.curve_panels` (figures).
 * **Pages.** :mod:`~mvpo_train.study.learning_page`, :mod:`~mvpo_train.study.result_report`,
   :mod:`~mvpo_train.study.ablation_report`, :mod:`~mvpo_train.study.gain_pages`,
