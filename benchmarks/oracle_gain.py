@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mvpo_train.study.curve_panels import plot_panels
-from mvpo_train.study.gain_pages import oracle_gain_page
+from mvpo_train.study.gain_pages import oracle_gain_machine, oracle_gain_page
 from mvpo_train.study.gain_sweep import GainArm as Arm
 from mvpo_train.study.gain_sweep import Sweep, load, mean_finite, sweep
 from mvpo_train.study.gain_table import (
@@ -214,7 +214,9 @@ def write_pages(out: dict[str, Any], args: argparse.Namespace) -> None:
     """The page and figure of the results ``out``."""
     out_path = Path(args.out)
     png, archive = out_path.with_suffix(".png").name, archive_dir(args).name
-    out_path.with_suffix(".md").write_text(oracle_gain_page(out, args.jobs, png, archive))
+    page = out_path.with_suffix(".md")
+    machine = oracle_gain_machine(page, args.analyze_only, args.jobs)
+    page.write_text(oracle_gain_page(out, machine, png, archive))
     plot(out, out_path.with_suffix(".png"))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mvpo_train.study.analyze_only import kept_machine_line
 from mvpo_train.study.cost_estimate import size_lines
 from mvpo_train.study.gain_table import PAIR_HEAD, boot_cell, metric_cells, pair_row
 from mvpo_train.study.paired import SEEDS, fmt_interval
@@ -22,23 +23,34 @@ from mvpo_train.study.paired import SEEDS, fmt_interval
 __all__ = [
     "held_out_results",
     "one_setting_page",
+    "oracle_gain_machine",
     "oracle_gain_page",
     "potential_learning_page",
 ]
 
 
-def oracle_gain_page(out: Mapping[str, Any], jobs: int, png: str, archive: str) -> str:
+def oracle_gain_machine(page: Path, analyze_only: bool, jobs: int) -> str:
+    """The oracle-gain page's ``Machine:`` line: this machine, ``jobs`` runs at a time; when
+    rebuilding the page (``analyze_only``), the line of ``page`` as it is (where and how its
+    runs were made, whatever ``--jobs`` the rebuild is given)."""
+    fresh = (
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), "
+        f"{jobs} run(s) at a time, 1 torch thread each."
+    )
+    return kept_machine_line(page, analyze_only, fresh)
+
+
+def oracle_gain_page(out: Mapping[str, Any], machine: str, png: str, archive: str) -> str:
     """The oracle-gain study's page (``benchmarks/oracle_gain.py``) of its results ``out``:
-    ``jobs`` runs at a time, the figure ``png`` beside it, the per-run archive ``archive``
-    (a folder name)."""
+    the ``machine`` line (:func:`oracle_gain_machine`), the figure ``png`` beside it, the
+    per-run archive ``archive`` (a folder name)."""
     prog = out["progress"]
     st = out["settings"]
     lines = [
         "# Oracle-gain study: does an aligned potential speed learning?",
         "",
         f"Command: `{out['command']}` (table and plot only: add `--analyze-only`).",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores (shared), "
-        f"{jobs} run(s) at a time, 1 torch thread each.",
+        machine,
         "",
     ]
     if prog["partial"]:

@@ -127,3 +127,8 @@ def test_oracle_gain_rebuilds_its_page(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(og, "RESULTS", results)
     og.main(["--analyze-only"])
     _unchanged(results, before)  # "--jobs 2" kept in the command and the Machine line
+    og.main(["--jobs", "1", "--analyze-only"])  # valid: --jobs changes no number
+    old, new = before["oracle_gain.md"].decode().splitlines(), (results / "oracle_gain.md")
+    new_lines = new.read_text().splitlines()
+    assert new_lines[2] == old[2].replace("--jobs 2", "--jobs 1")  # the command given
+    assert new_lines[3:] == old[3:] and "2 run(s) at a time" in old[3]  # how the runs were made
