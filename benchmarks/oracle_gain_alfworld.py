@@ -217,6 +217,7 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
             "seeds": seeds, **seed_cells([per[arm][s] for s in seeds], METRICS),
             "auc": _mean([per[arm][s]["auc"] for s in seeds]),
             "curve": np.mean([[r["success"] for r in runs[s]] for s in seeds], axis=0).tolist(),
+            "mechanism": mechanism(runs),
         }  # fmt: skip
     pairs = {}
     for arm in arms_out:
@@ -230,6 +231,45 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
         "arms": arms_out, "pairs": pairs, "sizing": sizing, "prior_estimate": prior_estimate(args),
         "command": command_line("benchmarks/oracle_gain_alfworld.py", args.flags).rstrip(),
     }  # fmt: skip
+
+
+#: what the routing did, per arm (the trainer's ``adv/*`` diagnostics, docs/estimators.md):
+#: key -> the page's column
+MECHANISM = {
+    "adv/zero_credit_ratio": "rows in zero-credit step groups",
+    "adv/repaired_ratio": "rows repaired",
+    "adv/zero_adv_ratio": "rows with advantage 0",
+    "adv/kappa": "kappa",
+}
+
+
+def mechanism(runs: dict[int, list[dict]]) -> dict[str, float]:
+    """:data:`MECHANISM`'s diagnostics: the mean over iterations of each run, then over runs
+    (NaN where an arm logs none: GiGPO repairs nothing and has no kappa)."""
+    return {key: _mean([_mean([r.get(key) for r in rows]) for rows in runs.values()])
+            for key in MECHANISM}  # fmt: skip
+
+
+def mechanism_lines(out: dict[str, Any]) -> list[str]:
+    """The page's table of :func:`mechanism` per arm."""
+    lines = [
+        "",
+        "## What the routing did",
+        "",
+        "Per arm, the mean over iterations and seeds of the trainer's diagnostics "
+        "(docs/estimators.md): rows in zero-credit step groups (`adv/zero_credit_ratio`, the "
+        "rows MVPO's routing may repair), rows repaired (`adv/repaired_ratio`), rows whose "
+        "advantage is exactly 0 (`adv/zero_adv_ratio`) and the repair's weight kappa "
+        "(`adv/kappa`); - where the arm logs none.",
+        "",
+        f"| arm | {' | '.join(MECHANISM.values())} |",
+        f"|---|{'---:|' * len(MECHANISM)}",
+    ]
+    for arm, cell in out["arms"].items():
+        values = [cell.get("mechanism", {}).get(key) for key in MECHANISM]
+        shown = ["-" if v is None or v != v else f"{v:.3f}" for v in values]
+        lines.append(f"| {arm} | {' | '.join(shown)} |")
+    return lines
 
 
 def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
@@ -273,6 +313,7 @@ def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> Non
     """The markdown and the JSON beside it."""
     detail = f" (shared), {jobs} run(s) at a time, 1 torch thread each"
     md = one_setting_page(out, head_lines(out, machine_line(path, analyze_only, detail)), FINAL)
+    md += "\n".join(mechanism_lines(out)) + "\n"
     path.write_text(md)
     path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     print(md)

@@ -48,9 +48,10 @@ def _fake_run(path, success: list[float], heldout: float, auc: float | None) -> 
     """A finished run folder as the trainer and ``mvpo-eval`` leave it (metrics and result)."""
     path.mkdir(parents=True)
     rows = [{"iteration": i + 1, "success": s} for i, s in enumerate(success)]
-    if auc is not None:
-        for r in rows:
-            r["align/auc"] = auc
+    for i, r in enumerate(rows):
+        r["adv/zero_credit_ratio"] = 0.5 + 0.01 * i
+        if auc is not None:
+            r.update({"align/auc": auc, "adv/repaired_ratio": 0.4 + 0.01 * i, "adv/kappa": 0.9})
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     eval_file(path, "valid_unseen").write_text(json.dumps({"success": heldout}))
 
@@ -78,7 +79,14 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
     pair = res["pairs"]["oracle-r1 - gigpo"]
     assert pair["area"]["t95"] == pytest.approx(list(t_interval(diff)[1:]), abs=1e-6)
     assert pair["heldout"]["mean"] == pytest.approx(0.2) and pair["seeds"] == [0, 1, 2]
+    mech = res["arms"]["oracle-r1"]["mechanism"]  # 4 iterations: the means of 0.50..0.53 etc.
+    assert mech["adv/zero_credit_ratio"] == pytest.approx(0.515)
+    assert mech["adv/repaired_ratio"] == pytest.approx(0.415) and mech["adv/kappa"] == 0.9
+    assert res["arms"]["gigpo"]["mechanism"]["adv/kappa"] is None  # GiGPO logs no kappa
     md = out.read_text()
+    assert (
+        "| oracle-r1 | 0.515 | 0.415 | - | 0.900 |" in md and "| gigpo | 0.515 | - | - | - |" in md
+    )
     assert "| oracle-r1 - gigpo | 3 |" in md and "Not measured for this study yet" in md
     assert "the study, 9 runs: " in md  # the estimate from the committed measurements
     # a sweep over the finished runs starts nothing and records the settings; another lr: refused
