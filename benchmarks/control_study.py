@@ -76,8 +76,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-#: flags that do not change what a rebuilt page shows (where it is read and written)
-NEUTRAL = ("analyze_only", "argv", "base", "fresh", "out")
+#: flags that do not change what a rebuilt page shows (where it is read and written; its
+#: Machine line, with the runs at a time, is kept as it is)
+NEUTRAL = ("analyze_only", "argv", "base", "fresh", "jobs", "out")
 
 
 def check_rebuild(args: argparse.Namespace, table: dict) -> None:
