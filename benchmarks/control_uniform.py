@@ -3,7 +3,9 @@
 docs/control_task.md, "Difficulty"; the method is written in the results page and
 :mod:`mvpo_envs.bench.uniform_policy`. From the repository root:
 ``python benchmarks/control_uniform.py`` (writes ``benchmarks/results/control_uniform.md``);
-``--episodes 200`` for a quick look, ``--out -`` to print only.
+``--episodes 200`` for a quick look, ``--out -`` to print only. A measuring run keeps the
+page's figures as ``control_uniform.json`` beside it; ``--analyze-only`` rebuilds the page from
+that JSON alone.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from mvpo_envs.bench.uniform_policy import report, uniform_episodes
+from mvpo_envs.bench.uniform_policy import page, page_figures, uniform_episodes
 from mvpo_envs.milestone_chain.layout import DIFFICULTIES
 from mvpo_train.stats import wilson
+from mvpo_train.study.figures_page import write_figures_page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "control_uniform.md"
 
@@ -24,7 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--out", default=str(RESULTS), help="markdown file, or - to print only")
+    parser.add_argument(
+        "--analyze-only", action="store_true", help="only rebuild --out from its JSON beside it"
+    )
     args = parser.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("control_uniform", Path(args.out), page)
+        return 0
     if args.episodes < 1:
         print("--episodes: expected an int >= 1", file=sys.stderr)
         return 2
@@ -32,10 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = [uniform_episodes(d, args.episodes) for d in sorted(DIFFICULTIES)]
     for row in rows:
         row["low"], row["high"] = wilson(row["wins"], args.episodes)
-    text = report(rows, args.episodes, time.perf_counter() - t0)
-    print(text)
+    figures = page_figures(rows, args.episodes, time.perf_counter() - t0)
+    print(page(figures))
     if args.out != "-":
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_figures_page("control_uniform", Path(args.out), page, figures)
     return 0
 
 

@@ -4,7 +4,8 @@
 :func:`uniform_episodes` plays seeded episodes on the train split (episode ``i``: reset with
 seed ``i``, actions drawn uniformly from the admissible list with ``random.Random(i)``) and
 reads the layouts (places, admissible actions, shortest plans, the expert's wins);
-:func:`report` writes the page, given each row's 95% interval of the success rate
+:func:`report` writes the page (:func:`page` of :func:`page_figures`, the JSON kept
+beside it), given each row's 95% interval of the success rate
 (``low``, ``high``: the caller's statistics).
 """
 
@@ -79,16 +80,35 @@ def _expert_wins(env: gym.Env, task_index: int) -> bool:
 
 
 def report(rows: list[dict[str, Any]], episodes: int, seconds: float) -> str:
-    """The results page of ``rows`` (:func:`uniform_episodes` with ``low`` and ``high``)."""
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    """The results page of ``rows`` (:func:`uniform_episodes` with ``low`` and ``high``)
+    measured here: :func:`page` of :func:`page_figures`."""
+    return page(page_figures(rows, episodes, seconds))
+
+
+def page_figures(rows: list[dict[str, Any]], episodes: int, seconds: float) -> dict[str, Any]:
+    """What the page prints: ``rows``, the episodes, the seconds in all, this machine and its
+    load average now (the JSON kept beside the page)."""
+    return {
+        "episodes": episodes,
+        "seconds": seconds,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}",
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "rows": rows,
+    }
+
+
+def page(figures: dict[str, Any]) -> str:
+    """The results page of :func:`page_figures` (``benchmarks/control_uniform.py``'s JSON)."""
+    episodes, rows = figures["episodes"], figures["rows"]
     lines = [
         "# mvpo/MilestoneChain-v0: a uniform random policy per difficulty",
         "",
         f"Command: `python benchmarks/control_uniform.py --episodes {episodes}`. {episodes} "
         "episodes per difficulty on the train split (episode i: task i mod 128, actions drawn "
         "uniformly from the admissible list with `random.Random(i)`), K = 4 milestones, 50-step "
-        f"horizon. Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; load average at the end {load}; {seconds:.0f} s in all.",
+        f"horizon. Machine: {figures['machine']}; load average at the end {figures['load']}; "
+        f"{figures['seconds']:.0f} s in all.",
         "",
         "| difficulty | places | admissible actions per place (mean) | uniform success "
         "| 95% interval | groups of 8 with a success | milestones made (mean of 4) | optimal steps | shortest plan from start "
