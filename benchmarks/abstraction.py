@@ -3,35 +3,56 @@
 Times each stage MVPO runs on top of GiGPO (:mod:`mvpo_train.study.potential_stages`) on the
 batches of ``benchmarks/credit.py`` (:mod:`mvpo_train.study.synthetic`).
 ``python benchmarks/abstraction.py`` (from the repository root) writes
-``benchmarks/results/abstraction.md``.
+``benchmarks/results/abstraction.md`` and the figures it prints as ``abstraction.json`` beside
+it; ``--analyze-only`` rebuilds the page from that JSON alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from mvpo_train.credit.regions import viability_regions
+from mvpo_train.study.figures_page import write_figures_page
 from mvpo_train.study.potential_stages import stages, time_stages
 from mvpo_train.study.synthetic import REFERENCE_STEP_S, synthetic_batch
 
-HERE = Path(__file__).resolve().parent
+RESULTS = Path(__file__).resolve().parent / "results" / "abstraction.md"
 
 
-def main() -> None:
-    """Time each stage at 6,400 and 64,000 steps and write the markdown table."""
+def measure() -> dict[str, Any]:
+    """Time each stage at 6,400 and 64,000 steps: the page's figures."""
     sizes = {"6,400": (16, 21), "64,000": (160, 7)}
-    st = stages()
     res: dict[str, dict[str, float]] = {}
     info = {}
     for label, (n_groups, repeats) in sizes.items():
         base = synthetic_batch(n_groups)
         res[label] = time_stages(base, repeats)
         region = viability_regions(base.signature, base.traj, base.t, base.group_index)
-        info[label] = (len(base), int(region.max()) + 1, len(base.milestone_hits[0]))
+        info[label] = [len(base), int(region.max()) + 1, len(base.milestone_hits[0])]
+    return {
+        "stages": {
+            name: [
+                res["6,400"][name] * 1e3,
+                res["64,000"][name] * 1e3,
+                res["6,400"][name] / REFERENCE_STEP_S * 100,
+            ]  # fmt: skip
+            for name in stages()
+        },
+        "batches": info,
+        "reference_step_s": REFERENCE_STEP_S,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while "
+        f"measured), Python {platform.python_version()}, NumPy {np.__version__}",
+    }
+
+
+def page(figures: dict[str, Any]) -> str:
+    """The markdown page of :func:`measure`'s figures (stage: ms at both sizes, % of a step)."""
     lines = [
         "# Viability regions and region potential: time per stage",
         "",
@@ -42,25 +63,30 @@ def main() -> None:
         "| stage | ms @ 6,400 steps | ms @ 64,000 steps | share of a 340 s step (6,400) |",
         "|---|---:|---:|---:|",
     ]
-    for name in st:
-        a, b = res["6,400"][name], res["64,000"][name]
-        lines.append(
-            f"| {name} | {a * 1e3:.2f} | {b * 1e3:.1f} | {a / REFERENCE_STEP_S * 100:.5f}% |"
-        )
+    for name, (a, b, share) in figures["stages"].items():
+        lines.append(f"| {name} | {a:.2f} | {b:.1f} | {share:.5f}% |")
     lines.append("")
-    for label, (rows, regions, hits) in info.items():
+    for label, (rows, regions, hits) in figures["batches"].items():
         lines.append(f"- {label} steps: {rows} rows, {regions} regions, {hits} milestone hits.")
     lines += [
         "",
-        f"Reference step: the MVPO paper's Table 3 (ALFWorld, MVPO), {REFERENCE_STEP_S:.1f} s.",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs while "
-        f"measured), Python {platform.python_version()}, NumPy {np.__version__}.",
+        f"Reference step: the MVPO paper's Table 3 (ALFWorld, MVPO), "
+        f"{figures['reference_step_s']:.1f} s.",
+        f"Machine: {figures['machine']}.",
         "",
     ]
-    out = HERE / "results" / "abstraction.md"
-    out.write_text("\n".join(lines))
-    print("\n".join(lines))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and write the page and its JSON, or (``--analyze-only``) rebuild the page."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS, help="the page (its JSON beside it)")
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
+    args = p.parse_args(argv)
+    write_figures_page("abstraction", args.out, page, None if args.analyze_only else measure())
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

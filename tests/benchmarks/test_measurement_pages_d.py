@@ -16,6 +16,7 @@ from .helpers import ROOT, study_module
 RESULTS = ROOT / "benchmarks" / "results"
 #: script -> its page's name under benchmarks/results/
 PAGES = {
+    "abstraction": "abstraction",
     "control_uniform": "control_uniform",
 }
 
