@@ -13,6 +13,8 @@ traceback or silently different.
 
 ``--kinds`` and ``--modes`` pick a subset; ``--max-files N`` the first N files of a cache
 (the fault suite runs a small version, ``tests/faults/test_cache_faults.py``).
+``--analyze-only`` only rebuilds the ``--markdown`` page (default
+``benchmarks/results/cache_faults.md``) from the JSON beside it (its command and runs).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import tempfile
 from pathlib import Path
 
 from mvpo_envs.bench.cache_faults import KINDS, MODES, markdown, run_matrix, summary
+from mvpo_train.study.figures_page import write_figures_page
+
+RESULTS = Path(__file__).resolve().parent / "results" / "cache_faults.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--out", help="JSON: the summary and every run")
     p.add_argument("--markdown", help="Markdown: the table")
+    p.add_argument(
+        "--analyze-only",
+        action="store_true",
+        help="only rebuild the --markdown page from the JSON beside it (no runs)",
+    )
     args = p.parse_args(argv)
+    if args.analyze_only:
+        page = Path(args.markdown or RESULTS)
+        write_figures_page("cache_faults", page, lambda r: markdown(r["runs"], r["command"]))
+        return 0
     logging.getLogger("mvpo.cache").propagate = False  # counted, not printed
     work = Path(args.work or tempfile.mkdtemp(prefix="cache-faults-"))
     rows = run_matrix(args.kinds, args.modes, args.max_files, work)

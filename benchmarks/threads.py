@@ -3,7 +3,8 @@
 docs/training.md; the method: :mod:`mvpo_train.study.thread_cost`. The arms (:data:`ARMS`): 2
 threads with OpenMP's default wait policy, 2 threads + ``OMP_WAIT_POLICY=PASSIVE``, the
 automatic count + passive. Writes ``benchmarks/results/threads.md`` and ``.json``
-(``--render`` writes the tables again from that JSON)::
+(``--render`` writes both again from such a JSON; ``--analyze-only`` only rebuilds the
+``--out`` page from the JSON beside it)::
 
     python benchmarks/threads.py --rounds 2 --train-args "--num-groups 2"
 """
@@ -16,7 +17,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from mvpo_train.study.thread_cost import measure, write_results
+from mvpo_train.study.figures_page import write_figures_page
+from mvpo_train.study.thread_cost import measure, saved_page, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "threads"
@@ -40,16 +42,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--render", default=None, help="write the tables again from this results JSON (no runs)"
     )
+    p.add_argument(
+        "--analyze-only",
+        action="store_true",
+        help="only rebuild --out's page (.md) from the JSON beside it (no runs)",
+    )
     args = p.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("threads", Path(args.out).with_suffix(".md"), saved_page)
+        return 0
     command = " ".join(sys.argv[1:])
     if args.render:  # the runs of an earlier invocation, its command and its wall-time limit
         saved = json.loads(Path(args.render).read_text())
         results, command = saved["runs"], " ".join(saved["argv"])
         args.timeout = float(saved.get("timeout", args.timeout))
+        args.rounds = saved.get("rounds", args.rounds)
+        machine = saved.get("machine")
     else:
+        machine = None
         train_args = shlex.split(args.train_args)
         results = measure(ARMS, args.rounds, train_args, args.timeout, ROOT)
-    print(write_results(Path(args.out), results, command, args.rounds, args.timeout))
+    print(write_results(Path(args.out), results, command, args.rounds, args.timeout, machine))
     return 0
 
 

@@ -1,0 +1,46 @@
+"""Measurement pages rebuilt from their committed JSON (issue #40): each script's
+``--analyze-only``, run on a copy of the committed ``benchmarks/results/<page>.json`` in a
+temporary folder, writes the committed ``<page>.md`` byte for byte; a damaged JSON is one line
+of error and a non-zero exit, nothing written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .helpers import ROOT, load_benchmark
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: script -> the arguments that point its --analyze-only page into a folder
+PAGES: dict[str, list[str]] = {
+    "cache_faults": ["--markdown", "{dir}/cache_faults.md"],
+    "threads": ["--out", "{dir}/threads"],
+}
+
+
+def _rebuild(script: str, folder: Path) -> int | None:
+    bench = load_benchmark(script, f"{script}_page_c")
+    argv = ["--analyze-only", *(a.format(dir=folder) for a in PAGES[script])]
+    return bench.main(argv)
+
+
+@pytest.mark.parametrize("script", sorted(PAGES))
+def test_analyze_only_rebuilds_the_committed_page(script: str, tmp_path: Path) -> None:
+    json_name = f"{script}.json"
+    shutil.copy(RESULTS / json_name, tmp_path / json_name)
+    assert _rebuild(script, tmp_path) in (0, None)
+    assert (tmp_path / f"{script}.md").read_bytes() == (RESULTS / f"{script}.md").read_bytes()
+    assert (tmp_path / json_name).read_bytes() == (RESULTS / json_name).read_bytes()
+
+
+def test_a_damaged_json_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "cache_faults.json").write_text('{"command": ')
+    with pytest.raises(SystemExit) as err:
+        _rebuild("cache_faults", tmp_path)
+    message = str(err.value)
+    assert err.value.code != 0 and len(message.splitlines()) == 1
+    assert "cache_faults.json" in message and "invalid JSON" in message
+    assert not (tmp_path / "cache_faults.md").exists()
