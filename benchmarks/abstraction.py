@@ -41,7 +41,7 @@ def measure() -> dict[str, Any]:
                 res["6,400"][name] * 1e3,
                 res["64,000"][name] * 1e3,
                 res["6,400"][name] / REFERENCE_STEP_S * 100,
-            ]  # fmt: skip
+            ]
             for name in stages()
         },
         "batches": info,

@@ -2,25 +2,31 @@
 
 The iteration bar's ETA replayed on every committed run under ``benchmarks/results/*_runs/``
 (:mod:`mvpo_train.study.eta_replay`: the method and the goal). Run from the repository root:
-``python benchmarks/eta.py`` (writes ``benchmarks/results/eta.md``).
+``python benchmarks/eta.py`` (writes ``benchmarks/results/eta.md`` and the ratios it prints as
+``eta.json`` beside it); ``--analyze-only`` rebuilds the page from that JSON alone (the runs
+committed since are left out).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
-from mvpo_train.study.eta_replay import eta_lines
+from mvpo_train.study.eta_replay import eta_figures, eta_page
+from mvpo_train.study.figures_page import write_figures_page
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def main() -> int:
-    lines = eta_lines(RESULTS)
-    (RESULTS / "eta.md").write_text("\n".join(lines))
-    print("\n".join(lines))
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=RESULTS / "eta.md", help="the page")
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
+    args = p.parse_args(argv)
+    figures = None if args.analyze_only else eta_figures(RESULTS)
+    write_figures_page("eta", args.out, lambda f: "\n".join(eta_page(f)), figures)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

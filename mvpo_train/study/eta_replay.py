@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 from mvpo_train.metrics import read_metrics
 
@@ -32,17 +33,29 @@ def eta_ratio(seconds: list[float], k: int) -> float:
 
 
 def eta_lines(results: Path) -> list[str]:
-    """The page: per folder ``<results>/<name>_runs`` (runs with at least ``max(AFTER) + 2``
-    iterations) the ETA ratios' median and range after each of :data:`AFTER` iterations, then
-    the share of runs within a factor of 2 after the first."""
-    table: dict[str, dict[int, list[float]]] = {}
+    """The page of the runs under ``results``: :func:`eta_page` of :func:`eta_figures`."""
+    return eta_page(eta_figures(results))
+
+
+def eta_figures(results: Path) -> dict[str, Any]:
+    """``{"runs": ...}``: per folder ``<results>/<name>_runs`` (runs with at least ``max(AFTER) + 2``
+    iterations) the ETA ratio of each run after each of :data:`AFTER` iterations (keyed by
+    ``str(k)``); the JSON kept beside the page."""
+    table: dict[str, dict[str, list[float]]] = {}
     for path in sorted(results.glob("*_runs/**/metrics.jsonl")):
         seconds = iteration_seconds(path)
         if len(seconds) < max(AFTER) + 2:
             continue
         group = path.relative_to(results).parts[0]
         for k in AFTER:
-            table.setdefault(group, {}).setdefault(k, []).append(eta_ratio(seconds, k))
+            table.setdefault(group, {}).setdefault(str(k), []).append(eta_ratio(seconds, k))
+    return {"runs": table}
+
+
+def eta_page(figures: dict[str, Any]) -> list[str]:
+    """The page of :func:`eta_figures`: per folder the ETA ratios' median and range after each
+    of :data:`AFTER` iterations, then the share of runs within a factor of 2 after the
+    first."""
     lines = [
         "# `mvpo-train`'s ETA against the time the run really took",
         "",
@@ -55,13 +68,13 @@ def eta_lines(results: Path) -> list[str]:
         "|---|---:|" + "---|" * len(AFTER),
     ]
     every: dict[int, list[float]] = {k: [] for k in AFTER}
-    for group, by_k in sorted(table.items()):
+    for group, by_k in sorted(figures["runs"].items()):
         cells = []
         for k in AFTER:
-            vals = by_k[k]
+            vals = by_k[str(k)]
             every[k] += vals
             cells.append(f"{statistics.median(vals):.2f} [{min(vals):.2f}, {max(vals):.2f}]")
-        lines.append(f"| {group} | {len(by_k[AFTER[0]])} | " + " | ".join(cells) + " |")
+        lines.append(f"| {group} | {len(by_k[str(AFTER[0])])} | " + " | ".join(cells) + " |")
     first = every[1]
     inside = sum(0.5 <= v <= 2.0 for v in first)
     return lines + [

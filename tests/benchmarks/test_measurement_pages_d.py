@@ -18,6 +18,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 PAGES = {
     "abstraction": "abstraction",
     "control_uniform": "control_uniform",
+    "eta": "eta",
 }
 
 
