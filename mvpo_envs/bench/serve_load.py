@@ -1,7 +1,8 @@
 """``mvpo-serve`` under load (``benchmarks/serve_load.py``; docs/integrations.md, "Load"):
 :func:`run` starts ``mvpo-serve ENV_ID --port 0`` and plays S sessions at once per level and
 transport (:func:`mvpo_envs.serve.load.session_load`), then checks that one session over the
-limit is refused; :func:`page` is the results page. Linux only.
+limit is refused; :func:`page` is the results page of :func:`page_figures` (the JSON kept
+beside it). Linux only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from mvpo_envs.measure import rss_hwm
 from mvpo_envs.serve.load import refusal, session_load, spawn_server
 
-__all__ = ["page", "run"]
+__all__ = ["page", "page_figures", "run"]
 
 
 def run(
@@ -42,21 +43,49 @@ def run(
     return {"rows": rows, "idle": idle, "refused": refused}
 
 
-def page(args: Any, command: str, load: str, got: dict[str, Any]) -> list[str]:
-    """The page's lines from what :func:`run` returned (``got``), the command, the load
-    average at start and the command's ``args`` (``env_id``, ``env_kwargs``, ``levels``,
-    ``steps``)."""
-    rows, idle, refused = got["rows"], got["idle"], got["refused"]
-    levels = [int(x) for x in args.levels.split(",")]
+def page_figures(args: Any, command: str, load: str, got: dict[str, Any]) -> dict[str, Any]:
+    """What the page prints (the JSON kept beside it): what :func:`run` returned (``got``), the
+    command, the load average at start, this machine, the command's ``args`` (``env_id``,
+    ``env_kwargs``, ``levels``, ``steps``) and the memory per open session, from the RSS of
+    the smallest and the largest level (the row measured last at each)."""
+    by_sessions = {r["sessions"]: r["rss"] for r in got["rows"]}
+    lo, hi = min(by_sessions), max(by_sessions)
+    return {
+        **got,
+        "command": command.strip(),
+        "env_id": args.env_id,
+        "env_kwargs": args.env_kwargs,
+        "levels": [int(x) for x in args.levels.split(",")],
+        "steps": args.steps,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}",
+        "load": load,
+        "per_session": [
+            lo,
+            hi,
+            (by_sessions[hi] - by_sessions[lo]) / (hi - lo) if hi > lo else None,
+        ],
+    }
+
+
+def page(figures: dict[str, Any]) -> str:
+    """The page of :func:`page_figures`; a ``fresh_server`` figure (what a fresh server
+    measured, words) is quoted where the page explains the first row's memory."""
+    rows, idle, refused = figures["rows"], figures["idle"], figures["refused"]
+    levels, steps = figures["levels"], figures["steps"]
+    lo, hi, per_session = figures["per_session"]
+    fresh = (
+        f" (a fresh server measured {figures['fresh_server']})" if "fresh_server" in figures else ""
+    )
     lines = [
         "# mvpo-serve under load: sessions x steps/s, latency, memory",
         "",
-        f"Command: `{command.strip()}`. Server: `mvpo-serve {args.env_id} --env-kwargs "
-        f"'{args.env_kwargs}' --max-sessions {max(levels)}` in its own process on loopback; "
+        f"Command: `{figures['command']}`. Server: `mvpo-serve {figures['env_id']} --env-kwargs "
+        f"'{figures['env_kwargs']}' --max-sessions {max(levels)}` in its own process on loopback; "
         "clients: one thread per session in one Python process on the same machine, seeded "
-        f"random admissible actions, {args.steps} steps per row. Machine: {platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at start "
-        f"{load} (the machine is shared: absolute numbers are noisy, failures are not).",
+        f"random admissible actions, {steps} steps per row. Machine: {figures['machine']}; "
+        f"load average at start {figures['load']} (the machine is shared: absolute numbers are "
+        "noisy, failures are not).",
         "",
         "| sessions | transport | steps | failed | steps/s | p50 ms | p99 ms | max ms "
         "| server RSS MiB | server peak RSS MiB |",
@@ -68,22 +97,19 @@ def page(args: Any, command: str, load: str, got: dict[str, Any]) -> list[str]:
             f"| {r['steps_per_s']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.1f} "
             f"| {r['rss']:.0f} | {r['hwm']:.0f} |"
         )
-    by_sessions = {r["sessions"]: r["rss"] for r in rows}
-    lo, hi = min(by_sessions), max(by_sessions)
-    per_session = (by_sessions[hi] - by_sessions[lo]) / (hi - lo) if hi > lo else float("nan")
     lines += [
         "",
-        f"Memory per open session: {per_session:.2f} MiB ((RSS at {hi} - RSS at {lo}) / "
-        f"{hi - lo}). "
+        f"Memory per open session: {float('nan') if per_session is None else per_session:.2f} "
+        f"MiB ((RSS at {hi} - RSS at {lo}) / {hi - lo}). "
         f"Idle server RSS (no session): {idle:.0f} MiB. Session {max(levels) + 1} with "
         f"{max(levels)} open: {'refused with 503' if refused else 'NOT refused'} "
         "(`--max-sessions`). RSS is read while the row's sessions are all still open. The step "
         "from idle to the first row is mostly not the session: in that row one session played "
-        f"{args.steps:,} steps over many seeds, and the env keeps bounded per-process caches of "
-        "the games it has played; the slope from the smallest to the largest level is what one "
-        "more open session costs. Latency is one step's request to its "
+        f"{steps:,} steps over many seeds, and the env keeps bounded per-process caches of "
+        f"the games it has played{fresh}; the slope from the smallest to the largest level is "
+        "what one more open session costs. Latency is one step's request to its "
         "parsed answer, on the client; with more sessions than CPUs it is mostly waiting for "
         "a CPU (steps/s stays flat from 8 sessions on).",
         "",
     ]
-    return lines
+    return "\n".join(lines)
