@@ -35,7 +35,8 @@ stay for the next run; ``git worktree remove --force BASE/src/*`` (or deleting `
 ``git worktree prune``) removes them.
 
 Run from the repository root (about 40 CPU minutes; results in
-``benchmarks/results/cpu_cost.{md,json}``)::
+``benchmarks/results/cpu_cost.{md,json}``; ``--analyze-only`` only rebuilds the page from the
+JSON, keeping the sections written by hand after the run)::
 
     nice -n 10 python benchmarks/cpu_cost.py
     python benchmarks/cpu_cost.py --tasks control --iterations 2   # a quick look
@@ -254,17 +255,26 @@ def main(argv: list[str] | None = None) -> int:
                    help="2: the two variants of a measurement run at the same time")  # fmt: skip
     p.add_argument("--base", default=str(ROOT / "runs" / "cpu-cost"))
     p.add_argument("--out", default=str(RESULTS / "cpu_cost.md"))
+    p.add_argument("--analyze-only", action="store_true",
+                   help="only rebuild --out from the JSON beside it (no runs)")  # fmt: skip
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         worker(args.rest, Path(args.worker))
         return 0
+    from mvpo_train.study.figures_page import write_figures_page
+    from mvpo_train.study.phase_tables import header_lines, page
+
+    out = Path(args.out)
+    if args.analyze_only:  # the notes written by hand after the run kept
+        old = out.read_text() if out.is_file() else None
+        write_figures_page("cpu_cost", out, lambda results: page(results, old))
+        return 0
     base = Path(args.base)
     base.mkdir(parents=True, exist_ok=True)
     refs = {"before": BASELINE, "after": args.after_ref}
     # imported here, not at the top: the measured process runs another commit's packages
-    from mvpo_train.study.phase_tables import header_lines
     from mvpo_train.study.tables import command_line
     from mvpo_train.study.variant_pairs import measure_tasks
     from mvpo_train.study.worktree import checkout, short_sha
@@ -276,10 +286,10 @@ def main(argv: list[str] | None = None) -> int:
     md = header_lines(cmd, shas, args.jobs, export_cpu)
     run = lambda task, v, cache: measure(task, v, src[v], cache, args)  # noqa: E731
     sizes = (args.jobs, CACHED, args.showcase_iterations)
-    measured = measure_tasks(args.tasks, list(VARIANTS), run, base, *sizes, md, Path(args.out))
-    results = {"commits": shas, "onnx_export_cpu_s": export_cpu, **measured}
-    Path(args.out).with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
-    print("\n".join(md))
+    measured = measure_tasks(args.tasks, list(VARIANTS), run, base, *sizes, md, out)
+    results = {"command": cmd.strip(), "jobs": args.jobs, "showcase_iterations": args.showcase_iterations,
+               "commits": shas, "onnx_export_cpu_s": export_cpu, **measured}  # fmt: skip
+    write_figures_page("cpu_cost", out, page, results)
     return 0
 
 

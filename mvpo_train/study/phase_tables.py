@@ -13,7 +13,9 @@ is imported by them: only the driver that writes the page reads this module.
 * :func:`task_lines`: a task's table of its cold (and warm) measurements, before and after,
   and the change of its iteration and setup;
 * :func:`showcase_lines`: ``mvpo-showcase``'s totals before and after, and the estimate of
-  ``make run`` (10 iterations) from its last measured iteration.
+  ``make run`` (10 iterations) from its last measured iteration;
+* :func:`sections`, :func:`page`: every task's section from the results JSON, and the whole
+  page (what ``--analyze-only`` rebuilds, the sections added by hand after the run kept).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ __all__ = [
     "PHASES",
     "header_lines",
     "iteration_cpu",
+    "page",
     "row_of",
+    "sections",
     "showcase_lines",
     "table",
     "task_lines",
@@ -133,3 +137,35 @@ def showcase_lines(res: Mapping[str, Mapping[str, Any]], n: int) -> list[str]:
         "`before` more: it spends more on MiniLM).",
     ]
     return lines
+
+
+def sections(results: Mapping[str, Any], showcase_iterations: int) -> list[str]:
+    """Every task's section, in the order measured, from ``results`` (``<task>/<variant>/<kind>``
+    -> a measurement, ``showcase`` -> variant -> one; other keys are not measurements)."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for key, res in results.items():
+        if key == "showcase":
+            tasks[key] = res
+        elif key.count("/") == 2:
+            task, variant, kind = key.split("/")
+            tasks.setdefault(task, {}).setdefault(kind, {})[variant] = res
+    lines: list[str] = []
+    for task, measured in tasks.items():
+        if task == "showcase":
+            lines += [*showcase_lines(measured, showcase_iterations), ""]
+        else:
+            lines += task_lines(task, measured)
+    return lines
+
+
+def page(results: Mapping[str, Any], old: str | None = None) -> str:
+    """The page of a results JSON (``benchmarks/cpu_cost.py``: its command, the two commits,
+    the jobs at a time, the export's CPU seconds, the showcase's iterations and the
+    measurements), then the sections of ``old`` (the page as it was) added by hand after the
+    run: from its first ``## `` heading on (the writer makes only ``#`` and ``###`` ones)."""
+    head = header_lines(
+        results["command"], results["commits"], results["jobs"], results["onnx_export_cpu_s"]
+    )
+    text = "\n".join([*head, *sections(results, results["showcase_iterations"])]) + "\n"
+    at = (old or "").find("\n## ")
+    return text + (old[at + 1 :] if old and at >= 0 else "")

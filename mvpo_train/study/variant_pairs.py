@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from mvpo_train.study.phase_tables import showcase_lines, task_lines
+from mvpo_train.study.phase_tables import sections
 
 __all__ = ["measure_tasks"]
 
@@ -35,8 +35,9 @@ def measure_tasks(
     out: Path,
 ) -> dict[str, Any]:
     """Every task of ``tasks`` measured (module docstring), the variants' caches under
-    ``base`` (``<task>-<variant>-emb.npz``); ``md`` (the page so far) grows by each task's
-    section and is written to ``out`` after each. The results: ``showcase`` -> variant -> JSON,
+    ``base`` (``<task>-<variant>-emb.npz``); ``md`` (the page's head) and the sections of the
+    tasks done (:func:`~mvpo_train.study.phase_tables.sections`) are written to ``out`` after
+    each task. The results: ``showcase`` -> variant -> JSON,
     and ``<task>/<variant>/<cold|warm>`` -> JSON."""
     results: dict[str, Any] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -51,15 +52,12 @@ def measure_tasks(
 
         for task in tasks:
             if task == "showcase":
-                res = pair(task, "cold")
-                results["showcase"] = res
-                md += [*showcase_lines(res, showcase_iterations), ""]
-                continue
-            kinds = ("cold", "warm") if task in cached else ("cold",)
-            measured = {kind: pair(task, kind) for kind in kinds}
-            for kind, res in measured.items():
-                results.update({f"{task}/{v}/{kind}": r for v, r in res.items()})
-            md += task_lines(task, measured)
-            out.write_text("\n".join(md) + "\n")  # what is done so far
-    out.write_text("\n".join(md) + "\n")
+                results["showcase"] = pair(task, "cold")
+            else:
+                kinds = ("cold", "warm") if task in cached else ("cold",)
+                for kind in kinds:
+                    res = pair(task, kind)
+                    results.update({f"{task}/{v}/{kind}": r for v, r in res.items()})
+            # what is done so far
+            out.write_text("\n".join([*md, *sections(results, showcase_iterations)]) + "\n")
     return results
