@@ -2,7 +2,8 @@
 "Server"): :func:`run` starts ``mvpo-searchqa-server`` on a free loopback port and sends it
 fresh ``Connection: close`` requests per concurrency level (:mod:`mvpo_envs.serve.load`), then
 abusive 8 MiB nested bodies that must each get a ``400``; :func:`section` is the page's section
-of one corpus, under :data:`HEADER`. Linux only.
+of one corpus (from its :func:`section_figures`, kept in the page's JSON), under
+:data:`HEADER`. Linux only.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mvpo_envs.searchqa.data import bundled_qa_path, load_qa
 from mvpo_envs.searchqa.server import MAX_BODY, MAX_CONNECTIONS, MAX_SEARCHES
 from mvpo_envs.serve.load import http_load, latency_summary, post_request, spawn_server
 
-__all__ = ["HEADER", "run", "section"]
+__all__ = ["HEADER", "run", "section", "section_figures"]
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0
@@ -135,19 +136,37 @@ HEADER = [
 ]
 
 
-def section(args: Any, load: str, got: dict[str, Any]) -> tuple[str, list[str]]:
-    """The key (``bundled`` or ``d<passages>``) and lines of one corpus's section, from what
-    :func:`run` returned (``got``) and the load average at start; ``args``: the command's
-    (``levels``, ``requests``, ``abusers``, ``query_cache_size``, ``data``, ``cache_dir``)."""
-    rows, idle_rss, passages = got["rows"], got["idle_rss"], got["passages"]
-    start_s, questions = got["start_s"], got["questions"]
-    key = f"d{passages}" if args.data else "bundled"
+def section_figures(args: Any, load: str, got: dict[str, Any]) -> dict[str, Any]:
+    """What one corpus's section prints (kept in the page's JSON under its key, ``bundled`` or
+    ``d<passages>``): what :func:`run` returned (``got``), the load average at start, this
+    machine and the command's ``args`` (``levels``, ``requests``, ``abusers``,
+    ``query_cache_size``, ``data``, ``cache_dir``)."""
     command = (
         f"python benchmarks/searchqa_server_load.py --levels {args.levels} --requests "
         f"{args.requests} --abusers {args.abusers} --query_cache_size {args.query_cache_size}"
     )
     if args.data:
         command = f"nice -n 10 {command} --data {args.data} --cache_dir {args.cache_dir}"
+    return {
+        "key": f"d{got['passages']}" if args.data else "bundled",
+        "passages": got["passages"],
+        "data": bool(args.data),
+        "command": command,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python "
+        f"{platform.python_version()}, net.core.somaxconn {somaxconn()}",
+        "load": load,
+        "start_s": got["start_s"],
+        "query_cache_size": args.query_cache_size,
+        "distinct_questions": len(set(got["questions"])),
+        "rows": got["rows"],
+        "idle_rss": got["idle_rss"],
+    }
+
+
+def section(fig: dict[str, Any]) -> list[str]:
+    """The lines of one corpus's section, from its :func:`section_figures`."""
+    passages, cache = fig["passages"], fig["query_cache_size"]
+    if fig["data"]:
         title = (
             f"## {passages:,} passages (`mvpo-searchqa-generate --distractors "
             f"{passages - 394}`; compact store, bm25s memory-mapped)"
@@ -157,14 +176,13 @@ def section(args: Any, load: str, got: dict[str, Any]) -> tuple[str, list[str]]:
     lines = [
         title,
         "",
-        f"Command: `{command}`. Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, net.core.somaxconn {somaxconn()}; load average at start "
-        f"{load}. Server start until it listens: {start_s:.1f} s (from the cache when it "
-        "holds the corpus's store and index). Query cache: "
+        f"Command: `{fig['command']}`. Machine: {fig['machine']}; load average at start "
+        f"{fig['load']}. Server start until it listens: {fig['start_s']:.1f} s (from the cache "
+        "when it holds the corpus's store and index). Query cache: "
         + (
-            f"{args.query_cache_size:,} entries (the {len(set(questions))} test questions repeat, "
+            f"{cache:,} entries (the {fig['distinct_questions']} test questions repeat, "
             "so most answers after the first pass come from it)"
-            if args.query_cache_size
+            if cache
             else "off (every request is a full search)"
         )
         + ".",
@@ -173,10 +191,9 @@ def section(args: Any, load: str, got: dict[str, Any]) -> tuple[str, list[str]]:
         "| server RSS MiB | server peak RSS MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, n, bad, rate, p50, p99, worst, rss, hwm in rows:
+    for name, n, bad, rate, p50, p99, worst, rss, hwm in fig["rows"]:
         lines.append(
             f"| {name} | {n} | {bad} | {rate:.{0 if rate >= 10 else 2}f} | {p50:.1f} | {p99:.1f} "
             f"| {worst:.1f} | {rss:.0f} | {hwm:.0f} |"
         )
-    lines += ["", f"Idle server RSS: {idle_rss:.0f} MiB."]
-    return key, lines
+    return [*lines, "", f"Idle server RSS: {fig['idle_rss']:.0f} MiB."]

@@ -19,6 +19,7 @@ PAGES = {
     "abstraction": "abstraction",
     "control_uniform": "control_uniform",
     "eta": "eta",
+    "searchqa_server_load": "searchqa_server_load",
     "serve_load": "serve_load",
 }
 
