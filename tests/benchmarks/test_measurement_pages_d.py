@@ -18,6 +18,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 PAGES = {
     "abstraction": "abstraction",
     "control_uniform": "control_uniform",
+    "credit": "credit",
     "eta": "eta",
     "searchqa_server_load": "searchqa_server_load",
     "serve_load": "serve_load",
