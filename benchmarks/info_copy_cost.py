@@ -12,7 +12,9 @@ columns of one run, not runs)::
 
     nice -n 10 python benchmarks/info_copy_cost.py --out benchmarks/results/info_copy_cost.md
 
-The plays, the comparison and the page are :mod:`mvpo_envs.bench.info_copy_cost`.
+The figures the page prints are kept as ``info_copy_cost.json`` beside ``--out``;
+``--analyze-only`` rebuilds the page (default: the committed one) from that JSON alone. The
+plays, the comparison and the page are :mod:`mvpo_envs.bench.info_copy_cost`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from mvpo_envs.bench.info_copy_cost import ENVS, Play, compare, page, play_single, play_vector
+from mvpo_envs.bench.info_copy_cost import (
+    ENVS,
+    Play,
+    compare,
+    page_figures,
+    page_lines,
+    play_single,
+    play_vector,
+)
 from mvpo_train.rollout import ROLLOUT_INFO_KEYS
-from mvpo_train.study.bench import write_page
+from mvpo_train.study.figures_page import write_figures_page
 from mvpo_train.study.tables import command_line
+
+RESULTS = Path(__file__).resolve().parent / "results" / "info_copy_cost.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,18 +45,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--vector-steps", type=int, default=50, help="vector steps per round")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=None, help="Markdown results page")
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
     args = p.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("info_copy_cost", Path(args.out or RESULTS), render)
+        return 0
     plays: dict[str, Play] = {
         env_id: (lambda e=env_id: play_single(e, args.steps)) for env_id in ENVS
     }
     plays["ALFWorld vector env 16 x 8"] = lambda: play_vector(args.vector_steps, ROLLOUT_INFO_KEYS)
     rows = compare(plays, args.repeats)
     cmd = command_line("benchmarks/info_copy_cost.py", sys.argv[1:] if argv is None else argv)
-    lines = page(rows, cmd, args)
-    print("\n".join(lines))
+    figures = page_figures(rows, cmd, args)
+    print(render(figures))
     if args.out:
-        write_page(Path(args.out), lines)
+        write_figures_page("info_copy_cost", Path(args.out), render, figures)
     return 0
+
+
+def render(figures: dict) -> str:
+    """The page's text."""
+    return "\n".join(page_lines(figures))
 
 
 if __name__ == "__main__":

@@ -87,17 +87,34 @@ def compare(plays: dict[str, Play], repeats: int) -> list[tuple[str, float, floa
 def page(rows: list[tuple[str, float, float]], cmd: str, args: Any) -> list[str]:
     """The page's lines: a row per play of :func:`compare` (``cmd``: the command; ``args``:
     its ``repeats``, ``steps`` and ``vector_steps``)."""
-    lines = [
+    return page_lines(page_figures(rows, cmd, args))
+
+
+def page_figures(rows: list[tuple[str, float, float]], cmd: str, args: Any) -> dict[str, Any]:
+    """What the page prints (the JSON kept beside it): per play its steps per CPU second with
+    each copy and their ratio, the command and its ``repeats``, ``steps``, ``vector_steps``."""
+    return {
+        "command": cmd,
+        "repeats": args.repeats,
+        "steps": args.steps,
+        "vector_steps": args.vector_steps,
+        "rows": [[n, a, b, b / a] for n, a, b in rows],
+    }
+
+
+def page_lines(figures: dict[str, Any]) -> list[str]:
+    """The page's lines of :func:`page_figures`."""
+    return [
         "# Env steps per CPU second: the info copy as deepcopy and as copy_plain",
         "",
-        f"Command: `nice -n 10 {cmd}` (benchmarks/info_copy_cost.py docstring). Median of "
-        f"{args.repeats} alternating rounds of the same seeded episodes, the `step` calls alone ({args.steps} steps per "
-        f"single env, {args.vector_steps} vector steps of 128 envs), process CPU time; the "
-        "two variants' results are asserted equal.",
+        f"Command: `nice -n 10 {figures['command']}` (benchmarks/info_copy_cost.py docstring). "
+        f"Median of {figures['repeats']} alternating rounds of the same seeded episodes, the "
+        f"`step` calls alone ({figures['steps']} steps per single env, "
+        f"{figures['vector_steps']} vector steps of 128 envs), process CPU time; the two "
+        "variants' results are asserted equal.",
         "",
         "| env | deepcopy steps/CPU s | copy_plain steps/CPU s | ratio |",
         "|---|---:|---:|---:|",
-        *(f"| {n} | {a:,.0f} | {b:,.0f} | x{b / a:.2f} |" for n, a, b in rows),
+        *(f"| {n} | {a:,.0f} | {b:,.0f} | x{r:.2f} |" for n, a, b, r in figures["rows"]),
         "",
     ]
-    return lines

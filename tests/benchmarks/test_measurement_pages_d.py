@@ -20,6 +20,7 @@ PAGES = {
     "control_uniform": "control_uniform",
     "credit": "credit",
     "eta": "eta",
+    "info_copy_cost": "info_copy_cost",
     "searchqa_server_load": "searchqa_server_load",
     "serve_load": "serve_load",
 }
