@@ -5,8 +5,9 @@ games/s and CPU time (this process and its workers) per worker count on the ``fa
 the old ``pddl`` verifier against ``fast`` in one process, a check that every variant writes
 byte-identical games, and the CPU time extrapolated to the full train split.
 
-``python benchmarks/alfworld_generate.py`` writes ``benchmarks/results/alfworld_generate.md``;
-``--quick`` uses smaller samples. The runs and the page are
+``python benchmarks/alfworld_generate.py`` writes ``benchmarks/results/alfworld_generate.md``
+and the page's figures as the ``.json`` beside it; ``--quick`` uses smaller samples;
+``--analyze-only`` only rebuilds the page from that JSON. The runs and the page are
 :mod:`mvpo_envs.bench.alfworld_generate_speed`.
 """
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mvpo_envs.bench.alfworld_generate_speed import measure_all, page
+from mvpo_envs.bench.alfworld_generate_speed import measure_all, page_figures, report
+from mvpo_train.study.figures_page import write_figures_page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_generate.md"
 
@@ -31,15 +33,20 @@ def main(argv: list[str] | None = None) -> int:
         "--full", action="store_true", help="also time the whole train split with 2 workers"
     )
     p.add_argument("--markdown", default=str(RESULTS), help="where to write the table")
+    p.add_argument(
+        "--analyze-only", action="store_true", help="only rebuild --markdown from its JSON"
+    )
     args = p.parse_args(argv)
+    out = Path(args.markdown)
+    if args.analyze_only:
+        write_figures_page("alfworld_generate", out, report)
+        return 0
     if args.quick:
         args.sample, args.pddl_sample = 60, 8
     workers = [int(w) for w in args.workers.split(",")]
     m = measure_all(args.sample, args.pddl_sample, args.first, workers, args.full)
-    text = page(m, args)
-    Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.markdown).write_text(text, encoding="utf-8")
-    print(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_figures_page("alfworld_generate", out, report, page_figures(m, args))
     return 0 if m["same_workers"] and m["same_engines"] else 1
 
 

@@ -4,7 +4,8 @@ workers, one hash of a generated tree, one timed generation of a slice of a spli
 :func:`timed_run` generates train games ``first .. first + n - 1`` of the ``alfworld`` preset
 into a temporary folder with ``workers`` processes and the ``engine`` verifier, and returns
 wall and CPU seconds and :func:`tree_digest` of what it wrote, so that runs with other worker
-counts or verifiers can be checked byte-identical; :func:`measure_all` and :func:`page`: the
+counts or verifiers can be checked byte-identical; :func:`measure_all` and :func:`page`
+(:func:`page_figures`, the figures a run keeps, and :func:`report`, the page of them): the
 runs and the page of ``benchmarks/alfworld_generate.py`` (docs/alfworld_generator.md,
 "Verification and speed"). A measuring tool, so it sits
 beside the layered ``mvpo_envs.alfworld`` package (docs/architecture.md), not in it.
@@ -25,7 +26,16 @@ from mvpo_envs.alfworld import generate as gen
 from mvpo_envs.alfworld.fast import engine as fast_engine
 from mvpo_envs.alfworld.gen_alfworld import ALFWORLD_SPLIT_SIZES
 
-__all__ = ["FULL_TRAIN", "cpu_seconds", "measure_all", "page", "timed_run", "tree_digest"]
+__all__ = [
+    "FULL_TRAIN",
+    "cpu_seconds",
+    "measure_all",
+    "page",
+    "page_figures",
+    "report",
+    "timed_run",
+    "tree_digest",
+]
 
 FULL_TRAIN = ALFWORLD_SPLIT_SIZES["train"]
 
@@ -95,69 +105,106 @@ def measure_all(
     }
 
 
-def page(m: dict[str, Any], args: Any) -> str:
-    """The page from :func:`measure_all`'s measurements ``m`` and the command's ``args``
-    (``sample``, ``pddl_sample``, ``first``, ``workers``, ``full``)."""
+def page_figures(m: dict[str, Any], args: Any) -> dict[str, Any]:
+    """What the page prints, from :func:`measure_all`'s measurements ``m`` and the command's
+    ``args`` (``sample``, ``pddl_sample``, ``first``, ``workers``, ``full``): the runs with
+    their rates, the old/new ratio and the extrapolation, and this machine; JSON-able."""
     rows, old, new, full = m["rows"], m["old"], m["new"], m["full"]
-    load_before, load_after = m["load_before"], m["load_after"]
-    same_workers, same_engines = m["same_workers"], m["same_engines"]
     # the larger sample's per-game CPU is the honest rate (start-up shared by more games)
     rate = rows[0]["cpu"] / rows[0]["n"]
-    flags = " --full" if args.full else ""
+
+    def run(r: dict[str, Any]) -> dict[str, Any]:
+        per_s = r["n"] / r["wall"]
+        ms = 1000 * r["cpu"] / r["n"]
+        return {**{k: r[k] for k in ("workers", "n", "wall", "cpu")}, "per_s": per_s, "ms": ms}
+
+    return {
+        "command": f"python benchmarks/alfworld_generate.py --sample {args.sample} "
+        f"--pddl-sample {args.pddl_sample} --first {args.first} --workers {args.workers}"
+        + (" --full" if args.full else ""),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "load": [m["load_before"][0], m["load_after"][0]],
+        "first": args.first,
+        "sample": args.sample,
+        "pddl_sample": args.pddl_sample,
+        "rows": [run(r) for r in rows],
+        "old": run(old),
+        "new": run(new),
+        "ratio": (old["cpu"] / old["n"]) / (new["cpu"] / new["n"]),
+        "same_workers": m["same_workers"],
+        "same_engines": m["same_engines"],
+        "full_train": FULL_TRAIN,
+        "rate_ms": 1000 * rate,
+        "extrapolated_cpu_s": FULL_TRAIN * rate,
+        "extrapolated_wall_s": FULL_TRAIN * rate / 2,  # on 2 free cores
+        "full": None
+        if full is None
+        else {"wall": full["wall"], "cpu": full["cpu"], "ms": 1000 * full["cpu"] / FULL_TRAIN},
+    }
+
+
+def report(f: dict[str, Any]) -> str:
+    """The page of :func:`page_figures`' figures ``f``."""
+    first, yes = f["first"], {True: "yes", False: "NO"}
     lines = [
         "# ALFWorld generator speed (`benchmarks/alfworld_generate.py`)",
         "",
-        f"Command: `python benchmarks/alfworld_generate.py --sample {args.sample} "
-        f"--pddl-sample {args.pddl_sample} --first {args.first} --workers {args.workers}{flags}`; "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-        f"{load_before[0]:.1f} before / {load_after[0]:.1f} after (a machine shared with other "
+        f"Command: `{f['command']}`; {f['machine']}, load average "
+        f"{f['load'][0]:.1f} before / {f['load'][1]:.1f} after (a machine shared with other "
         "jobs: the wall clock counts their time too, the CPU time does not). CPU = user + sys "
         "of this process and its worker processes, start-up included.",
         "",
-        f"## Games/s per worker count (train games {args.first}..{args.first + args.sample - 1}, "
+        f"## Games/s per worker count (train games {first}..{first + f['sample'] - 1}, "
         "`fast` verifier)",
         "",
         "| workers | games | wall s | games/s (wall) | CPU s | CPU ms/game |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for r in rows:
+    for r in f["rows"]:
         lines.append(
-            f"| {r['workers']} | {r['n']} | {r['wall']:.1f} | {r['n'] / r['wall']:.1f} | "
-            f"{r['cpu']:.1f} | {1000 * r['cpu'] / r['n']:.1f} |"
+            f"| {r['workers']} | {r['n']} | {r['wall']:.1f} | {r['per_s']:.1f} | "
+            f"{r['cpu']:.1f} | {r['ms']:.1f} |"
         )
-    ratio = (old["cpu"] / old["n"]) / (new["cpu"] / new["n"])
     lines += [
         "",
-        f"Files identical for every worker count: **{'yes' if same_workers else 'NO'}**.",
+        f"Files identical for every worker count: **{yes[f['same_workers']]}**.",
         "",
-        f"## Old verifier vs new (same process, train games {args.first}.."
-        f"{args.first + args.pddl_sample - 1}, 1 worker)",
+        f"## Old verifier vs new (same process, train games {first}.."
+        f"{first + f['pddl_sample'] - 1}, 1 worker)",
         "",
         "| verifier | games | CPU s | CPU ms/game | wall s |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for label, r in (("`pddl` (TextWorld + Fast Downward, before)", old), ("`fast`", new)):
-        lines.append(
-            f"| {label} | {r['n']} | {r['cpu']:.2f} | {1000 * r['cpu'] / r['n']:.1f} | "
-            f"{r['wall']:.2f} |"
-        )
+    for label, r in (
+        ("`pddl` (TextWorld + Fast Downward, before)", f["old"]),
+        ("`fast`", f["new"]),
+    ):
+        lines.append(f"| {label} | {r['n']} | {r['cpu']:.2f} | {r['ms']:.1f} | {r['wall']:.2f} |")
+    n, full = f["full_train"], f["full"]
     lines += [
         "",
-        f"CPU per game, `pddl` / `fast`: **{ratio:.0f}x**. Files identical on both verifiers: "
-        f"**{'yes' if same_engines else 'NO'}**.",
+        f"CPU per game, `pddl` / `fast`: **{f['ratio']:.0f}x**. Files identical on both "
+        f"verifiers: **{yes[f['same_engines']]}**.",
         "",
         "## Extrapolation to the full train split",
         "",
-        f"{FULL_TRAIN} games x {1000 * rate:.1f} CPU ms/game (the 1-worker row, imports "
-        f"already done) = {FULL_TRAIN * rate:.0f} CPU s: about {FULL_TRAIN * rate / 2:.0f} s of "
+        f"{n} games x {f['rate_ms']:.1f} CPU ms/game (the 1-worker row, imports "
+        f"already done) = {f['extrapolated_cpu_s']:.0f} CPU s: about "
+        f"{f['extrapolated_wall_s']:.0f} s of "
         "wall time on 2 free cores, plus ~2 s of imports per worker process.",
         "",
     ]
     if full is not None:
         lines += [
-            f"Measured (`--full`): the whole train split ({FULL_TRAIN} games, 2 workers) in "
+            f"Measured (`--full`): the whole train split ({n} games, 2 workers) in "
             f"{full['wall']:.0f} s of wall time and {full['cpu']:.0f} s of CPU "
-            f"({1000 * full['cpu'] / FULL_TRAIN:.1f} CPU ms/game, start-up included).",
+            f"({full['ms']:.1f} CPU ms/game, start-up included).",
             "",
         ]
     return "\n".join(lines)
+
+
+def page(m: dict[str, Any], args: Any) -> str:
+    """The page from :func:`measure_all`'s measurements ``m`` and the command's ``args``
+    (:func:`page_figures`, :func:`report`)."""
+    return report(page_figures(m, args))
