@@ -1,7 +1,8 @@
 """Env steps/s of one ``GroupedVectorEnv`` per vectorization backend (``benchmarks/scaling.py``;
 docs/scaling.md, "Measured overhead"): ``sync``, ``async`` and ``ray`` with 1 and N sub-envs
 per actor, played with seeded random admissible actions (:func:`play`), every observation and
-reward checked equal to the sync run's (:func:`bench_envs`, the page's section).
+reward checked equal to the sync run's (:func:`measure_envs`; :func:`env_lines`, the page's
+section).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.measure import play_random
 from mvpo_envs.vector import BACKENDS, GroupedVectorEnv
 
-__all__ = ["bench_envs", "play"]
+__all__ = ["env_lines", "measure_envs", "play"]
 
 
 def play(venv: GroupedVectorEnv, steps: int, seed: int) -> tuple[float, list]:
@@ -25,11 +26,12 @@ def play(venv: GroupedVectorEnv, steps: int, seed: int) -> tuple[float, list]:
     return run["step_s"], run["trace"]
 
 
-def bench_envs(args: Any) -> list[str]:
-    """The env workers' section: each backend's build time and env steps/s (median of
-    ``args.repeats`` runs of ``args.steps`` vector steps after a warm-up), its trace checked
-    equal to its own repeats and to the sync run's. ``args``: ``env``, ``groups``,
-    ``group_size``, ``steps``, ``envs_per_actor``, ``seed``, ``repeats``. Needs ``ray``."""
+def measure_envs(args: Any) -> dict[str, Any]:
+    """The env workers' figures: each backend's build time, env steps/s (median of
+    ``args.repeats`` runs of ``args.steps`` vector steps after a warm-up) and rate against
+    sync, its trace checked equal to its own repeats and to the sync run's. ``args``: ``env``,
+    ``groups``, ``group_size``, ``steps``, ``envs_per_actor``, ``seed``, ``repeats``. Needs
+    ``ray``."""
     import ray
 
     from mvpo_envs.ray_vector import ray_backend
@@ -73,13 +75,20 @@ def bench_envs(args: Any) -> list[str]:
         print(f"{label:28s} build {build:6.2f} s  {rate:8.1f} env steps/s", flush=True)
     ray.shutdown()
     base = rows[0][2]
+    setting = {k: vars(args)[k] for k in ("env", "groups", "group_size", "steps", "repeats")}
+    return {**setting, "rows": [[lab, b, r, r / base] for lab, b, r in rows]}
+
+
+def env_lines(f: dict[str, Any]) -> list[str]:
+    """The env workers' section of :func:`measure_envs`' figures ``f``."""
+    n = f["groups"] * f["group_size"]
     lines = [
-        f"### Env workers: {args.env}, {n} sub-envs ({args.groups} groups x {args.group_size}), "
-        f"{args.steps} vector steps, median of {args.repeats} runs",
+        f"### Env workers: {f['env']}, {n} sub-envs ({f['groups']} groups x {f['group_size']}), "
+        f"{f['steps']} vector steps, median of {f['repeats']} runs",
         "",
         "| backend | build (s) | env steps/s | vs sync |",
         "|---|---:|---:|---:|",
     ]
-    lines += [f"| {lab} | {b:.2f} | {r:.1f} | {r / base:.2f}x |" for lab, b, r in rows]
+    lines += [f"| {lab} | {b:.2f} | {r:.1f} | {x:.2f}x |" for lab, b, r, x in f["rows"]]
     lines += ["", "Every backend's observations and rewards equal the sync run's (checked)."]
     return lines

@@ -110,10 +110,15 @@ def update_lines(one: float, two: float) -> list[str]:
     ]
 
 
-def update_section(repeats: int) -> list[str]:
-    """The results section of 1 against 2 gloo processes, each the median of ``repeats``
-    updates (:func:`time_update`); the two times are printed too."""
+def update_times(repeats: int) -> dict[str, float]:
+    """Seconds per update on 1 (``one``) and 2 gloo processes (``two``), each the median of
+    ``repeats`` updates (:func:`time_update`); the two times are printed too."""
     one = time_update(world_size=1, repeats=repeats)
     two = time_update(world_size=2, repeats=repeats)
     print(f"update: 1 process {one:.3f} s, 2 gloo processes {two:.3f} s", flush=True)
-    return update_lines(one, two)
+    return {"one": one, "two": two}
+
+
+def update_section(repeats: int) -> list[str]:
+    """The results section of :func:`update_times`."""
+    return update_lines(**update_times(repeats))

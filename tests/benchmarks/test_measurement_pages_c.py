@@ -20,6 +20,7 @@ PAGES: dict[str, list[str]] = {
     "alfworld_listing": ["--out", "{dir}/alfworld_listing.md"],
     "cache_faults": ["--markdown", "{dir}/cache_faults.md"],
     "cpu_cost": ["--out", "{dir}/cpu_cost.md"],
+    "scaling": ["--out", "{dir}/scaling.md"],
     "searchqa_env": ["--out", "{dir}/searchqa_env.md"],
     "threads": ["--out", "{dir}/threads"],
     "webshop_env": ["--out", "{dir}/webshop_env.md"],
