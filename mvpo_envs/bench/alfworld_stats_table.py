@@ -4,7 +4,8 @@ in columns, and a last column of the numbers of ReAct's 18 few-shot ALFWorld pro
 
 * :data:`REACT`: those numbers, stored (derived from ysymyth/ReAct's
   ``prompts/alfworld_3prompts.json``); :func:`react_numbers` derives them again from a copy;
-* :func:`table`: the markdown table, one row per statistic.
+* :func:`table`: the markdown table, one row per statistic: :func:`table_cells` (the cells as
+  printed, what the results JSON keeps) rendered by :func:`render_table`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from mvpo_envs.alfworld.data import TASK_TYPES
 from mvpo_envs.bench.alfworld_game_stats import SetStats
 
-__all__ = ["REACT", "react_numbers", "table"]
+__all__ = ["REACT", "react_numbers", "render_table", "table", "table_cells"]
 
 SHORT = {
     "pick_and_place_simple": "pick",
@@ -99,7 +100,22 @@ def _dist(values: list[float], digits: int = 0) -> str:
 
 def table(sets: list[SetStats], react: dict, episodes: int, steps: int) -> str:
     """The markdown table: a column per set, the ReAct column from ``react`` (:data:`REACT`
-    or :func:`react_numbers`); ``steps``: the random policy's episode length."""
+    or :func:`react_numbers`); ``steps``: the random policy's episode length
+    (:func:`table_cells`, :func:`render_table`)."""
+    return render_table(table_cells(sets, react, steps))
+
+
+def render_table(cells: dict[str, list]) -> str:
+    """The markdown table of :func:`table_cells`' ``header`` and ``rows``."""
+    header, rows = cells["header"], cells["rows"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def table_cells(sets: list[SetStats], react: dict, steps: int) -> dict[str, list]:
+    """The table's cells as printed (JSON-able: what a results JSON keeps): ``header`` and
+    ``rows`` (a label, a cell per set, the ReAct cell)."""
     header = ["", *(f"{s.name} ({len(s.games)} games)" for s in sets), "ReAct prompts (18 rooms)"]
     rows = []
 
@@ -143,6 +159,4 @@ def table(sets: list[SetStats], react: dict, episodes: int, steps: int) -> str:
         eps = sum(g.random_episodes for g in s.games)
         cells.append(f"{100 * wins / eps:.1f}% ({wins}/{eps})" if eps else "–")
     row(f"random policy wins in {steps} steps", cells, "–")
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
+    return {"header": header, "rows": rows}

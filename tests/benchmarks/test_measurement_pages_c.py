@@ -18,6 +18,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 PAGES: dict[str, list[str]] = {
     "alfworld_generate": ["--markdown", "{dir}/alfworld_generate.md"],
     "alfworld_listing": ["--out", "{dir}/alfworld_listing.md"],
+    "alfworld_stats": ["--markdown", "{dir}/alfworld_stats.md"],
     "cache_faults": ["--markdown", "{dir}/cache_faults.md"],
     "cpu_cost": ["--out", "{dir}/cpu_cost.md"],
     "scaling": ["--out", "{dir}/scaling.md"],
