@@ -15,6 +15,9 @@ Run from the repository root::
 
     python benchmarks/potential_kinds.py            # writes benchmarks/results/potential_kinds.md
     python benchmarks/potential_kinds.py --batches 3 --out -   # a quick look, printed
+
+A run keeps the page's figures as ``potential_kinds.json`` beside ``--out``;
+``--analyze-only`` rebuilds the page from that JSON alone.
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ import mvpo_envs  # noqa: E402, F401  (registers the env ids)
 from mvpo_train.credit.mvpo import MVPOConfig  # noqa: E402
 from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
 from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
+from mvpo_train.study.figures_page import write_figures_page  # noqa: E402
 from mvpo_train.study.step_kinds import (  # noqa: E402
     KINDS_NOTE,
     decay_fold_lines,
     keys_per_task,
     measure,
+    ms_x_paper,
     pool_lines,
 )
 
@@ -89,13 +94,13 @@ def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
     return {"tasks": len(chosen), "rollouts": rollouts, "keys_per_task": counts}
 
 
-def markdown(out: dict[str, Any], command: str) -> str:
-    s = out["settings"]
+def markdown(out: dict[str, Any]) -> str:
+    """The page of a run's figures (``out``, the JSON kept beside the page)."""
+    s, cfg = out["settings"], out["config"]
     lines = [
         "# MVPO's potential options: repair per step kind and alignment (control task)",
         "",
-        f"Command: `{command}` ({out['seconds']:.0f} s; {platform.machine()}, Python "
-        f"{platform.python_version()}). `{ENV_ID}`, difficulty {s['difficulty']}, "
+        f"Command: `{out['command']}` ({out['seconds']:.0f} s; {out['machine']}). `{ENV_ID}`, difficulty {s['difficulty']}, "
         f"{s['batches']} consecutive batches of {s['groups']} tasks x {s['rollouts']} uniform "
         f"rollouts x 50 steps, the tasks of each batch drawn from the first N train layouts "
         f"(seed {s['seed']}; N = 128, all of them, as `mvpo-train` draws, and N = "
@@ -105,7 +110,7 @@ def markdown(out: dict[str, Any], command: str) -> str:
     for n_tasks, res in out["pools"].items():
         lines += pool_lines(n_tasks, res, s["burn_in"])
     mem = out["memory"]
-    cap = MVPOConfig().pool_max_entries
+    cap, entry, edge = cfg["pool_max_entries"], cfg["entry_bytes"], cfg["edge_bytes"]
     lines += [
         *decay_fold_lines(out, OPTIONS["pooled TD + split (all)"]),
         "",
@@ -114,9 +119,9 @@ def markdown(out: dict[str, Any], command: str) -> str:
         f"{min(mem['keys_per_task'])}-{max(mem['keys_per_task'])} distinct (signature, "
         "milestones done) keys per task; every one of the 3,553 train tasks seen once at the "
         f"largest of these is {3553 * max(mem['keys_per_task']):,} entries = "
-        f"{3553 * max(mem['keys_per_task']) * ENTRY_BYTES / 1e6:.0f} MB. The cap "
-        f"(`pool_max_entries`, default {cap:,}) bounds the pool at {cap * ENTRY_BYTES / 1e6:.0f} "
-        f"MB, and at {cap * (ENTRY_BYTES + EDGE_BYTES) / 1e6:.0f} MB with "
+        f"{3553 * max(mem['keys_per_task']) * entry / 1e6:.0f} MB. The cap "
+        f"(`pool_max_entries`, default {cap:,}) bounds the pool at {cap * entry / 1e6:.0f} "
+        f"MB, and at {cap * (entry + edge) / 1e6:.0f} MB with "
         '`potential_estimate="td"` (its transitions, 32 bytes each, have a cap of their own), '
         "whatever the run; entries lighter than 1e-3 decayed visits are dropped (at `pool_decay` "
         "0.8 a key not seen again leaves after 31 iterations).",
@@ -138,7 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alfworld-tasks", type=int, default=6)
     parser.add_argument("--out", default=str(RESULTS), help="markdown file, or - to print only")
     parser.add_argument("--json", default=None, help="also write the numbers here")
+    parser.add_argument(
+        "--analyze-only", action="store_true", help="only rebuild --out from its JSON beside it"
+    )
     args = parser.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("potential_kinds", Path(args.out), markdown)
+        return 0
     t0 = time.perf_counter()
     env = gym.make(ENV_ID, difficulty=args.difficulty, num_milestones=4)
     pools: dict[int, Any] = {}
@@ -170,14 +181,21 @@ def main(argv: list[str] | None = None) -> int:
         "folds_ms": {n: {k: r["ms_per_batch"] for k, r in v.items()} for n, v in folds.items()},
         "memory": alfworld_keys(args.alfworld_tasks, args.rollouts, args.seed),
     }  # fmt: skip
+    for res in pools.values():  # the ratio of the unrounded times, as printed
+        for name in res:
+            res[name]["ms_x_paper"] = ms_x_paper(res, name)
+    cfg = MVPOConfig()
+    out["config"] = {"pool_decay": cfg.pool_decay, "td_folds": cfg.td_folds,
+                     "pool_max_entries": cfg.pool_max_entries, "entry_bytes": ENTRY_BYTES,
+                     "edge_bytes": EDGE_BYTES}  # fmt: skip
     out["seconds"] = time.perf_counter() - t0
-    command = "python benchmarks/potential_kinds.py " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
-    text = markdown(out, command.strip())
-    print(text)
+    out["machine"] = f"{platform.machine()}, Python {platform.python_version()}"
+    out["command"] = (
+        "python benchmarks/potential_kinds.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    ).strip()
+    print(markdown(out))
     if args.out != "-":
-        Path(args.out).write_text(text, encoding="utf-8")
+        write_figures_page("potential_kinds", Path(args.out), markdown, out)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return 0

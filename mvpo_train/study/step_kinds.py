@@ -34,6 +34,7 @@ __all__ = [
     "decay_fold_lines",
     "keys_per_task",
     "measure",
+    "ms_x_paper",
     "pool_lines",
     "step_kinds",
 ]
@@ -152,10 +153,16 @@ def pool_lines(
             f"| {name} | `{json.dumps(r['kwargs'])}` | {ci['mean']:.3f} "
             f"[{ci['low']:.3f}, {ci['high']:.3f}] | {r['auc_after_burn_in']:.3f} | {per} | "
             + " | ".join(cells)
-            + f" | {r['ms_per_batch']:.0f} "
-            f"({r['ms_per_batch'] / res[paper]['ms_per_batch']:.1f}x) |"
+            + f" | {r['ms_per_batch']:.0f} ({ms_x_paper(res, name, paper):.1f}x) |"
         )
     return lines
+
+
+def ms_x_paper(res: dict[str, dict[str, Any]], name: str, paper: str = "paper (default)") -> float:
+    """Option ``name``'s milliseconds per call over the option ``paper``'s: its ``ms_x_paper``
+    where a page's JSON keeps it (the ratio of the unrounded times), else computed."""
+    r = res[name]
+    return r.get("ms_x_paper", r["ms_per_batch"] / res[paper]["ms_per_batch"])
 
 
 #: what the kinds and the routed rows of :func:`pool_lines` are, for a page
@@ -172,8 +179,10 @@ def decay_fold_lines(out: dict[str, Any], combination: dict[str, Any]) -> list[s
     """The section on the pool's decay and the folds: ``combination``'s mean AUC after the
     burn-in at other ``pool_decay`` values (``out["decays"]``) and with more ``td_folds``
     (``out["folds"]``, ``out["folds_ms"]``: per N, folds -> AUC and ms per call), then the
-    pool's entries and bytes at the end of each pooled option's run (``out["pools"]``)."""
-    s, cfg = out["settings"], MVPOConfig()
+    pool's entries and bytes at the end of each pooled option's run (``out["pools"]``); the
+    defaults named are ``out["config"]``'s where it has them (as measured), else MVPO's now."""
+    s, default = out["settings"], MVPOConfig()
+    cfg = {"pool_decay": default.pool_decay, "td_folds": default.td_folds, **out.get("config", {})}
     folds = "; ".join(
         f"N = {n}: "
         + ", ".join(f"{k} folds {a:.3f} ({out['folds_ms'][n][k]:.0f} ms)" for k, a in v.items())
@@ -193,10 +202,10 @@ def decay_fold_lines(out: dict[str, Any], combination: dict[str, Any]) -> list[s
         f"other `pool_decay` values, N = {s['groups']} (every task in every batch), mean AUC "
         f"after batch {s['burn_in']}: "
         + ", ".join(f"{d}: {a:.3f}" for d, a in out["decays"].items())
-        + f" (default {cfg.pool_decay}: the table above). A fixed uniform policy "
+        + f" (default {cfg['pool_decay']}: the table above). A fixed uniform policy "
         "gains from never forgetting; a learning one changes what its old rollouts say.",
         "",
-        f"The same with more folds (`td_folds`; default {cfg.td_folds}), mean AUC after "
+        f"The same with more folds (`td_folds`; default {cfg['td_folds']}), mean AUC after "
         f"batch {s['burn_in']} and ms per call: {folds}.",
         "",
         "## Memory of the pool",
