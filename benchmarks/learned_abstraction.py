@@ -18,12 +18,16 @@ held-out episodes. Reported on the held-out episodes:
 Run from the repository root (CPU; minutes)::
 
     python benchmarks/learned_abstraction.py            # writes benchmarks/results/learned_abstraction.md
+
+A run keeps the page's figures as ``learned_abstraction.json`` beside ``--out``;
+``--analyze-only`` rebuilds the page from that JSON alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,8 @@ import numpy as np
 
 import mvpo_envs  # noqa: F401  (registers the env ids)
 from mvpo_envs.webshop.expert import expert_episode
-from mvpo_train.study.abstraction_quality import Episode, compare, markdown
+from mvpo_train.study.abstraction_quality import Episode, compare, page
+from mvpo_train.study.figures_page import write_figures_page
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,7 +89,7 @@ def webshop_episodes(split: str, tasks: int, per_task: int, seed: int) -> list[E
 
 
 # -- main ----------------------------------------------------------------------------------------
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--k", type=int, default=32)
     p.add_argument("--top-k", type=int, default=5)
@@ -94,7 +99,11 @@ def main() -> None:
     p.add_argument("--extra-steps", type=int, default=8, help="random steps after a cut expert")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(HERE / "results" / "learned_abstraction.md"))
-    args = p.parse_args()
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
+    args = p.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("learned_abstraction", Path(args.out), page)
+        return 0
     rows = []
     alf_fit = alfworld_episodes("train", args.per_task, args.seed, args.extra_steps)
     alf_test = alfworld_episodes("eval", args.per_task, args.seed + 1, args.extra_steps)
@@ -109,16 +118,20 @@ def main() -> None:
         "WebShop": (len(ws_fit), len(ws_test), np.mean([e["won"] for e in ws_test])),
     }
     write(rows, counts, args)
+    return 0
 
 
 def write(rows: list[dict[str, Any]], counts: dict, args: argparse.Namespace) -> None:
     cmd = "python benchmarks/learned_abstraction.py" + "".join(
-        f" --{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"
+        f" --{k.replace('_', '-')} {v}"
+        for k, v in vars(args).items()
+        if k not in ("out", "analyze_only")
     )
-    text = markdown(rows, counts, cmd)
-    Path(args.out).write_text(text)
-    print(text, end="")
+    cpu = platform.processor() or platform.machine()
+    figures = {"command": cmd, "cpu": cpu, "counts": counts, "rows": rows}
+    print(page(figures), end="")
+    write_figures_page("learned_abstraction", Path(args.out), page, figures)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -153,14 +153,19 @@ def _cell(x: Any) -> str:
 
 
 def markdown(
-    rows: list[dict[str, Any]], counts: dict[str, tuple[int, int, float]], cmd: str
+    rows: list[dict[str, Any]],
+    counts: dict[str, tuple[int, int, float]],
+    cmd: str,
+    cpu: str | None = None,
 ) -> str:
     """The results page: the command, the episode counts per env (fit, held-out, held-out won
-    share), the table (:data:`COLUMNS`) and the learned milestones."""
+    share), the table (:data:`COLUMNS`) and the learned milestones; ``cpu``: the machine that
+    ran it (default: this one)."""
+    cpu = cpu or platform.processor() or platform.machine()
     lines = [
         "# Learned vs hand-written abstraction",
         "",
-        f"Command: `{cmd}` (CPU: {platform.processor() or platform.machine()}). "
+        f"Command: `{cmd}` (CPU: {cpu}). "
         "Method: `benchmarks/learned_abstraction.py` docstring and docs/abstractions.md.",
         "",
         "Episodes (fit / held-out, held-out won share): "
@@ -179,3 +184,9 @@ def markdown(
             lines.append(f"- {r['env']}: " + ", ".join(f"`{n}`" for n in r["names"]))
             lines.append(f"  (fit time {r['fit_s']:.0f} s, encoder on CPU)")
     return "\n".join(lines) + "\n"
+
+
+def page(figures: dict[str, Any]) -> str:
+    """:func:`markdown` of a run's figures (``rows``, ``counts``, ``command``, ``cpu``: the
+    JSON ``benchmarks/learned_abstraction.py`` keeps beside its page)."""
+    return markdown(figures["rows"], figures["counts"], figures["command"], figures["cpu"])

@@ -21,6 +21,7 @@ PAGES = {
     "credit": "credit",
     "eta": "eta",
     "info_copy_cost": "info_copy_cost",
+    "learned_abstraction": "learned_abstraction",
     "potential_kinds": "potential_kinds",
     "searchqa_server_load": "searchqa_server_load",
     "serve_load": "serve_load",
