@@ -7,8 +7,9 @@ random admissible actions); the run checks every feedback, admissible list and `
 Measured: steps/s, warm reset, first load, the same through ``gym.make``, MiB per env, cost
 against room size, and sync against async batching.
 
-``python benchmarks/alfworld_env.py`` writes ``benchmarks/results/alfworld_env.md``;
-``--quick`` plays fewer games and steps. The measurements are
+``python benchmarks/alfworld_env.py`` writes ``benchmarks/results/alfworld_env.md`` and the
+page's figures as the ``.json`` beside it; ``--quick`` plays fewer games and steps;
+``--analyze-only`` only rebuilds the page from that JSON. The measurements are
 :func:`mvpo_envs.bench.alfworld_engine_speed.compare_all`, the page
 :mod:`mvpo_envs.bench.alfworld_env_page`.
 """
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from mvpo_envs.alfworld.data import bundled_split_dir, collect_games
 from mvpo_envs.bench.alfworld_engine_speed import compare_all
-from mvpo_envs.bench.alfworld_env_page import page
+from mvpo_envs.bench.alfworld_env_page import page_figures, report
+from mvpo_train.study.figures_page import write_figures_page
 
 RESULTS = Path(__file__).resolve().parent / "results" / "alfworld_env.md"
 
@@ -36,7 +38,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--async-envs", type=int, default=16, help="sub-envs (processes) of the pool")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--analyze-only", action="store_true", help="only rebuild --out from its JSON")
     args = p.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("alfworld_env", args.out, report)
+        return
     if args.quick:
         args.games, args.extra, args.episodes, args.vector_steps, args.async_envs = 3, 5, 1, 5, 4
     env_kwargs = {"preset": args.preset, "split": args.split}
@@ -44,10 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     m = compare_all(
         games, args.extra, args.episodes, args.vector_steps, args.async_envs, env_kwargs
     )
-    text = page(m, args.quick, len(games), args.preset, args.split, args.episodes, args.extra)
+    shown = (args.quick, len(games), args.preset, args.split, args.episodes, args.extra)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    write_figures_page("alfworld_env", args.out, report, page_figures(m, *shown))
     if not (m["identical"] and m["env_identical"]):
         raise SystemExit("the engines differ from ALFWorld's engine")
 

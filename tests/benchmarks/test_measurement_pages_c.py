@@ -16,6 +16,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 #: script -> the arguments that point its --analyze-only page into a folder
 PAGES: dict[str, list[str]] = {
+    "alfworld_env": ["--out", "{dir}/alfworld_env.md"],
     "alfworld_generate": ["--markdown", "{dir}/alfworld_generate.md"],
     "alfworld_listing": ["--out", "{dir}/alfworld_listing.md"],
     "alfworld_stats": ["--markdown", "{dir}/alfworld_stats.md"],
