@@ -22,6 +22,9 @@ section (``--out``, ``--section``: replaced in place when the file already has i
         --section "Full train split"
     nice -n 10 python benchmarks/policy_candidates.py --threads 1 --candidates \\
         --score-prompts 80 200 400 --out benchmarks/results/policy_candidates.md
+
+Each section's figures are kept in ``policy_candidates.json`` beside ``--out``;
+``--analyze-only`` rebuilds the page (default: the committed one) from that JSON alone.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ import torch
 from mvpo_train.config import json_arg
 from mvpo_train.study import candidates
 from mvpo_train.study.demo_layouts import split_games
+from mvpo_train.study.figures_page import write_figures_page
 from mvpo_train.study.tables import command_line
 
 #: the page's title
 TITLE = "Policy candidates on ALFWorld-scale rooms (50-step episodes)"
 ENV = "mvpo/ALFWorld-v0"
+RESULTS = Path(__file__).resolve().parent / "results" / "policy_candidates.md"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", default="runs/policy_candidates", help="scratch folder")
     p.add_argument("--out", default=None, help="Markdown results file")
     p.add_argument("--section", default="", help="replace (or append) this section of --out")
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
     args = p.parse_args(argv)
+    if args.analyze_only:
+        write_figures_page("policy_candidates", Path(args.out or RESULTS), candidates.page)
+        return 0
     command = command_line("benchmarks/policy_candidates.py", sys.argv[1:])
     bench = candidates.Bench(
         ENV, dict(args.env_kwargs), args.history_length, args.threads, args.embedding_cache

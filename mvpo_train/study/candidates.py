@@ -32,8 +32,9 @@ from mvpo_train.config import TrainConfig
 from mvpo_train.encoder_policy import LEGACY_POOL, EncoderPolicy, ScorerHead, SegmentEmbedder
 from mvpo_train.score_timing import SCORERS, score_batch, time_scorers
 from mvpo_train.stats import wilson
-from mvpo_train.study.bench import replace_section
+from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
 from mvpo_train.study.demo_layouts import expert_agreement, parse_candidate, relayout
+from mvpo_train.study.figures_page import write_figures_page
 from mvpo_train.trainer import evaluate, load_policy, train
 from mvpo_train.warm_start import collect_demonstrations, warm_start
 
@@ -44,11 +45,17 @@ __all__ = [
     "layout_lines",
     "layouts",
     "learning_lines",
+    "page",
+    "scoring_figures",
     "scoring_lines",
+    "scoring_text",
+    "section_figures",
+    "section_text",
     "success_lines",
     "warm_encoder",
     "write_page",
     "write_scoring",
+    "write_section",
 ]
 
 
@@ -376,21 +383,43 @@ def scoring_lines(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         cells = [
             f"{r[f'{name} {kind}']:.2f} s"
-            + ("" if name == "kv" else f" ({r[f'{name} {kind}'] / r[f'kv {kind}']:.1f}x)")
+            + ("" if name == "kv" else f" ({_x_kv(r, f'{name} {kind}', f'kv {kind}'):.1f}x)")
             for name, kind in cols
         ]
         lines.append(f"| {r['prompt_tokens']} | " + " | ".join(cells) + " |")
     return lines
 
 
-def success_lines(rows: list[dict[str, Any]], splits: list[str]) -> list[str]:
+def _ratios(row: dict[str, Any]) -> dict[str, float]:
+    """A scoring row's seconds of each scorer but ``kv`` over ``kv``'s, per pass."""
+    passes = ("forward", "forward+backward")
+    return {
+        f"{n} {k} / kv": row[f"{n} {k}"] / row[f"kv {k}"]
+        for n in SCORERS
+        if n != "kv"
+        for k in passes
+    }
+
+
+def _x_kv(row: dict[str, Any], key: str, kv: str) -> float:
+    """A scorer's seconds over ``kv``'s: the row's ``"<key> / kv"`` where a page's JSON keeps
+    it (the ratio of the unrounded times), else computed."""
+    return row.get(f"{key} / kv", row[key] / row[kv])
+
+
+def success_lines(
+    rows: list[dict[str, Any]], splits: list[str], intervals: bool = True
+) -> list[str]:
     """The table of :meth:`Bench.success` rows: per split the success with its 95% Wilson
-    interval and episodes, then the env steps per second of each split."""
+    interval (unless not ``intervals``: a page of before they were printed) and episodes,
+    then the env steps per second of each split."""
 
     def rate(r: dict[str, Any], split: str) -> str:
         if f"{split}/success" not in r:
             return ""
         p, n = r[f"{split}/success"], r[f"{split}/episodes"]
+        if not intervals:
+            return f"{p:.3f} ({n} ep)"
         lo, hi = wilson(p * n, n)
         return f"{p:.3f} [{lo:.3f}, {hi:.3f}] ({n} ep)"
 
@@ -416,27 +445,162 @@ def success_lines(rows: list[dict[str, Any]], splits: list[str]) -> list[str]:
     return lines
 
 
-def write_scoring(path: Path, rows: list[dict], args: Namespace, cmd: str) -> None:
-    """The ``--section`` (default "Score mode: kv vs concat") of ``path``, written by the
-    command line ``cmd`` of ``benchmarks/policy_candidates.py`` (its ``args``): seconds per
-    scorer and pass, each with its ratio to ``kv`` (:func:`scoring_lines`)."""
+def scoring_figures(rows: list[dict], args: Namespace, cmd: str) -> dict[str, Any]:
+    """What the ``--section`` (default "Score mode: kv vs concat") of the page prints: the
+    scoring rows of the command line ``cmd`` of ``benchmarks/policy_candidates.py`` (its
+    ``args``) on this machine."""
+    return {
+        "kind": "scoring",
+        "title": args.section or "Score mode: kv vs concat",
+        "command": cmd,
+        "machine": platform.machine(),
+        "threads": args.threads,
+        "score_batch": args.score_batch,
+        "seed": args.seed,
+        "score_repeats": args.score_repeats,
+        "rows": [{**r, **_ratios(r)} for r in rows],
+    }
+
+
+def scoring_text(fig: dict[str, Any]) -> str:
+    """The section of :func:`scoring_figures`: seconds per scorer and pass, each with its
+    ratio to ``kv`` (:func:`scoring_lines`)."""
     lines = [
-        f"## {args.section or 'Score mode: kv vs concat'}",
+        f"## {fig['title']}",
         "",
-        f"Command: `nice -n 10 {cmd}`  ",
-        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box. The "
-        f"tiny bundled LM scores {args.score_batch} prompts x 6-11 candidates of 3-9 tokens "
-        f"(random ids, seed {args.seed}); median process CPU seconds of {args.score_repeats} "
-        "rounds that each run every scorer once, in parentheses the ratio to `kv`; `kv` "
-        "shares each prompt's cache among its candidates, `kv copy` copies it per candidate "
-        "(the path before the shared cache), `concat` runs every prompt + candidate in full "
-        "(mvpo_train/score_timing.py).",
+        f"Command: `nice -n 10 {fig['command']}`  ",
+        f"Machine: {fig['machine']}, torch threads {fig['threads']}, shared 2-core box. The "
+        f"tiny bundled LM scores {fig['score_batch']} prompts x 6-11 candidates of 3-9 tokens "
+        f"(random ids, seed {fig['seed']}); median process CPU seconds of "
+        f"{fig['score_repeats']} rounds that each run every scorer once, in parentheses the "
+        "ratio to `kv`; `kv` shares each prompt's cache among its candidates, `kv copy` copies "
+        "it per candidate (the path before the shared cache), `concat` runs every prompt + "
+        "candidate in full (mvpo_train/score_timing.py).",
         "",
-        *scoring_lines(rows),
+        *scoring_lines(fig["rows"]),
     ]
-    text = "\n".join(lines) + "\n"
-    old = path.read_text() if path.is_file() else ""
-    path.write_text(replace_section(old, lines[0][3:], text) if old else text)
+    return "\n".join(lines) + "\n"
+
+
+def write_scoring(path: Path, rows: list[dict], args: Namespace, cmd: str) -> None:
+    """Write (or replace) the scoring section of the page ``path`` (:func:`write_section`)."""
+    write_section(path, scoring_figures(rows, args, cmd))
+
+
+def section_figures(
+    rows: list[dict[str, Any]],
+    iters: list[dict[str, Any]],
+    args: Namespace,
+    cmd: str,
+    n_demos: int,
+    learn: list[dict[str, Any]] | tuple = (),
+    layouts: list[dict[str, Any]] | tuple = (),
+    title: str = "Policy candidates",
+) -> dict[str, Any]:
+    """What the page (or its ``--section``) of ``benchmarks/policy_candidates.py`` run as
+    ``cmd`` with ``args`` prints: the setting and the measurements made so far;
+    ``n_demos``: the expert steps of the train walkthroughs; ``title``: the page's (the
+    script names the env), ``args.section`` the section's."""
+    return {
+        "kind": "candidates",
+        "title": args.section or title,
+        "top": not args.section,
+        "command": cmd,
+        "machine": platform.machine(),
+        "threads": args.threads,
+        "seed": args.seed,
+        "env_kwargs": args.env_kwargs,
+        "n_demos": n_demos,
+        "train_tasks": args.train_tasks,
+        "episodes": args.episodes,
+        "splits": args.splits,
+        "layout_steps": getattr(args, "layout_steps", None),
+        "held_out": getattr(args, "held_out", None),
+        "learn_name": getattr(args, "learn", None),
+        "learn_groups": getattr(args, "learn_groups", None),
+        "rows": list(rows),
+        "iters": list(iters),
+        "learn": list(learn),
+        "layouts": list(layouts),
+    }
+
+
+def section_text(fig: dict[str, Any]) -> str:
+    """The page or section of :func:`section_figures`: the setting, then the tables
+    (:func:`layout_lines`, :func:`success_lines`, :func:`iteration_lines`,
+    :func:`learning_lines`). ``fig["legacy"]``: a section of before the Wilson intervals and
+    the env kwargs were printed, in its words."""
+    train_eps = (
+        f"{fig['train_tasks']} train tasks drawn at random (seed {fig['seed']}) x 1 episode"
+        if fig["train_tasks"]
+        else f"every train task x {fig['episodes']} episodes"
+    )
+    env_kwargs = "" if fig.get("legacy") else f" env kwargs `{json.dumps(fig['env_kwargs'])}`;"
+    lines = [
+        f"{'#' if fig['top'] else '##'} {fig['title']}",
+        "",
+        f"Command: `nice -n 10 {fig['command']}`  ",
+        f"Machine: {fig['machine']}, torch threads {fig['threads']}, shared 2-core box; "
+        f"seed {fig['seed']};{env_kwargs} {fig['n_demos']} expert steps "
+        "in the train split's walkthroughs.",
+        "",
+        f"Sampled actions (temperature 1); success over every task of the split x "
+        f"{fig['episodes']} episodes; steps/s = env steps played / wall seconds of that "
+        "evaluation."
+        if fig.get("legacy")
+        else f"Sampled actions (temperature 1); 50-step episodes; success (95% Wilson "
+        f"interval) over {train_eps}; other splits: every task x {fig['episodes']} episodes; "
+        "candidate `encoder:K:H:POOL` = K behaviour-cloning steps, H past (observation, "
+        'action) pairs, POOL (docs/policies.md, "Input layout"); steps/s = env steps played '
+        "/ wall seconds of that evaluation.",
+        "",
+    ]
+    if fig["layouts"]:
+        lines += [*layout_lines(fig["layouts"], fig["layout_steps"], fig["held_out"]), ""]
+    rows = fig["rows"]
+    lines += success_lines(rows, fig["splits"], not fig.get("legacy")) if rows else []
+    if not rows:
+        lines.pop()
+    if fig["iters"]:
+        lines += iteration_lines(fig["iters"])
+    if fig["learn"]:
+        lines += learning_lines(
+            fig["learn"], fig["learn_name"], fig["learn_groups"], fig["episodes"]
+        )
+    return "\n".join(lines) + "\n"
+
+
+def page(figures: dict[str, Any]) -> str:
+    """``benchmarks/policy_candidates.py``'s page: each section of ``figures["sections"]``
+    (the JSON kept beside it) in order, a blank line between."""
+    text = {"scoring": scoring_text, "candidates": section_text}
+    return "\n".join(text[fig["kind"]](fig) for fig in figures["sections"])
+
+
+def write_section(path: Path, fig: dict[str, Any]) -> None:
+    """Put ``fig`` in the figures JSON beside the page ``path`` (replacing the section of its
+    title, else appended; a page without a title of its own: the first) and write both
+    (:func:`~mvpo_train.study.figures_page.write_figures_page`); a damaged JSON stops with
+    one line."""
+    figures: dict[str, Any] = {"sections": []}
+    if path.with_suffix(".json").is_file():
+        try:
+            figures = saved_results(path)
+        except AnalyzeOnlyError as err:
+            raise SystemExit(f"policy_candidates: {err}") from None
+    sections = figures["sections"]
+    same = [
+        i
+        for i, f in enumerate(sections)
+        if f["title"] == fig["title"] or f.get("top") and fig.get("top")
+    ]
+    if same:
+        sections[same[0]] = fig
+    elif fig.get("top"):
+        sections.insert(0, fig)
+    else:
+        sections.append(fig)
+    write_figures_page("policy_candidates", path, page, figures)
 
 
 def write_page(
@@ -450,43 +614,6 @@ def write_page(
     layouts: list[dict[str, Any]] | tuple = (),
     title: str = "Policy candidates",
 ) -> None:
-    """The page (or its ``--section``) of ``benchmarks/policy_candidates.py`` run as ``cmd``
-    with ``args``: the setting, then the tables of the measurements made so far
-    (:func:`layout_lines`, :func:`success_lines`, :func:`iteration_lines`,
-    :func:`learning_lines`); ``n_demos``: the expert steps of the train walkthroughs;
-    ``title``: the page's (the script names the env), ``args.section`` the section's."""
-    title = args.section or title
-    train_eps = (
-        f"{args.train_tasks} train tasks drawn at random (seed {args.seed}) x 1 episode"
-        if args.train_tasks
-        else f"every train task x {args.episodes} episodes"
-    )
-    lines = [
-        f"{'##' if args.section else '#'} {title}",
-        "",
-        f"Command: `nice -n 10 {cmd}`  ",
-        f"Machine: {platform.machine()}, torch threads {args.threads}, shared 2-core box; "
-        f"seed {args.seed}; env kwargs `{json.dumps(args.env_kwargs)}`; {n_demos} expert steps "
-        "in the train split's walkthroughs.",
-        "",
-        f"Sampled actions (temperature 1); 50-step episodes; success (95% Wilson interval) over "
-        f"{train_eps}; other splits: every task x {args.episodes} episodes; candidate "
-        "`encoder:K:H:POOL` = K behaviour-cloning steps, H past (observation, action) pairs, "
-        'POOL (docs/policies.md, "Input layout"); steps/s = env steps played / wall seconds '
-        "of that evaluation.",
-        "",
-    ]
-    if layouts:
-        lines += [*layout_lines(layouts, args.layout_steps, args.held_out), ""]
-    lines += success_lines(rows, args.splits) if rows else []
-    if not rows:
-        lines.pop()
-    if iters:
-        lines += iteration_lines(iters)
-    if learn:
-        lines += learning_lines(learn, args.learn, args.learn_groups, args.episodes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(lines) + "\n"
-    if args.section and path.is_file():
-        text = replace_section(path.read_text(), args.section, text)
-    path.write_text(text)
+    """Write (or replace) the page's section of a run (:func:`section_figures`,
+    :func:`write_section`)."""
+    write_section(path, section_figures(rows, iters, args, cmd, n_demos, learn, layouts, title))

@@ -22,6 +22,7 @@ PAGES = {
     "eta": "eta",
     "info_copy_cost": "info_copy_cost",
     "learned_abstraction": "learned_abstraction",
+    "policy_candidates": "policy_candidates",
     "potential_kinds": "potential_kinds",
     "searchqa_server_load": "searchqa_server_load",
     "serve_load": "serve_load",
