@@ -5,6 +5,7 @@ of error and a non-zero exit, nothing written."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -55,3 +56,15 @@ def test_a_damaged_json_is_one_line(tmp_path: Path) -> None:
     assert err.value.code != 0 and len(message.splitlines()) == 1
     assert "cache_faults.json" in message and "invalid JSON" in message
     assert not (tmp_path / "cache_faults.md").exists()
+
+
+def test_showcase_page_prints_the_screen_of_its_committed_json() -> None:
+    """``showcase.md`` is written by hand around what ``mvpo-showcase`` printed (nothing
+    regenerates it); its first screen is the summary of the committed ``showcase.json``."""
+    from mvpo_train.showcase import summary_text
+
+    page = (RESULTS / "showcase.md").read_text()
+    start = page.index("```\nmvpo-showcase: ") + len("```\n")
+    screen = page[start : page.index("```", start)].rstrip("\n")
+    result = json.loads((RESULTS / "showcase.json").read_text())
+    assert screen == summary_text(result)
