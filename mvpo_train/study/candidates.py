@@ -603,17 +603,7 @@ def write_section(path: Path, fig: dict[str, Any]) -> None:
     write_figures_page("policy_candidates", path, page, figures)
 
 
-def write_page(
-    path: Path,
-    rows: list[dict[str, Any]],
-    iters: list[dict[str, Any]],
-    args: Namespace,
-    cmd: str,
-    n_demos: int,
-    learn: list[dict[str, Any]] | tuple = (),
-    layouts: list[dict[str, Any]] | tuple = (),
-    title: str = "Policy candidates",
-) -> None:
-    """Write (or replace) the page's section of a run (:func:`section_figures`,
-    :func:`write_section`)."""
-    write_section(path, section_figures(rows, iters, args, cmd, n_demos, learn, layouts, title))
+def write_page(path: Path, *args: Any, **kwargs: Any) -> None:
+    """Write (or replace) the page's section of a run: :func:`write_section` of
+    :func:`section_figures` of ``args`` and ``kwargs`` (its parameters)."""
+    write_section(path, section_figures(*args, **kwargs))
