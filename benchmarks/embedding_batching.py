@@ -73,6 +73,7 @@ def record_calls(env: str, groups: int, size: int, seed: int) -> list[list[tuple
             argv = ["--policy", "encoder", *ENVS[env], "--num-groups", str(groups),
                     "--group-size", str(size), "--iterations", "1", "--threads", "1",
                     "--estimator", "grpo", "--seed", str(seed), "--run-dir", f"{tmp}/run",
+                    "--embedding-cache", f"{tmp}/embeddings.npz",  # cold: no shared file
                     "--no-progress", "--no-tensorboard", "--eval-every", "0"]  # fmt: skip
             with contextlib.redirect_stdout(sys.stderr):
                 if train_main(argv) != 0:
