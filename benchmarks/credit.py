@@ -10,7 +10,6 @@ repository root) writes ``benchmarks/results/credit.md`` and the figures it prin
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 from pathlib import Path
@@ -27,7 +26,7 @@ from mvpo_train.study.credit_timing import (
     time_estimators,
     timing_figures,
 )
-from mvpo_train.study.figures_page import write_figures_page
+from mvpo_train.study.figures_page import figures_main
 from mvpo_train.study.synthetic import (
     REFERENCE_ADV_S,
     REFERENCE_STEP_S,
@@ -77,12 +76,7 @@ def measure() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and write the page and its JSON, or (``--analyze-only``) rebuild the page."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=RESULTS, help="the page (its JSON beside it)")
-    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
-    args = p.parse_args(argv)
-    write_figures_page("credit", args.out, page, None if args.analyze_only else measure())
-    return 0
+    return figures_main("credit", argv, __doc__, RESULTS, page, measure)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ A run keeps the page's figures as ``learned_abstraction.json`` beside ``--out``;
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 from pathlib import Path
 from typing import Any
@@ -34,61 +33,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import mvpo_envs  # noqa: F401  (registers the env ids)
-from mvpo_envs.webshop.expert import expert_episode
-from mvpo_train.study.abstraction_quality import Episode, compare, page
+from mvpo_envs.bench.scripted_episodes import alfworld_episodes, webshop_episodes
+from mvpo_train.study.abstraction_quality import compare, page
 from mvpo_train.study.figures_page import write_figures_page
 
 HERE = Path(__file__).resolve().parent
 
 
-# -- episodes ------------------------------------------------------------------------------------
-def _play(env, scripted: list[str], budget: int, rng, reset_kwargs) -> Episode:
-    _, info = env.reset(**reset_kwargs)
-    states, ret = [info["state"]], 0.0
-    for t in range(budget):
-        acts = info["admissible_actions"]
-        action = scripted[t] if t < len(scripted) else acts[int(rng.integers(len(acts)))]
-        _, r, term, trunc, info = env.step(action)
-        states.append(info["state"])
-        ret += float(r)
-        if term or trunc:
-            break
-    return {"states": states, "return": ret, "won": bool(info["won"])}
-
-
-def alfworld_episodes(split: str, per_task: int, seed: int, extra: int) -> list[Episode]:
-    env = gym.make("mvpo/ALFWorld-v0", preset="standard", split=split, max_episode_steps=200)
-    rng = np.random.default_rng(seed)
-    out = []
-    for task in range(len(env.unwrapped.task_ids)):
-        _, info = env.reset(options={"task_index": task})
-        walk = json.loads(open(info["gamefile"]).read())["walkthrough"]
-        for j in range(per_task):
-            mode = j % 3
-            scripted = walk if mode == 0 else walk[: max(len(walk) - 2, 0)] if mode == 1 else []
-            budget = len(walk) if mode == 0 else len(walk) + extra
-            ep = _play(env, scripted, budget, rng, {"options": {"task_index": task}})
-            out.append({**ep, "group": task, "expert": mode == 0})
-    return out
-
-
-def webshop_episodes(split: str, tasks: int, per_task: int, seed: int) -> list[Episode]:
-    env = gym.make("mvpo/WebShop-v0", split=split)
-    rng = np.random.default_rng(seed)
-    out = []
-    for task in range(min(tasks, len(env.unwrapped.task_ids))):
-        _, walk = expert_episode(env, task)
-        for j in range(per_task):
-            mode = j % 3
-            scripted = walk if mode == 0 else walk[: max(len(walk) - 2, 0)] if mode == 1 else []
-            budget = len(walk) if mode == 0 else 15
-            ep = _play(env, scripted, budget, rng, {"options": {"task_index": task}})
-            out.append({**ep, "group": task, "expert": mode == 0})
-    return out
-
-
-# -- main ----------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--k", type=int, default=32)

@@ -39,48 +39,17 @@ sys.path.insert(0, str(ROOT))
 import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401  (registers the env ids)
-from mvpo_train.credit.mvpo import MVPOConfig  # noqa: E402
-from mvpo_train.credit.pooled_potential import EDGE_BYTES, ENTRY_BYTES  # noqa: E402
 from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
 from mvpo_train.study.figures_page import write_figures_page  # noqa: E402
-from mvpo_train.study.step_kinds import (  # noqa: E402
-    KINDS_NOTE,
-    decay_fold_lines,
-    keys_per_task,
-    measure,
-    ms_x_paper,
-    pool_lines,
+from mvpo_train.study.option_kinds import (  # noqa: E402
+    ENV_ID,
+    config_figures,
+    markdown,
+    measure_options,
 )
+from mvpo_train.study.step_kinds import keys_per_task  # noqa: E402
 
-ENV_ID = "mvpo/MilestoneChain-v0"
 RESULTS = ROOT / "benchmarks" / "results" / "potential_kinds.md"
-OPTIONS: dict[str, dict[str, Any]] = {
-    "paper (default)": {},
-    "split": {"potential_split": "milestones"},
-    "cross-fit only": {"region_stats": "pooled", "pool_decay": 0.0},
-    "pooled": {"region_stats": "pooled"},
-    "pooled + split": {"region_stats": "pooled", "potential_split": "milestones"},
-    "pooled TD": {"region_stats": "pooled", "potential_estimate": "td"},
-    "pooled TD + split (all)": {
-        "region_stats": "pooled",
-        "potential_estimate": "td",
-        "potential_split": "milestones",
-    },
-    "pooled TD + split, loop-merged chain": {
-        "region_stats": "pooled",
-        "potential_estimate": "td",
-        "potential_split": "milestones",
-        "td_chain": "regions",
-    },
-    "all, scope=batch": {
-        "region_stats": "pooled",
-        "potential_estimate": "td",
-        "potential_split": "milestones",
-        "scope": "batch",
-    },
-}
-DECAYS = (0.5, 0.9, 1.0)
-FOLDS = (4, 8)
 
 
 def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
@@ -92,44 +61,6 @@ def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
     counts = keys_per_task(uniform_batch(env, chosen, rollouts, seed, 0))
     env.close()
     return {"tasks": len(chosen), "rollouts": rollouts, "keys_per_task": counts}
-
-
-def markdown(out: dict[str, Any]) -> str:
-    """The page of a run's figures (``out``, the JSON kept beside the page)."""
-    s, cfg = out["settings"], out["config"]
-    lines = [
-        "# MVPO's potential options: repair per step kind and alignment (control task)",
-        "",
-        f"Command: `{out['command']}` ({out['seconds']:.0f} s; {out['machine']}). `{ENV_ID}`, difficulty {s['difficulty']}, "
-        f"{s['batches']} consecutive batches of {s['groups']} tasks x {s['rollouts']} uniform "
-        f"rollouts x 50 steps, the tasks of each batch drawn from the first N train layouts "
-        f"(seed {s['seed']}; N = 128, all of them, as `mvpo-train` draws, and N = "
-        f"{s['groups']}, every task in every batch); one estimator per option, its state carried "
-        "across the batches. docs/estimators.md §3.11-§3.13.",
-    ]
-    for n_tasks, res in out["pools"].items():
-        lines += pool_lines(n_tasks, res, s["burn_in"])
-    mem = out["memory"]
-    cap, entry, edge = cfg["pool_max_entries"], cfg["entry_bytes"], cfg["edge_bytes"]
-    lines += [
-        *decay_fold_lines(out, OPTIONS["pooled TD + split (all)"]),
-        "",
-        f"ALFWorld (`mvpo/ALFWorld-v0`, fast engine, train split as bundled): one uniform batch "
-        f"of {mem['tasks']} tasks x {mem['rollouts']} rollouts x 50 steps holds "
-        f"{min(mem['keys_per_task'])}-{max(mem['keys_per_task'])} distinct (signature, "
-        "milestones done) keys per task; every one of the 3,553 train tasks seen once at the "
-        f"largest of these is {3553 * max(mem['keys_per_task']):,} entries = "
-        f"{3553 * max(mem['keys_per_task']) * entry / 1e6:.0f} MB. The cap "
-        f"(`pool_max_entries`, default {cap:,}) bounds the pool at {cap * entry / 1e6:.0f} "
-        f"MB, and at {cap * (entry + edge) / 1e6:.0f} MB with "
-        '`potential_estimate="td"` (its transitions, 32 bytes each, have a cap of their own), '
-        "whatever the run; entries lighter than 1e-3 decayed visits are dropped (at `pool_decay` "
-        "0.8 a key not seen again leaves after 31 iterations).",
-        "",
-        KINDS_NOTE,
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,42 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t0 = time.perf_counter()
     env = gym.make(ENV_ID, difficulty=args.difficulty, num_milestones=4)
-    pools: dict[int, Any] = {}
-    folds: dict[int, Any] = {}
-    combination = OPTIONS["pooled TD + split (all)"]
-    for n_tasks in (len(env.unwrapped.task_ids), args.groups):
-        batches = []
-        for i in range(args.batches):
-            rng = np.random.default_rng([args.seed, i])
-            tasks = [int(x) for x in rng.choice(n_tasks, size=args.groups, replace=False)]
-            batches.append(uniform_batch(env, tasks, args.rollouts, args.seed, i))
-        pools[n_tasks] = {name: measure(batches, kw, args.burn_in) for name, kw in OPTIONS.items()}
-        folds[n_tasks] = {
-            str(k): measure(batches, {**combination, "td_folds": k}, args.burn_in) for k in FOLDS
-        }
-    decays = {  # the last batches: every task in every batch
-        str(d): measure(batches, {**combination, "pool_decay": d}, args.burn_in)[
-            "auc_after_burn_in"
-        ]
-        for d in DECAYS
-    }
+    figures = measure_options(
+        env, args.batches, args.groups, args.rollouts, args.seed, args.burn_in
+    )
     env.close()
     out = {
         "settings": {k: getattr(args, k) for k in
                      ("batches", "groups", "rollouts", "difficulty", "seed", "burn_in")},
-        "pools": pools,
-        "decays": decays,
-        "folds": {n: {k: r["auc_after_burn_in"] for k, r in v.items()} for n, v in folds.items()},
-        "folds_ms": {n: {k: r["ms_per_batch"] for k, r in v.items()} for n, v in folds.items()},
+        **figures,
         "memory": alfworld_keys(args.alfworld_tasks, args.rollouts, args.seed),
+        "config": config_figures(),
     }  # fmt: skip
-    for res in pools.values():  # the ratio of the unrounded times, as printed
-        for name in res:
-            res[name]["ms_x_paper"] = ms_x_paper(res, name)
-    cfg = MVPOConfig()
-    out["config"] = {"pool_decay": cfg.pool_decay, "td_folds": cfg.td_folds,
-                     "pool_max_entries": cfg.pool_max_entries, "entry_bytes": ENTRY_BYTES,
-                     "edge_bytes": EDGE_BYTES}  # fmt: skip
     out["seconds"] = time.perf_counter() - t0
     out["machine"] = f"{platform.machine()}, Python {platform.python_version()}"
     out["command"] = (

@@ -38,18 +38,22 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.option_alignment`, :mod:`~mvpo_train.study.expert_alignment`,
   :mod:`~mvpo_train.study.run_alignment` (a run's batches scored),
   :mod:`~mvpo_train.study.step_kinds` (the repair per step kind),
+  :mod:`~mvpo_train.study.option_kinds` (it per option of the potential, and its page),
   :mod:`~mvpo_train.study.credit_mass` (where MVPO's advantage mass goes).
 * **Cost.** :mod:`~mvpo_train.study.cost_estimate` (a study's CPU hours before it runs),
   :mod:`~mvpo_train.study.phase_tables` (CPU seconds per phase),
   :mod:`~mvpo_train.study.estimator_cost`,
   :mod:`~mvpo_train.study.credit_timing` and :mod:`~mvpo_train.study.potential_stages` (an
-  estimator's and MVPO's stages' milliseconds on :mod:`~mvpo_train.study.synthetic` batches),
+  estimator's and MVPO's stages' milliseconds on :mod:`~mvpo_train.study.synthetic` batches;
+  :mod:`~mvpo_train.study.stage_page`: the stages' figures and page),
   :mod:`~mvpo_train.study.bench` (the speed benchmarks' results store, verified when read and
   replaced whole when written, and their pages); :mod:`~mvpo_train.study.variant_pairs`
   (before/after variants measured side by side), :mod:`~mvpo_train.study.thread_cost` (the
   first iteration beside a CPU hog), :mod:`~mvpo_train.study.ddp_update` (a data-parallel PPO
   update), :mod:`~mvpo_train.study.record_size` (a batch record's size),
-  :mod:`~mvpo_train.study.eta_replay` (the iteration bar's ETA replayed on committed runs).
+  :mod:`~mvpo_train.study.eta_replay` (the iteration bar's ETA replayed on committed runs),
+  :mod:`~mvpo_train.study.minilm_passes` (MiniLM's passes batched several ways, timed) and
+  :mod:`~mvpo_train.study.batching_page` (their page).
 * **Policies.** :mod:`~mvpo_train.study.candidates` (policy candidates measured),
   :mod:`~mvpo_train.study.demo_layouts` (demonstrations cut to other prompt layouts),
   :mod:`~mvpo_train.study.abstraction_quality` (a learned abstraction against the rules).
