@@ -25,25 +25,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.gain_pages import oracle_gain_machine, oracle_gain_page
+from mvpo_train.study.gain_results import oracle_gain_results, write_results
 from mvpo_train.study.gain_sweep import GainArm as Arm
-from mvpo_train.study.gain_sweep import Sweep, load, mean_finite, sweep
-from mvpo_train.study.gain_table import (
-    METRICS,
-    arm_tables,
-    curve_cells,
-    oracle_fit,
-    pair_cells,
-    per_run,
-    rho_star,
-    seed_cells,
-)
+from mvpo_train.study.gain_sweep import Sweep, load, sweep
 from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.paired import check_settings as record_settings
-from mvpo_train.study.paired import json_clean as _clean
 from mvpo_train.study.result_archive import load_carried
 from mvpo_train.study.runs import fingerprint as full_fingerprint
 from mvpo_train.study.runs import train_cmd as run_cmd
@@ -166,61 +153,29 @@ def train_cmd(path: Path, arm: Arm, seed: int, args: argparse.Namespace) -> list
 
 
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
+    """The tables of the finished runs (:func:`mvpo_train.study.gain_results.oracle_gain_results`),
+    written to ``args.out`` (.json, .md, .png); the results dict."""
     arm_list = arms()
-    by_name = {a.name: a for a in arm_list}
-    data = load(archive_dir(args), Path(args.base), list(by_name), args.seeds, args.iterations)
+    names = [a.name for a in arm_list]
+    data = load(archive_dir(args), Path(args.base), names, args.seeds, args.iterations)
     carried = load_carried(archive_dir(args), fingerprint(settings(args)))
-
-    def entry(name: str, res: list, seeds: list[int], values: list) -> dict[str, Any]:
-        arm = by_name[name]
-        aucs = [r["auc"] for r in res if r["auc"] is not None]
-        return {
-            "estimator": arm.estimator, "kwargs": arm.kwargs, "rho": arm.rho,
-            "difficulty": arm.difficulty, "axis": arm.axis, "seeds": seeds,
-            **seed_cells(values, METRICS),
-            "auc": float(np.mean(aucs)) if aucs else None,
-            **{k: float(np.mean([r[k] for r in res]))
-               for k in ("zero_credit", "kappa", "repaired_ratio")},
-            "entropy": mean_finite([r["entropy"] for r in res]),
-            "minutes_per_run": float(np.mean([r["minutes"] for r in res])),
-            "curve": curve_cells([r["success"] for r in res]),
-        }  # fmt: skip
-
-    per_seed = lambda r: per_run(r, args.iterations)  # noqa: E731
-    metrics, arms_out = arm_tables(list(by_name), data, carried, per_seed, METRICS, entry)
-    n_runs = sum(len(v) for v in metrics.values())
-    n_plan = len(arm_list) * len(args.seeds)
-    pairs: dict[str, Any] = {}
-    for name in arms_out:
-        ref = reference(by_name[name])
-        cells = pair_cells(metrics, name, ref, METRICS) if ref in arms_out else None
-        if name != ref and cells:
-            pairs[f"{name} - {ref}"] = cells
+    results = oracle_gain_results(
+        arm_list, data, carried, args.seeds, args.iterations, reference, MAIN_RHOS
+    )
     out = {
         "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},
-        "progress": {"runs_done": n_runs, "runs_planned": n_plan, "partial": n_runs < n_plan},
-        "arms": arms_out,
-        "pairs": pairs,
-        "fit": oracle_fit(arms_out, pairs, by_name, reference),
-        "rho_star": rho_star(arms_out, pairs, [(r, f"oracle-r{r:g}") for r in MAIN_RHOS]),
+        **results,
         "command": "python benchmarks/oracle_gain.py" + (" " + " ".join(args.flags) if args.flags else ""),
     }  # fmt: skip
-    Path(args.out).with_suffix(".json").write_text(json.dumps(_clean(out), indent=1) + "\n")
     write_pages(out, args)
     return out
 
 
-def write_pages(out: dict[str, Any], args: argparse.Namespace) -> None:
-    """The page and figure of the results ``out``."""
+def write_pages(out: dict[str, Any], args: argparse.Namespace, keep_json: bool = True) -> None:
+    """The JSON (unless not ``keep_json``), page and figure of the results ``out``."""
     out_path = Path(args.out)
     png, archive = out_path.with_suffix(".png").name, archive_dir(args).name
-    page = out_path.with_suffix(".md")
-    machine = oracle_gain_machine(page, args.analyze_only, args.jobs)
-    page.write_text(oracle_gain_page(out, machine, png, archive))
-    plot(out, out_path.with_suffix(".png"))
-
-
-def plot(out: dict[str, Any], path: Path) -> None:
+    machine = oracle_gain_machine(out_path.with_suffix(".md"), args.analyze_only, args.jobs)
     groups = [
         ("difficulty 1: baselines and controls",
          ["grpo", "gigpo", "mvpo", "mvpo-shuffled", "positive"]),
@@ -228,7 +183,8 @@ def plot(out: dict[str, Any], path: Path) -> None:
         ("zero-credit and strength axes",
          [n for n, a in out["arms"].items() if a["axis"] != "main"]),
     ]  # fmt: skip
-    plot_panels(out["arms"], groups, out["progress"], path, figsize=(16, 4.5))
+    page = oracle_gain_page(out, machine, png, archive)
+    write_results(out, out_path, page, groups, (16, 4.5), keep_json)
 
 
 # ------------------------------------------------------------------ command line
@@ -290,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.analyze_only and not archive_dir(args).is_dir():  # no committed per-run results
         saved = saved_table(Path(args.out), True, Path(args.base))
         if saved is not None:  # nor the run folders: the page from its committed JSON
-            write_pages(saved, args)
+            write_pages(saved, args, keep_json=False)
             return
     out = analyze(args)
     print(f"oracle_gain: wrote {args.out} ({out['progress']['runs_done']} runs)")

@@ -26,14 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import oracle_gain as og  # the study whose settings and runs this one shares (a sibling script)
 
-from mvpo_train.study.curve_panels import plot_panels
 from mvpo_train.study.estimator_cost import cost_lines, time_arms, uniform_batches
 from mvpo_train.study.gain_pages import potential_learning_page
+from mvpo_train.study.gain_results import potential_learning_results, write_results
 from mvpo_train.study.gain_sweep import load_timed, seed_embedding_cache, sweep
-from mvpo_train.study.gain_table import arm_tables, curve_cells, pair_cells, per_run, seed_cells
 from mvpo_train.study.page_command import with_page_command
 from mvpo_train.study.paired import check_settings, json_clean
 from mvpo_train.study.result_archive import load_carried
@@ -52,7 +50,6 @@ COMBINATION = {
 }
 #: the arms an arm is paired against: GiGPO (every arm) and the MVPO paper's form (MVPO's arms)
 REFERENCES = ("gigpo", "mvpo")
-METRICS = (*og.METRICS, "auc")
 WHO = "potential_learning"
 DEFAULT_BASE = str(ROOT / "runs" / "potential-learning")
 
@@ -136,54 +133,24 @@ def load_all(args: argparse.Namespace) -> tuple[dict[str, dict[int, dict]], dict
     return data, source
 
 
-def per_seed(res: dict[str, Any], iterations: int) -> dict[str, float]:
-    """One run's table values: :func:`mvpo_train.study.gain_table.per_run` and the trainer's
-    ``align/auc``."""
-    auc = float("nan") if res["auc"] is None else float(res["auc"])
-    return {**per_run(res, iterations), "auc": auc}
-
-
 def analyze(args: argparse.Namespace) -> dict[str, Any]:
-    """The tables of the finished runs (module docstring), written to ``args.out`` (.md, .json,
-    .png); the results dict."""
+    """The tables of the finished runs (module docstring;
+    :func:`mvpo_train.study.gain_results.potential_learning_results`), written to ``args.out``
+    (.md, .json, .png); the results dict."""
     s = og.settings(args)
     data, source = load_all(args)
-    order = [a.name for a in reused_arms()] + [a.name for a in new_arms()]
-    specs = {a.name: a for a in reused_arms() + new_arms()}
     carried = load_carried(og.archive_dir(args), og.fingerprint(s))
-
-    def entry(name: str, res: list, seeds: list[int], values: list) -> dict[str, Any]:
-        adv = [r["advantage_s"] for r in res if r["advantage_s"] is not None]
-        return {
-            "estimator": specs[name].estimator, "kwargs": specs[name].kwargs,
-            "reused": name in REUSED, "source": source[name], "seeds": seeds,
-            **seed_cells(values, METRICS),
-            "advantage_s": float(np.mean(adv)) if adv else None,
-            "minutes_per_run": float(np.mean([r["minutes"] for r in res])),
-            "curve": curve_cells([r["success"] for r in res]),
-        }  # fmt: skip
-
-    per = lambda r: per_seed(r, args.iterations)  # noqa: E731
-    table, arms_out = arm_tables(order, data, carried, per, METRICS, entry)
-    pairs: dict[str, Any] = {}
-    for ref in REFERENCES:
-        for name in arms_out:
-            cells = pair_cells(table, name, ref, og.METRICS)
-            if name == ref or not cells or (ref == "mvpo" and specs[name].estimator != "mvpo"):
-                continue
-            pairs[f"{name} - {ref}"] = {"reference": ref, **cells}
-    planned = {a.name for a in new_arms()} | set(REUSED)
-    n_done = sum(len(table.get(n, {})) for n in planned)
+    results = potential_learning_results(
+        reused_arms() + new_arms(), REUSED, data, source, carried, args.seeds, args.iterations,
+        REFERENCES,
+    )  # fmt: skip
     out = {
         "settings": {**s, "seeds": args.seeds, "fingerprint": og.fingerprint(s)},
         "reuse_base": rel_path(Path(args.reuse_base), ROOT),
         "reuse_archive": rel_path(Path(args.reuse_archive), ROOT),
-        "progress": {"runs_done": n_done, "runs_planned": len(planned) * len(args.seeds),
-                     "partial": n_done < len(planned) * len(args.seeds)},
-        "arms": arms_out,
-        "pairs": pairs,
+        **results,
         "command": command_line("benchmarks/potential_learning.py", args.flags).rstrip(),
-    }  # fmt: skip
+    }
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     machine = machine_line(out_path, args.analyze_only, f" (shared), {args.jobs} run(s) at a "
@@ -192,21 +159,13 @@ def analyze(args: argparse.Namespace) -> dict[str, Any]:
     if cost_file.is_file():
         out["cost"] = json.loads(cost_file.read_text())
     md = potential_learning_page(out, machine, cost_lines(cost_file), REUSED)
-    out_path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
-    out_path.with_suffix(".md").write_text(md)
-    plot(out, out_path.with_suffix(".png"))
-    return out
-
-
-def plot(out: dict[str, Any], path: Path) -> None:
-    """Batch success per iteration, mean over seeds with a bootstrap band: the reused arms and
-    the new ones beside GiGPO and the paper's form."""
-    groups = [
+    groups = [  # batch success: the reused arms; the new ones beside GiGPO and the paper's form
         ("oracle-gain study's runs (reused)", [n for n, a in out["arms"].items() if a["reused"]]),
         ("new potential options vs GiGPO and the paper's form",
          ["gigpo", "mvpo", *[n for n, a in out["arms"].items() if not a["reused"]]]),
     ]  # fmt: skip
-    plot_panels(out["arms"], groups, out["progress"], path, figsize=(12, 4.5))
+    write_results(out, out_path, md, groups, (12, 4.5))
+    return out
 
 
 # ------------------------------------------------------------------ command line

@@ -67,12 +67,10 @@ import gymnasium as gym  # noqa: E402
 
 import mvpo_envs  # noqa: E402, F401
 from mvpo_abstraction.registry import make_abstraction  # noqa: E402
-from mvpo_train.alignment import LABEL_KEY  # noqa: E402
 from mvpo_train.alignment_variants import VariantError, make_variant  # noqa: E402
-from mvpo_train.batch import FIELDS, StepBatch  # noqa: E402
-from mvpo_train.config import ConfigError, load_config  # noqa: E402
-from mvpo_train.records import RecordError, find_records, read_batch_record  # noqa: E402
-from mvpo_train.relabel import replay_env_settings  # noqa: E402
+from mvpo_train.batch import StepBatch  # noqa: E402
+from mvpo_train.config import ConfigError  # noqa: E402
+from mvpo_train.records import RecordError  # noqa: E402
 from mvpo_train.study import progress_sources as sources  # noqa: E402
 from mvpo_train.study.analyze_only import (  # noqa: E402
     AnalyzeOnlyError,
@@ -84,6 +82,7 @@ from mvpo_train.study.option_alignment import (  # noqa: E402
     source_summary,
     write_page,
 )
+from mvpo_train.study.run_replay import replayed_run_batches, run_settings  # noqa: E402
 from mvpo_train.study.tables import changed_flags  # noqa: E402
 
 CONTROL = "mvpo/MilestoneChain-v0"
@@ -164,40 +163,9 @@ def play_policy(seed: int, k: int, cache: Path) -> StepBatch:
 
 
 def alfworld_run_batches(run: Path) -> list[StepBatch]:
-    """An ALFWorld run's recorded batches in iteration order (every iteration from 1), with
-    the labels, task indices and the progress-carrying signatures of a replay on the run's own
-    env settings (its ``config.yaml``; the oracle off: the labels are recorded)."""
-    records = find_records(run)
-    if not records or list(records) != list(range(1, len(records) + 1)):
-        raise BenchError(
-            f"--alfworld-run {run}: needs records/iter-*.npz of every iteration from 1"
-        )
-    env_id, kwargs = replay_env_settings(load_config(run / "config.yaml"))
-    if env_id != ALFWORLD:
-        raise BenchError(f"--alfworld-run {run}: a run of {env_id}, not {ALFWORLD}")
-    keep = (LABEL_KEY, "task_index", "admissible_actions", "choice")
-    name = PROGRESS_SIG[ALFWORLD]
-    kwargs.update(abstraction=name, progress_oracle=False)
-    env = gym.make(env_id, **kwargs)
-    out = []
-    for k, path in records.items():
-        rec = read_batch_record(path)
-        missing = [key for key in keep if key not in rec.extras]
-        if missing:
-            raise BenchError(f"--alfworld-run {path}: the record lacks {missing}")
-        extras = {key: rec.extras[key] for key in keep}
-        batch = StepBatch(**{f: getattr(rec.batch, f) for f in FIELDS}, extras=extras)
-        out.append(sources.replayed_signatures(batch, env, name))
-        print(f"alfworld-trained: iteration {k} replayed ({len(batch)} rows)", flush=True)
-    return out
-
-
-def run_settings(run: Path) -> dict[str, str]:
-    """What the results say of an ``alfworld-trained`` run: its folder and batch shape."""
-    cfg = load_config(run / "config.yaml")
-    shape = " x ".join(str(cfg.get(k, "?")) for k in ("num_groups", "group_size", "max_steps"))
-    where = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
-    return {"alfworld_run": str(where), "alfworld_run_shape": shape}
+    """An ALFWorld run's recorded batches in iteration order with the progress-carrying
+    signatures of a replay on the run's own env settings (:mod:`mvpo_train.study.run_replay`)."""
+    return replayed_run_batches(run, ALFWORLD, PROGRESS_SIG[ALFWORLD], "--alfworld-run", TRAINED[1])
 
 
 def source_batches(name: str, args: argparse.Namespace) -> tuple[list[StepBatch], float]:
@@ -229,7 +197,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {
             "seed": args.seed, "batches": args.batches, "alfworld_batches": args.alfworld_batches,
             "control_run": args.control_run, "trained_window": args.trained_window,
-            **(run_settings(ROOT / args.alfworld_run) if "alfworld-trained" in args.sources else {}),
+            **(run_settings(ROOT / args.alfworld_run, ROOT, "alfworld_run")
+               if "alfworld-trained" in args.sources else {}),
             "tasks": TASKS, "rollouts": ROLLOUTS, "steps": STEPS, "merge": MERGE,
         },
         "sources": {},

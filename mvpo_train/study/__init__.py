@@ -30,11 +30,13 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.figures` and :mod:`~mvpo_train.study.curve_panels` (figures).
 * **Pages.** :mod:`~mvpo_train.study.learning_page`, :mod:`~mvpo_train.study.result_report`,
   :mod:`~mvpo_train.study.ablation_report`, :mod:`~mvpo_train.study.gain_pages`,
+  :mod:`~mvpo_train.study.gain_results` (the gain sweeps' results and files),
   :mod:`~mvpo_train.study.tuning_grid`; the diagnostics of run sets:
   :mod:`~mvpo_train.study.run_sets`, :mod:`~mvpo_train.study.run_set_draw`,
   :mod:`~mvpo_train.study.run_set_report`, :mod:`~mvpo_train.study.run_set_page`,
   :mod:`~mvpo_train.study.run_set_plot`.
 * **Alignment of the repair.** :mod:`~mvpo_train.study.progress_sources` (labelled batches),
+  :mod:`~mvpo_train.study.run_replay` (a run's batches replayed for a progress signature),
   :mod:`~mvpo_train.study.option_alignment`, :mod:`~mvpo_train.study.expert_alignment`,
   :mod:`~mvpo_train.study.run_alignment` (a run's batches scored),
   :mod:`~mvpo_train.study.step_kinds` (the repair per step kind),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mvpo_train.study.gain_sweep import finished, seed_dir, sweep
+from mvpo_train.study.gain_table import METRICS
 from mvpo_train.study.result_archive import ResultArchiveError, load_result, save_result
 
 from .helpers import study_module
@@ -34,11 +35,11 @@ def _result(level: float) -> dict:
 def _carry_gigpo(args, areas: list[float]) -> None:
     archive = og.archive_dir(args)
     archive.mkdir(parents=True, exist_ok=True)
-    per_seed = {k: list(areas) for k in og.METRICS}
+    per_seed = {k: list(areas) for k in METRICS}
     entry = {
         "estimator": "gigpo", "kwargs": {}, "rho": None, "difficulty": 1, "axis": "main",
         "seeds": [0, 1], **{k: {"mean": 0.0, "t95": None, "boot95": None, "n": 2}
-                            for k in og.METRICS},
+                            for k in METRICS},
         "per_seed": per_seed, "auc": None, "zero_credit": 0.96, "kappa": 0.0,
         "repaired_ratio": 0.0, "entropy": 1.2, "minutes_per_run": 3.0,
         "curve": {"mean": [0.0] * ITER, "lo": [0.0] * ITER, "hi": [0.0] * ITER},

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mvpo_train.study.estimator_cost import cost_lines
+from mvpo_train.study.gain_results import LEARNING_METRICS
 from mvpo_train.study.gain_sweep import seed_embedding_cache
 
 from .helpers import study_module
@@ -194,9 +195,9 @@ def test_carried_arms_fill_in_for_runs_not_kept(tmp_path: Path) -> None:
     )  # fmt: skip
     for seed in (0, 1):
         _fake_run(tmp_path / "pl", "mvpo-pooled", seed, [0.5] * ITER, 0.6)
-    per_seed = {m: [0.1, 0.2] for m in pl.METRICS}
+    per_seed = {m: [0.1, 0.2] for m in LEARNING_METRICS}
     entry = {"estimator": "gigpo", "kwargs": {}, "reused": True, "source": "x", "seeds": [0, 1],
-             **{m: {"mean": 0.15, "t95": None, "boot95": None, "n": 2} for m in pl.METRICS},
+             **{m: {"mean": 0.15, "t95": None, "boot95": None, "n": 2} for m in LEARNING_METRICS},
              "per_seed": per_seed, "advantage_s": None, "minutes_per_run": 1.0,
              "curve": {"mean": [0.0] * ITER, "lo": [0.0] * ITER, "hi": [0.0] * ITER}}  # fmt: skip
     archive = tmp_path / "out" / "potential_learning_runs"
