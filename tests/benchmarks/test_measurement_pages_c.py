@@ -1,4 +1,4 @@
-"""Measurement pages rebuilt from their committed JSON (issue #40): each script's
+"""Measurement pages rebuilt from their committed JSON: each script's
 ``--analyze-only``, run on a copy of the committed ``benchmarks/results/<page>.json`` in a
 temporary folder, writes the committed ``<page>.md`` byte for byte; a damaged JSON is one line
 of error and a non-zero exit, nothing written."""

@@ -1,4 +1,4 @@
-"""Measurement pages that regenerate from committed data (issue #40): a measuring run keeps the
+"""Measurement pages that regenerate from committed data: a measuring run keeps the
 figures its page prints as ``benchmarks/results/<page>.json`` beside the page, and the script's
 ``--analyze-only`` rebuilds the committed page byte for byte from that JSON alone (into
 ``--out``); a damaged JSON is one line and a non-zero exit."""
