@@ -21,12 +21,12 @@ The passes: :mod:`mvpo_train.study.minilm_passes`; the page: :mod:`mvpo_train.st
 
     python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
     python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run
+    python benchmarks/embedding_batching.py --analyze-only  # the page from its committed JSON
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +35,7 @@ import torch
 
 from mvpo_train.study import minilm_passes as passes
 from mvpo_train.study.batching_page import markdown
+from mvpo_train.study.figures_page import write_figures_page
 from mvpo_train.study.minilm_passes import (  # noqa: F401  (the names tests/benchmarks use)
     DYNAMIC_CAP,
     PADDED,
@@ -87,20 +88,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="2 x 2 groups, 1 repeat, no results file")
     p.add_argument("--out", default=str(RESULTS / "embedding_batching.md"))
+    p.add_argument("--analyze-only", action="store_true", help="rebuild --out from its JSON")
     args = p.parse_args(argv)
+    out = Path(args.out)
+
+    def report(saved: dict) -> str:
+        return markdown(saved["envs"], saved["command"], saved["rates"])
+
+    if args.analyze_only:
+        write_figures_page("embedding_batching", out, report)
+        return 0
     torch.set_num_threads(1)
     if args.quick:
         args.num_groups, args.group_size, args.repeats = 2, 2, 1
     rows = [measure(e, args.num_groups, args.group_size, args.seed, args.repeats)
             for e in args.envs]  # fmt: skip
-    rates = arithmetic_rates(args.repeats)
-    command = "python benchmarks/embedding_batching.py " + " ".join(argv or sys.argv[1:])
-    text = markdown(rows, command.strip(), rates)
-    print(text)
-    if not args.quick:
-        Path(args.out).write_text(text)
-        saved = {"envs": rows, "rates": rates}
-        Path(args.out).with_suffix(".json").write_text(json.dumps(saved, indent=1) + "\n")
+    flags = " ".join(sys.argv[1:] if argv is None else argv)
+    saved = {"command": f"python benchmarks/embedding_batching.py {flags}".strip(),
+             "envs": rows, "rates": arithmetic_rates(args.repeats)}  # fmt: skip
+    if args.quick:
+        print(report(saved))
+    else:
+        write_figures_page("embedding_batching", out, report, saved)
     return 0
 
 

@@ -19,8 +19,9 @@ of its own (:attr:`SegmentEmbedder.ONNX_BATCHING`: there a one-row pass costs a 
 an eight-row one, and a rollout step rarely has several new texts of one length). Passes of a
 fixed shape per text that hold several texts (its length rounded up, a fixed row count, padding
 masked) would keep a vector a function of its text on onnxruntime too, bit for bit, but on a
-training iteration's texts they were no faster than one text per pass
-(``benchmarks/results/embedding_batching.md``, docs/policies.md). Vectors of the two
+training iteration's texts they were no faster than one text per pass, and passes of every
+text of a rounded length a call has (at least 2 rows) 1.1-1.2x faster on ALFWorld's, not on
+WebShop's (``benchmarks/results/embedding_batching.md``, docs/policies.md). Vectors of the two
 runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the batching and the runtime
 (``+rows1+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
 embedding cache file holds one section per runtime, so a file written by one is extended,

@@ -23,6 +23,7 @@ PAGES: dict[str, list[str]] = {
     "alfworld_stats": ["--markdown", "{dir}/alfworld_stats.md"],
     "cache_faults": ["--markdown", "{dir}/cache_faults.md"],
     "cpu_cost": ["--out", "{dir}/cpu_cost.md"],
+    "embedding_batching": ["--out", "{dir}/embedding_batching.md"],
     "scaling": ["--out", "{dir}/scaling.md"],
     "searchqa_env": ["--out", "{dir}/searchqa_env.md"],
     "threads": ["--out", "{dir}/threads"],
