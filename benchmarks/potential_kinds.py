@@ -42,7 +42,6 @@ import mvpo_envs  # noqa: E402, F401  (registers the env ids)
 from mvpo_train.scripted_batches import uniform_batch  # noqa: E402
 from mvpo_train.study.figures_page import write_figures_page  # noqa: E402
 from mvpo_train.study.option_kinds import (  # noqa: E402
-    ENV_ID,
     config_figures,
     markdown,
     measure_options,
@@ -50,6 +49,16 @@ from mvpo_train.study.option_kinds import (  # noqa: E402
 from mvpo_train.study.step_kinds import keys_per_task  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "potential_kinds.md"
+
+#: the control task the options run on
+ENV_ID = "mvpo/MilestoneChain-v0"
+#: the env of the page's memory paragraph
+MEMORY_ENV = "ALFWorld (`mvpo/ALFWorld-v0`, fast engine, train split as bundled)"
+
+
+def page(out: dict) -> str:
+    """The page of a run's figures (:func:`mvpo_train.study.option_kinds.markdown`)."""
+    return markdown(out, ENV_ID, MEMORY_ENV)
 
 
 def alfworld_keys(tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
@@ -79,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.analyze_only:
-        write_figures_page("potential_kinds", Path(args.out), markdown)
+        write_figures_page("potential_kinds", Path(args.out), page)
         return 0
     t0 = time.perf_counter()
     env = gym.make(ENV_ID, difficulty=args.difficulty, num_milestones=4)
@@ -99,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     out["command"] = (
         "python benchmarks/potential_kinds.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     ).strip()
-    print(markdown(out))
+    print(page(out))
     if args.out != "-":
-        write_figures_page("potential_kinds", Path(args.out), markdown, out)
+        write_figures_page("potential_kinds", Path(args.out), page, out)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return 0

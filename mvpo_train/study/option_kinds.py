@@ -22,9 +22,8 @@ from mvpo_train.study.step_kinds import (
     pool_lines,
 )
 
-__all__ = ["DECAYS", "ENV_ID", "FOLDS", "OPTIONS", "config_figures", "markdown", "measure_options"]
+__all__ = ["DECAYS", "FOLDS", "OPTIONS", "config_figures", "markdown", "measure_options"]
 
-ENV_ID = "mvpo/MilestoneChain-v0"
 #: option name -> MVPO's config keywords
 OPTIONS: dict[str, dict[str, Any]] = {
     "paper (default)": {},
@@ -100,13 +99,15 @@ def config_figures() -> dict[str, Any]:
             "edge_bytes": EDGE_BYTES}  # fmt: skip
 
 
-def markdown(out: dict[str, Any]) -> str:
-    """The page of a run's figures (``out``, the JSON kept beside the page)."""
+def markdown(out: dict[str, Any], env_id: str, memory_env: str) -> str:
+    """The page of a run's figures (``out``, the JSON kept beside the page): ``env_id`` is the
+    control task the options ran on, ``memory_env`` names the env of the memory paragraph
+    (both the script's: this module names no env)."""
     s, cfg = out["settings"], out["config"]
     lines = [
         "# MVPO's potential options: repair per step kind and alignment (control task)",
         "",
-        f"Command: `{out['command']}` ({out['seconds']:.0f} s; {out['machine']}). `{ENV_ID}`, difficulty {s['difficulty']}, "
+        f"Command: `{out['command']}` ({out['seconds']:.0f} s; {out['machine']}). `{env_id}`, difficulty {s['difficulty']}, "
         f"{s['batches']} consecutive batches of {s['groups']} tasks x {s['rollouts']} uniform "
         f"rollouts x 50 steps, the tasks of each batch drawn from the first N train layouts "
         f"(seed {s['seed']}; N = 128, all of them, as `mvpo-train` draws, and N = "
@@ -120,7 +121,7 @@ def markdown(out: dict[str, Any]) -> str:
     lines += [
         *decay_fold_lines(out, COMBINATION),
         "",
-        f"ALFWorld (`mvpo/ALFWorld-v0`, fast engine, train split as bundled): one uniform batch "
+        f"{memory_env}: one uniform batch "
         f"of {mem['tasks']} tasks x {mem['rollouts']} rollouts x 50 steps holds "
         f"{min(mem['keys_per_task'])}-{max(mem['keys_per_task'])} distinct (signature, "
         "milestones done) keys per task; every one of the 3,553 train tasks seen once at the "
