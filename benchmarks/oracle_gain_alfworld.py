@@ -30,12 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from mvpo_train.records import find_records
 from mvpo_train.study import cost_estimate
 from mvpo_train.study.archive import copy_compact, import_
 from mvpo_train.study.gain_pages import one_setting_page
 from mvpo_train.study.gain_sweep import FINAL, mean_finite
 from mvpo_train.study.gain_table import pair_cells, seed_cells
 from mvpo_train.study.paired import SEEDS, check_settings, json_clean
+from mvpo_train.study.repair_magnitude import repair_magnitude
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -272,6 +274,47 @@ def mechanism_lines(out: dict[str, Any]) -> list[str]:
     return lines
 
 
+def magnitude(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
+    """:func:`~mvpo_train.study.repair_magnitude.repair_magnitude` of every finished oracle
+    arm's run (held-out result written) in ``--base`` that kept its batch records: arm -> seed
+    -> numbers."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for arm in args.arms:
+        if ARMS[arm][0] != "mvpo":
+            continue
+        for seed in args.seeds:
+            path = run_dir(Path(args.base), arm, seed)
+            if read_eval(path, HELDOUT) is not None and find_records(path):
+                out.setdefault(arm, {})[str(seed)] = repair_magnitude(path)
+    return out
+
+
+def magnitude_lines(found: dict[str, dict[str, dict[str, float]]] | None) -> list[str]:
+    """The page's table of :func:`magnitude` (means over the random seeds read)."""
+    if not found:
+        return []
+    lines = [
+        "",
+        "## The repair's magnitude",
+        "",
+        "Measured with `python benchmarks/oracle_gain_alfworld.py --jobs 2 --magnitude` from the "
+        "runs' batch records (`mvpo_train.study.repair_magnitude`; kept here by later "
+        "analyses): the repair is each batch's trained advantage minus GiGPO's on the same "
+        "batch. Means over records, then seeds: rows it changed, its share of the batch's sum "
+        "of squared advantages, its standard deviation on the rows it changed, and GiGPO's on "
+        "the rows where GiGPO's is non-zero.",
+        "",
+        "| arm | seeds | rows changed | share of sum A^2 | sd of the repair | sd of GiGPO's |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    keys = ("changed", "repair_share", "repair_sd", "gigpo_sd")
+    for arm, seeds in found.items():
+        means = [float(np.mean([v[k] for v in seeds.values()])) for k in keys]
+        shown = " | ".join(f"{m:.3f}" for m in means)
+        lines.append(f"| {arm} | {', '.join(seeds)} | {shown} |")
+    return lines
+
+
 def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
     succ = np.asarray([float(r["success"]) for r in rows])
     heldout = read_eval(path, HELDOUT)
@@ -313,7 +356,7 @@ def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> Non
     """The markdown and the JSON beside it."""
     detail = f" (shared), {jobs} run(s) at a time, 1 torch thread each"
     md = one_setting_page(out, head_lines(out, machine_line(path, analyze_only, detail)), FINAL)
-    md += "\n".join(mechanism_lines(out)) + "\n"
+    md += "\n".join([*mechanism_lines(out), *magnitude_lines(out.get("magnitude"))]) + "\n"
     path.write_text(md)
     path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     print(md)
@@ -336,10 +379,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="committed compact results of the finished runs")  # fmt: skip
     p.add_argument("--analyze-only", action="store_true", help="only rewrite the tables")
     p.add_argument("--size", action="store_true", help="measure the cost, write the estimate")
+    p.add_argument("--magnitude", action="store_true",
+                   help="read the repair's magnitude from the runs' batch records")  # fmt: skip
     p.add_argument("--size-base", default=str(ROOT / "runs" / "oracle-gain-alfworld-size"))
     p.add_argument("--size-eval-games", type=int, default=16)
     args = p.parse_args(argv)
-    args.flags = [a for a in argv if a not in ("--analyze-only", "--size")]
+    args.flags = [a for a in argv if a not in ("--analyze-only", "--size", "--magnitude")]
     return args
 
 
@@ -347,16 +392,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     out_path = Path(args.out)
     old = out_path.with_suffix(".json")
-    sizing = json.loads(old.read_text()).get("sizing") if old.is_file() else None
+    saved = json.loads(old.read_text()) if old.is_file() else {}
+    sizing, found = saved.get("sizing"), saved.get("magnitude")
     if not args.size:
         restore(args)
     if args.size:
         sizing = size(args)
-    elif not args.analyze_only:
+    elif not (args.analyze_only or args.magnitude):
         run_all(args)
     else:
         archive_finished(args)  # runs finished since the last call (an interrupted sweep)
-    write(analyze(args, sizing), out_path, args.analyze_only or args.size, args.jobs)
+    if args.magnitude:
+        found = magnitude(args)
+    out = {**analyze(args, sizing), **({"magnitude": found} if found else {})}
+    write(out, out_path, args.analyze_only or args.size or args.magnitude, args.jobs)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,36 @@ def test_finished_runs_are_archived_and_restored_where_run_folders_are_gone(og, 
     # an archive made with other settings is refused in one line
     with pytest.raises(SystemExit, match="changed"):
         og.main([*flags, "--analyze-only", "--lr", "0.001"])
+
+
+def test_magnitude_reads_the_finished_runs_records_and_later_analyses_keep_it(og, tmp_path):
+    from mvpo_train.credit import get_estimator
+    from mvpo_train.records import write_batch_record
+    from mvpo_train.study.repair_magnitude import repair_magnitude
+    from mvpo_train.study.synthetic import synthetic_batch
+
+    base, out = tmp_path / "runs", tmp_path / "res" / "oracle_gain_alfworld.md"
+    out.parent.mkdir()
+    flags = ["--base", str(base), "--out", str(out), "--iterations", "2", "--seeds", "0",
+             "--archive", str(tmp_path / "archive"), "--jobs", "2"]  # fmt: skip
+    for arm in og.ARMS:
+        path = run_dir(base, arm, 0)
+        _fake_run(path, [0.1, 0.2], 0.1, None if arm == "gigpo" else 0.5)
+        estimator = get_estimator("gigpo" if arm == "gigpo" else "mvpo")
+        for it in (1, 2):
+            batch = synthetic_batch(3, seed=it)
+            adv, diag = estimator(batch)
+            write_batch_record(
+                path, it, batch, estimator=estimator, advantages=adv, diagnostics=diag
+            )
+    og.main([*flags, "--magnitude"])
+    res = json.loads(out.with_suffix(".json").read_text())
+    assert set(res["magnitude"]) == {"oracle-r0", "oracle-r1"}  # GiGPO has no repair
+    want = repair_magnitude(run_dir(base, "oracle-r1", 0))
+    assert res["magnitude"]["oracle-r1"]["0"] == pytest.approx(want)
+    assert "## The repair's magnitude" in out.read_text()
+    og.main([*flags, "--analyze-only"])  # records not read again, the table kept
+    assert json.loads(out.with_suffix(".json").read_text())["magnitude"] == res["magnitude"]
+    assert (
+        f"| oracle-r1 | 0 | {want['changed']:.3f} | {want['repair_share']:.3f} |" in out.read_text()
+    )
