@@ -29,7 +29,7 @@ from pathlib import Path
 from mvpo_envs.bench import searchqa_scale as scale
 from mvpo_envs.bench.searchqa_scale_page import page_figures, report
 from mvpo_train.study import bench
-from mvpo_train.study.figures_page import write_figures_page
+from mvpo_train.study.figures_page import write_store_page
 
 RESULTS = Path(__file__).parent / "results" / "searchqa_scale.md"
 #: distractor passages added to the bundled world's 394
@@ -75,14 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         extra = json.loads(args.child_kwargs) if args.child_kwargs else None
         print(json.dumps(scale.child_mode(*args.child, extra)))
         return 0
-    figures = None
-    if not args.analyze_only:
-        store = bench.open_store(args.work / "results.json")
-        measure_all(args, store)
-        if not store.data:
-            return 0
-        figures = page_figures(store.data)
-    write_figures_page("searchqa_scale", RESULTS, report, figures)
+    store_path = None if args.analyze_only else args.work / "results.json"
+    write_store_page("searchqa_scale", RESULTS, report, page_figures, store_path,
+                     lambda store: measure_all(args, store))  # fmt: skip
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from mvpo_envs.bench import webshop_scale as scale
 from mvpo_envs.bench.webshop_scale_page import page_figures, report
 from mvpo_train.study import bench
-from mvpo_train.study.figures_page import write_figures_page
+from mvpo_train.study.figures_page import write_store_page
 
 RESULTS = Path(__file__).parent / "results" / "webshop_scale.md"
 #: products per type; x25 types: 10k, 50k, 200k, 500k, 1.18M (WebShop's full catalog)
@@ -62,14 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(json.dumps(out))
         return 0
-    figures = None
-    if not args.analyze_only:
-        store = bench.open_store(args.work / "results.json")
-        measure(args, store)
-        if not store.data:
-            return 0
-        figures = page_figures(store.data)
-    write_figures_page("webshop_scale", RESULTS, report, figures)
+    store_path = None if args.analyze_only else args.work / "results.json"
+    write_store_page("webshop_scale", RESULTS, report, page_figures, store_path,
+                     lambda store: measure(args, store))  # fmt: skip
     return 0
 
 

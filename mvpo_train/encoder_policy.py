@@ -115,7 +115,6 @@ class EncoderPolicy:
         self.temperature = float(temperature)
         self.max_segment_tokens = int(max_segment_tokens)
         self.pad_id = int(self.tokenizer.pad_token_id or 0)
-        self._cand_cache: dict[str, list[int]] = {}
         self.cache_file = ""  # embedding cache file shared across runs ('' = none)
 
     def persist_cache(self) -> None:
@@ -182,13 +181,8 @@ class EncoderPolicy:
         return out
 
     def candidate_ids(self, action: str, template: PromptTemplate) -> list[int]:
-        ids = self._cand_cache.get(action)
-        if ids is None:
-            ids = self.embedder.ids(action, self.max_segment_tokens) or [self.pad_id]
-            if len(self._cand_cache) > 200_000:
-                self._cand_cache.clear()
-            self._cand_cache[action] = ids
-        return ids
+        # the embedder tokenizes each distinct text once (SegmentEmbedder.ids)
+        return self.embedder.ids(action, self.max_segment_tokens) or [self.pad_id]
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)

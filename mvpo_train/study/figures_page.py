@@ -2,8 +2,10 @@
 git (a ``--work`` folder), the figures the page prints are committed as a JSON beside it, so
 that ``--analyze-only`` rebuilds the page byte for byte from what is committed
 (``benchmarks/searchqa_scale.py``, ``webshop_scale.py``, ``pyserini_overlap.py``);
-:func:`figures_main` is the whole command line of a benchmark that measures with no flags
-(``benchmarks/credit.py``, ``abstraction.py``)."""
+:func:`write_store_page` is the measuring run of the first two (their results kept in a
+:class:`~mvpo_train.study.bench.ResultStore` under ``--work``); :func:`figures_main` is the
+whole command line of a benchmark that measures with no flags (``benchmarks/credit.py``,
+``abstraction.py``)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from typing import Any
 
 from mvpo_train.atomic_write import write_text_atomic
 from mvpo_train.study.analyze_only import AnalyzeOnlyError, saved_results
+from mvpo_train.study.bench import ResultStore, open_store
 
-__all__ = ["figures_main", "write_figures_page"]
+__all__ = ["figures_main", "write_figures_page", "write_store_page"]
 
 
 def write_figures_page(
@@ -44,6 +47,28 @@ def write_figures_page(
         text = report(figures)
     write_text_atomic(page, text)
     print(f"wrote {page}")
+
+
+def write_store_page(
+    prog: str,
+    page: Path,
+    report: Callable[[dict[str, Any]], str],
+    page_figures: Callable[[dict[str, Any]], dict[str, Any]],
+    store_path: Path | None,
+    measure: Callable[[ResultStore], None],
+) -> None:
+    """``--analyze-only`` (``store_path`` None): the page from its committed JSON. Else
+    ``measure`` what the :class:`~mvpo_train.study.bench.ResultStore` at ``store_path`` does not
+    hold yet and write the page of ``page_figures(store.data)`` with its JSON; a store that is
+    still empty writes nothing."""
+    figures = None
+    if store_path is not None:
+        store = open_store(store_path)
+        measure(store)
+        if not store.data:
+            return
+        figures = page_figures(store.data)
+    write_figures_page(prog, page, report, figures)
 
 
 def figures_main(

@@ -33,9 +33,9 @@ class RecordsError(ValueError):
     """The run folder holds no MVPO batch record to read."""
 
 
-def _gigpo_advantages(record) -> np.ndarray:
-    """GiGPO's advantages of the record's batch, with the settings it shares with the run."""
-    fields = {f.name for f in dataclasses.fields(get_estimator("gigpo").config)}
+def _gigpo_advantages(record, fields: set[str]) -> np.ndarray:
+    """GiGPO's advantages of the record's batch, with the settings (GiGPO's config
+    ``fields``) it shares with the run."""
     shared = {k: v for k, v in (record.estimator_config or {}).items() if k in fields}
     return np.asarray(get_estimator("gigpo", **shared)(record.batch)[0], dtype=np.float64)
 
@@ -44,13 +44,14 @@ def repair_magnitude(run_dir: str | Path) -> dict[str, float]:
     """The module docstring's three numbers for the MVPO run in ``run_dir`` (its
     ``records/iter-*.npz``), with ``records``: how many were read and ``changed``: the mean share
     of rows the repair changed (:class:`RecordsError` when it has no MVPO record)."""
+    fields = {f.name for f in dataclasses.fields(get_estimator("gigpo").config)}
     share, rep_sd, gig_sd, changed_share = [], [], [], []
     for path in find_records(run_dir).values():
         record = read_batch_record(path)
         if record.estimator_name != "mvpo" or record.advantages is None:
             continue
         total = np.asarray(record.advantages, dtype=np.float64)
-        gigpo = _gigpo_advantages(record)
+        gigpo = _gigpo_advantages(record, fields)
         repair = total - gigpo
         changed = np.abs(repair) > CHANGED_EPS
         share.append(float((repair**2).sum() / max(float((total**2).sum()), 1e-12)))
