@@ -2,7 +2,11 @@
 ALFWorld": the arms, the setting and the held-out evaluation): does MVPO's repair, driven by the
 exact plan-length oracle, speed learning where the ALFWorld study learned?
 
-Three arms (:data:`ARMS`), paired by seed, in the ``cpu-showcase`` setting (:func:`settings`).
+Five arms (:data:`ARMS`), paired by seed, in the ``cpu-showcase`` setting (:func:`settings`):
+GiGPO and the oracle repair at rho 0 and 1 (the question), and two controls that say what limits
+rho = 1 if it does not help: the same aligned repair at the spread of GiGPO's credit
+(``oracle_scale="credit"``: magnitude) and exact oracle step credit on every row (the positive
+control: what this policy and optimiser reach with it).
 Runs go to ``--base`` (``<base>/<arm>-seed<k>/``, :mod:`mvpo_train.study.runs`): a finished run
 is skipped, an interrupted one resumes, ``<base>/settings.json`` refuses a changed setting.
 Every finished run's compact files are copied into ``--archive`` (committed;
@@ -63,6 +67,11 @@ ARMS: dict[str, tuple[str, dict[str, Any]]] = {
     "gigpo": ("gigpo", {}),
     "oracle-r0": ("mvpo", {"repair_source": "oracle", "oracle_rho": 0.0}),
     "oracle-r1": ("mvpo", {"repair_source": "oracle", "oracle_rho": 1.0}),
+    "oracle-r1-credit": (
+        "mvpo",
+        {"repair_source": "oracle", "oracle_rho": 1.0, "oracle_scale": "credit"},
+    ),
+    "positive": ("mvpo", {"repair_source": "positive"}),
 }
 METRICS = ("area", "final", "heldout")
 
@@ -335,7 +344,8 @@ def head_lines(out: dict[str, Any], machine: str) -> list[str]:
     """The page's title, command, ``machine`` line and settings."""
     st = out["settings"]
     return [
-        "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO",
+        "# Oracle-gain study on ALFWorld: the oracle repair at rho 0 and 1 against GiGPO, "
+        "with two controls",
         "",
         f"Command: `{out['command']}` (tables only: add `--analyze-only`).",
         machine,
@@ -347,7 +357,10 @@ def head_lines(out: dict[str, Any], machine: str) -> list[str]:
         f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st[SEEDS]}, "
         f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
         f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
-        '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1` (docs/alignment.md).',
+        '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1`; the controls '
+        "`oracle-r1-credit` (`rho = 1` at the spread of GiGPO's non-zero advantage, "
+        '`"oracle_scale": "credit"`: magnitude) and `positive` (exact oracle step credit on '
+        "every row: what the policy and optimiser reach with it) (docs/alignment.md).",
         "",
     ]
 

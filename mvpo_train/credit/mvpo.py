@@ -36,9 +36,11 @@ from mvpo_train.credit.alignment_measure import repair_alignment
 from mvpo_train.credit.common import BaseEstimator, StepConfig
 from mvpo_train.credit.gigpo import combine, gigpo_parts, step_diagnostics
 from mvpo_train.credit.oracle_repair import (
+    ORACLE_SCALES,
     ORACLE_SOURCES,
     REPAIR_SOURCES,
     oracle_repair,
+    oracle_scale,
     positive_credit,
     shuffled_repair,
 )
@@ -151,6 +153,7 @@ _CHOICES = {
     "potential_norm": ("none", "scale", "zscore"),
     "d_scale": ("routed_std", "none"),
     "amp_score": AMP_SCORES,
+    "oracle_scale": ORACLE_SCALES,
 }
 
 
@@ -187,8 +190,13 @@ class MVPOConfig(StepConfig):
     step credit of every row). ``oracle_rho`` (float in [0, 1], default 1; read only by
     ``"oracle"``): the alignment ``rho``. ``oracle_seed`` (int >= 0, default 0; read by
     ``"oracle"`` and ``"shuffled"``): the noise and permutation of iteration ``i`` come from
-    ``numpy.random.default_rng([oracle_seed, i])``, so a resumed run draws the same. Kappa,
-    the routing and the combination with ``A^E`` are unchanged by all three.
+    ``numpy.random.default_rng([oracle_seed, i])``, so a resumed run draws the same.
+    ``oracle_scale`` (str, default ``"own"``; read by ``"oracle"`` and ``"positive"``): the
+    spread ``s`` the oracle credit is given before kappa: ``"own"``, the population standard
+    deviation of MVPO's own ``A^Phi`` on the routed rows (only alignment changes between arms);
+    ``"credit"``, that of GiGPO's advantage over the batch's rows where it is non-zero (the
+    scale of the credit GiGPO gives elsewhere: a magnitude arm). Kappa, the routing and the
+    combination with ``A^E`` are unchanged by all of them.
 
     The potential options of docs/estimators.md §3.11-§3.13 (off by default: the paper's reading
     stays bit for bit): ``region_stats`` (str, default ``"batch"``: the potential of a region
@@ -245,6 +253,7 @@ class MVPOConfig(StepConfig):
     repair_source: str = "potential"
     oracle_rho: float = 1.0
     oracle_seed: int = 0
+    oracle_scale: str = "own"
     region_stats: str = "batch"
     pool_decay: float = 0.8
     pool_max_entries: int = 1_000_000
@@ -698,16 +707,18 @@ class MVPO(BaseEstimator):
             self.success_start = success_rate
         self.ema_success = cfg.beta * self.ema_success + (1.0 - cfg.beta) * success_rate
         kappa = self.kappa
+        gigpo_adv = combine(parts, parts.a_s, cfg.omega)
+        scale = oracle_scale(cfg.oracle_scale, a_phi, routed, gigpo_adv)
         if cfg.repair_source == "positive":  # the positive control: oracle credit on every row
-            a_s = kappa * positive_credit(a_phi, self._oracle_decrease(len(batch)), routed)
+            a_s = kappa * positive_credit(self._oracle_decrease(len(batch)), scale)
             repair, routed = a_s, np.ones(len(batch), dtype=bool)
         else:
-            a_phi = self._repair_source(a_phi, routed, len(batch))
+            a_phi = self._repair_source(a_phi, routed, len(batch), scale)
             repair = np.where(routed, kappa * a_phi, 0.0)
             a_s = np.where(routed, repair, parts.a_s if cfg.anchor_credit else 0.0)
         adv = combine(parts, a_s, cfg.omega)
         self._repair_sorted, self._routed_sorted = repair, routed
-        self._gigpo_sorted = combine(parts, parts.a_s, cfg.omega)
+        self._gigpo_sorted = gigpo_adv
 
         rows, _ = batch.milestone_hits
         s = self.amp.update(
@@ -726,15 +737,18 @@ class MVPO(BaseEstimator):
         }
         return adv, diag
 
-    def _repair_source(self, a_phi: np.ndarray, routed: np.ndarray, n: int) -> np.ndarray:
-        """``A^Phi`` from ``repair_source`` (the module :mod:`.oracle_repair`)."""
+    def _repair_source(
+        self, a_phi: np.ndarray, routed: np.ndarray, n: int, scale: float
+    ) -> np.ndarray:
+        """``A^Phi`` from ``repair_source`` (the module :mod:`.oracle_repair`; ``scale``: the
+        oracle's spread, :func:`~mvpo_train.credit.oracle_repair.oracle_scale`)."""
         cfg = self.config
         if cfg.repair_source == "potential":
             return a_phi
         rng = np.random.default_rng([cfg.oracle_seed, self.iteration])
         if cfg.repair_source == "shuffled":
             return shuffled_repair(a_phi, routed, rng)
-        return oracle_repair(a_phi, self._oracle_decrease(n), routed, cfg.oracle_rho, rng)
+        return oracle_repair(a_phi, self._oracle_decrease(n), routed, cfg.oracle_rho, rng, scale)
 
     def _new_pool(self) -> RegionPool | TransitionPool:
         if self.config.potential_estimate == "td":

@@ -10,8 +10,11 @@ the combination with the episode-level advantage, which stay as they are:
 * ``"oracle"``: on the routed rows, ``x = rho * z(D) + sqrt(1 - rho^2) * eps``, with ``D`` the
   decrease of the shortest-plan length across the step (``extras["oracle_plan_decrease"]``),
   ``z`` the standardisation over the routed rows and ``eps`` seeded standard normal noise; ``x``
-  is standardised over the routed rows and multiplied by ``s``, the population standard
-  deviation of MVPO's own ``A^Phi`` there. Only the alignment changes, never the spread.
+  is standardised over the routed rows and multiplied by ``s`` (:func:`oracle_scale`): by
+  default the population standard deviation of MVPO's own ``A^Phi`` there, so only the
+  alignment changes, never the spread; ``oracle_scale="credit"`` takes the spread of GiGPO's
+  non-zero advantage instead (a magnitude arm: the repair at the scale of the credit GiGPO
+  gives elsewhere).
 * ``"shuffled"`` (negative control): MVPO's own ``A^Phi`` values permuted among the routed rows
   (the same multiset of values, no alignment left).
 * ``"positive"`` (positive control): ``s * z(D)`` on *every* row, standardised over all rows,
@@ -29,9 +32,12 @@ import math
 import numpy as np
 
 __all__ = [
+    "ORACLE_SCALES",
     "ORACLE_SOURCES",
     "REPAIR_SOURCES",
+    "credit_scale",
     "oracle_repair",
+    "oracle_scale",
     "own_scale",
     "positive_credit",
     "shuffled_repair",
@@ -42,6 +48,8 @@ __all__ = [
 REPAIR_SOURCES = ("potential", "oracle", "shuffled", "positive")
 #: the sources that read the plan-length oracle of the batch
 ORACLE_SOURCES = ("oracle", "positive")
+#: the values of ``MVPOConfig.oracle_scale``: the spread the oracle credit is given
+ORACLE_SCALES = ("own", "credit")
 
 
 def standardise(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -64,15 +72,36 @@ def own_scale(a_phi: np.ndarray, routed: np.ndarray) -> float:
     return sd if sd > 0.0 else 1.0
 
 
+def credit_scale(gigpo_adv: np.ndarray) -> float:
+    """The population std of GiGPO's advantage over the rows where it is non-zero (1 when
+    there are none or they have no spread): the scale of the credit GiGPO gives."""
+    sel = np.asarray(gigpo_adv, dtype=np.float64)
+    sel = sel[sel != 0.0]
+    sd = float(sel.std()) if sel.size else 0.0
+    return sd if sd > 0.0 else 1.0
+
+
+def oracle_scale(name: str, a_phi: np.ndarray, routed: np.ndarray, gigpo_adv: np.ndarray) -> float:
+    """The spread ``s`` of the oracle credit: ``"own"`` (:func:`own_scale`) or ``"credit"``
+    (:func:`credit_scale`)."""
+    if name == "own":
+        return own_scale(a_phi, routed)
+    if name == "credit":
+        return credit_scale(gigpo_adv)
+    raise ValueError(f"oracle_scale must be one of {list(ORACLE_SCALES)}, got {name!r}")
+
+
 def oracle_repair(
     a_phi: np.ndarray,
     decrease: np.ndarray,
     routed: np.ndarray,
     rho: float,
     rng: np.random.Generator,
+    scale: float | None = None,
 ) -> np.ndarray:
     """``A^Phi`` with its routed rows replaced by the oracle mix at alignment ``rho`` (module
-    docstring); rows off the route keep ``a_phi``. ``rho`` in [0, 1]."""
+    docstring) at spread ``scale`` (default :func:`own_scale`); rows off the route keep
+    ``a_phi``. ``rho`` in [0, 1]."""
     if not 0.0 <= rho <= 1.0:
         raise ValueError(f"oracle_repair: rho must be in [0, 1], got {rho!r}")
     out = np.array(a_phi, dtype=np.float64)
@@ -82,7 +111,8 @@ def oracle_repair(
     eps = np.zeros(len(out))
     eps[routed] = rng.standard_normal(k)
     x = rho * standardise(decrease, routed) + math.sqrt(1.0 - rho * rho) * eps
-    out[routed] = own_scale(a_phi, routed) * standardise(x, routed)[routed]
+    s = own_scale(a_phi, routed) if scale is None else scale
+    out[routed] = s * standardise(x, routed)[routed]
     return out
 
 
@@ -94,8 +124,8 @@ def shuffled_repair(a_phi: np.ndarray, routed: np.ndarray, rng: np.random.Genera
     return out
 
 
-def positive_credit(a_phi: np.ndarray, decrease: np.ndarray, routed: np.ndarray) -> np.ndarray:
-    """``s * z(D)`` on every row (the positive control; ``z`` over all rows, ``s`` from the
-    routed rows as in :func:`own_scale`)."""
+def positive_credit(decrease: np.ndarray, scale: float) -> np.ndarray:
+    """``scale * z(D)`` on every row (the positive control; ``z`` over all rows, ``scale``
+    from :func:`oracle_scale`)."""
     every = np.ones(len(decrease), dtype=bool)
-    return own_scale(a_phi, routed) * standardise(np.asarray(decrease, np.float64), every)
+    return scale * standardise(np.asarray(decrease, np.float64), every)

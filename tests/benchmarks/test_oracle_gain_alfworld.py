@@ -63,7 +63,10 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
              "--archive", str(tmp_path / "archive")]  # fmt: skip
     rng = np.random.default_rng(0)
     truth: dict[str, dict[int, float]] = {}
-    for arm, lift in (("gigpo", 0.0), ("oracle-r0", 0.01), ("oracle-r1", 0.2)):
+    arms = (("gigpo", 0.0), ("oracle-r0", 0.01), ("oracle-r1", 0.2), ("oracle-r1-credit", 0.1),
+            ("positive", 0.15))  # fmt: skip
+    assert {a for a, _ in arms} == set(og.ARMS)  # every arm has finished runs: none starts
+    for arm, lift in arms:
         for seed in (0, 1, 2):
             succ = list(rng.uniform(0.1, 0.2, size=4) + lift)
             truth.setdefault(arm, {})[seed] = float(np.mean(succ))
@@ -71,7 +74,9 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
             _fake_run(run_dir(base, arm, seed), succ, 0.1 + lift + 0.01 * seed, auc)
     og.main([*flags, "--analyze-only"])
     res = json.loads(out.with_suffix(".json").read_text())
-    assert res["progress"] == {"runs_done": 9, "runs_planned": 9}
+    assert res["progress"] == {"runs_done": 15, "runs_planned": 15}
+    assert set(res["pairs"]) == {f"{a} - gigpo" for a, _ in arms[1:]}
+    assert res["arms"]["oracle-r1-credit"]["kwargs"]["oracle_scale"] == "credit"
     r1 = res["arms"]["oracle-r1"]
     assert r1["area"]["mean"] == pytest.approx(np.mean(list(truth["oracle-r1"].values())), abs=1e-6)
     assert r1["auc"] == pytest.approx(1.0) and res["arms"]["gigpo"]["auc"] is None
@@ -88,7 +93,7 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
         "| oracle-r1 | 0.515 | 0.415 | - | 0.900 |" in md and "| gigpo | 0.515 | - | - | - |" in md
     )
     assert "| oracle-r1 - gigpo | 3 |" in md and "Not measured for this study yet" in md
-    assert "the study, 9 runs: " in md  # the estimate from the committed measurements
+    assert "the study, 15 runs: " in md  # the estimate from the committed measurements
     # a sweep over the finished runs starts nothing and records the settings; another lr: refused
     og.main(flags)
     with pytest.raises(SystemExit, match=r"oracle_gain_alfworld: .*changed: \['lr'\]"):
@@ -159,7 +164,7 @@ def test_magnitude_reads_the_finished_runs_records_and_later_analyses_keep_it(og
             )
     og.main([*flags, "--magnitude"])
     res = json.loads(out.with_suffix(".json").read_text())
-    assert set(res["magnitude"]) == {"oracle-r0", "oracle-r1"}  # GiGPO has no repair
+    assert set(res["magnitude"]) == set(og.ARMS) - {"gigpo"}  # GiGPO has no repair
     want = repair_magnitude(run_dir(base, "oracle-r1", 0))
     assert res["magnitude"]["oracle-r1"]["0"] == pytest.approx(want)
     assert "## The repair's magnitude" in out.read_text()

@@ -15,7 +15,9 @@ from mvpo_train.batch import FIELDS, ORACLE_PLAN_DECREASE, ORACLE_PROGRESS, Step
 from mvpo_train.credit import get_estimator
 from mvpo_train.credit.alignment_measure import repair_alignment
 from mvpo_train.credit.oracle_repair import (
+    credit_scale,
     oracle_repair,
+    oracle_scale,
     own_scale,
     positive_credit,
     shuffled_repair,
@@ -107,6 +109,25 @@ def test_the_noise_is_seeded_by_oracle_seed_and_iteration(batch):
     np.testing.assert_array_equal(c(batch)[0], second)
 
 
+def test_credit_scale_gives_the_oracle_gigpos_spread_and_changes_nothing_else(batch):
+    """``oracle_scale="credit"``: the same aligned values on the same routed rows, at the spread
+    of GiGPO's non-zero advantage instead of the own repair's (a magnitude arm)."""
+    _, own = auc_of(batch, 1.0)
+    big = get_estimator("mvpo", repair_source="oracle", oracle_rho=1.0, oracle_scale="credit")
+    big(batch)
+    routed = own.last_routed
+    np.testing.assert_array_equal(big.last_routed, routed)
+    gigpo = own.last_gigpo[own.last_gigpo != 0.0]
+    kappa = own.kappa  # the same kappa schedule state after one call each
+    assert big.last_repair[routed].std() == pytest.approx(kappa * gigpo.std(), rel=1e-9)
+    assert big.last_repair[routed].std() != pytest.approx(own.last_repair[routed].std(), rel=0.05)
+    ratio = big.last_repair[routed] / own.last_repair[routed]
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-9)  # the same values, rescaled
+    pos = get_estimator("mvpo", repair_source="positive", oracle_scale="credit")
+    pos(batch)
+    assert pos.last_repair.std() == pytest.approx(pos.kappa * gigpo.std(), rel=1e-9)
+
+
 def test_shuffled_control_keeps_the_multiset_of_repair_values(batch):
     own = get_estimator("mvpo")
     own(batch)
@@ -175,6 +196,7 @@ def test_asking_for_the_oracle_without_labels_is_refused_in_one_line(batch, sour
         ({"oracle_rho": 1.5}, "oracle_rho"),
         ({"oracle_rho": float("nan")}, "oracle_rho"),
         ({"oracle_seed": -1}, "oracle_seed"),
+        ({"oracle_scale": "gigpo"}, "oracle_scale"),
     ],
 )
 def test_bad_options_name_the_field(kwargs, field):
@@ -197,8 +219,17 @@ def test_pure_functions_by_hand():
     assert out[3] == 9.0  # off the route: untouched
     sh = shuffled_repair(x, rows, np.random.default_rng(1))
     assert sorted(sh[:3]) == [1.0, 2.0, 3.0] and sh[3] == 9.0
-    pc = positive_credit(x, d, rows)
+    pc = positive_credit(d, own_scale(x, rows))
     np.testing.assert_allclose(pc, own_scale(x, rows) * standardise(d, np.ones(4, bool)))
+    out = oracle_repair(x, d, rows, 1.0, np.random.default_rng(0), scale=2.5)
+    np.testing.assert_allclose(out[:3], 2.5 * standardise(d, rows)[:3])
+    gigpo = np.array([0.0, 2.0, -2.0, 0.0, 4.0])
+    assert credit_scale(gigpo) == pytest.approx(np.std([2.0, -2.0, 4.0]))
+    assert credit_scale(np.zeros(3)) == 1.0
+    assert oracle_scale("own", x, rows, gigpo) == own_scale(x, rows)
+    assert oracle_scale("credit", x, rows, gigpo) == credit_scale(gigpo)
+    with pytest.raises(ValueError, match="oracle_scale"):
+        oracle_scale("gigpo", x, rows, gigpo)
     with pytest.raises(ValueError, match="rho"):
         oracle_repair(x, d, rows, -0.1, rng)
 
