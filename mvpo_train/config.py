@@ -112,6 +112,7 @@ ScoreLogprob = Literal["choice", "tokens"]
 ScoreImpl = Literal["kv", "concat"]
 EncoderHead = Literal["factored", "concat"]
 EmbeddingRuntime = Literal["auto", "onnx", "torch"]
+EmbeddingBatching = Literal["auto", "rows1", "pad8xdyn"]
 Backend = Literal["hf", "vllm"]  # the built-in names; any registered one is accepted
 RatioLevel = Literal["token", "sequence"]
 LossAgg = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
@@ -269,6 +270,23 @@ class TrainConfig:
         "from before this field or before auto was the default). onnx uses --threads intra-op "
         "threads (docs/policies.md, 'Where MiniLM runs')",
         before="torch",
+    )
+    embedding_batching: EmbeddingBatching = _f(
+        "auto",
+        "encoder policy: how MiniLM's forward passes are batched on onnxruntime (str); auto "
+        "(default: pad8xdyn where its masked ONNX export passes its build check, else rows1 "
+        "with one log line) | pad8xdyn (a text padded to its length + 2 rounded up to a "
+        "multiple of 8, padding masked; every text of one padded length of a call in one pass "
+        "of 2-64 rows; a failed export check is one error line) | rows1 (one text per pass, "
+        "no padding; every run before this field). On --embedding-runtime torch PyTorch's own "
+        "scheme runs (pad8xdyn is refused). A text's vector never depends on its neighbours, "
+        "but the two schemes' vectors differ in their last bits, so the batching is part of "
+        "the --embedding-cache key (one section each) and a resumed run keeps its own: auto on "
+        "--resume takes the batching its config.yaml recorded (rows1 for a run from before "
+        "this field). pad8xdyn was 1.13-1.22x faster than rows1 on the short texts of a "
+        "household env's iteration, 0.96x on a shop env's long ones (benchmarks/results/"
+        "embedding_batching.md; docs/policies.md, 'Where MiniLM runs')",
+        before="rows1",
     )
     action_mode: ActionMode = _f("score", "score (rank admissible actions) | generate (free text)")
     prompt_style: PromptStyle = _f(

@@ -362,7 +362,8 @@ def load_encoder_policy(cfg: Any, model: str | None = None) -> EncoderPolicy:
     ``cfg.model``) is a head folder, or ``tiny-qwen2``/``fresh`` for a new head initialised
     from the global torch RNG (seeded by the trainer)."""
     _check_config(cfg)
-    embedder = SegmentEmbedder(runtime=getattr(cfg, "embedding_runtime", "torch"))
+    embedder = SegmentEmbedder(runtime=getattr(cfg, "embedding_runtime", "torch"),
+                               batching=getattr(cfg, "embedding_batching", "rows1"))  # fmt: skip
     name = model or cfg.model
     if name in FRESH:
         head = ScorerHead(embedder.dim, 256, embedder.fingerprint,

@@ -12,21 +12,28 @@
   vectors (about 3e-7 measured) and faster on a CPU;
 * ``auto``: ``onnx`` when onnxruntime and onnx import, else ``torch``.
 
-On either runtime the shape of a text's forward pass depends on its own length only, so a
-text's vector never depends on the texts embedded with it: PyTorch groups short texts of one
-length 8 to a pass (:meth:`SegmentEmbedder.rows_for`), onnxruntime embeds every text in a pass
-of its own (:attr:`SegmentEmbedder.ONNX_BATCHING`: there a one-row pass costs a fraction of
-an eight-row one, and a rollout step rarely has several new texts of one length). Passes of a
-fixed shape per text that hold several texts (its length rounded up, a fixed row count, padding
-masked) would keep a vector a function of its text on onnxruntime too, bit for bit, but on a
-training iteration's texts they were no faster than one text per pass, and passes of every
-text of a rounded length a call has (at least 2 rows) 1.1-1.2x faster on ALFWorld's, not on
-WebShop's (``benchmarks/results/embedding_batching.md``, docs/policies.md). Vectors of the two
-runtimes are kept apart: :attr:`SegmentEmbedder.cache_key` names the batching and the runtime
-(``+rows1+onnx``; a PyTorch key is the key of the files written before ONNX existed), and an
-embedding cache file holds one section per runtime, so a file written by one is extended,
-never mixed into, by the other (mixing would make a cached vector differ in its last bits
-from the one the same run would compute, and resume would not be bit-exact).
+How texts are batched into forward passes (``batching``) never lets a text's vector depend on
+the texts embedded with it. PyTorch groups short texts of one length 8 to a pass
+(:meth:`SegmentEmbedder.rows_for`; a fixed shape per length). On onnxruntime there are two
+schemes (:data:`EMBEDDING_BATCHINGS`):
+
+* ``pad8xdyn`` (``auto``, the default, where its export passes its build check): a text of
+  ``n`` word pieces is padded to ``n + 2`` tokens rounded up to a multiple of 8 (padding
+  masked, masked mean pooling) and every text of one padded length of a call goes in one pass
+  of at least 2 rows (a lone text doubled) and at most 64
+  (:func:`mvpo_train.minilm_onnx.padded_encode`, on the masked export). onnxruntime gives a
+  text the same bits in passes of any row count >= 2, which the export's build checks
+  (``auto`` falls back to ``rows1`` with one log line where it fails); 1.13-1.22x faster than
+  ``rows1`` on ALFWorld's texts, 0.96x on WebShop's (``benchmarks/results/embedding_batching.md``);
+* ``rows1``: every text in a pass of its own, unpadded (:attr:`SegmentEmbedder.ONNX_BATCHING`;
+  the only scheme before ``pad8xdyn``: a run recorded with it resumes on it, bit for bit).
+
+Vectors of the runtimes and batchings are kept apart: :attr:`SegmentEmbedder.cache_key` names
+the batching and the runtime (``+pad8xdyn+onnx``, ``+rows1+onnx``; a PyTorch key is the key
+of the files written before ONNX existed), and an embedding cache file holds one section per
+runtime and batching (:attr:`SegmentEmbedder.section`), so a file written by one is extended,
+never mixed into, by another (mixing would make a cached vector differ in its last bits from
+the one the same run would compute, and resume would not be bit-exact).
 """
 
 from __future__ import annotations
@@ -41,16 +48,22 @@ from typing import Any, Literal
 import torch
 
 __all__ = [
+    "EMBEDDING_BATCHINGS",
     "EMBEDDING_RUNTIMES",
+    "EmbeddingBatching",
     "EmbeddingRuntime",
     "SegmentEmbedder",
     "resolve_runtime",
+    "resumed_batching",
     "resumed_runtime",
 ]
 
 EmbeddingRuntime = Literal["auto", "onnx", "torch"]
 #: the values of ``--embedding-runtime``
 EMBEDDING_RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
+EmbeddingBatching = Literal["auto", "rows1", "pad8xdyn"]
+#: the values of ``--embedding-batching``
+EMBEDDING_BATCHINGS: tuple[str, ...] = ("auto", "rows1", "pad8xdyn")
 #: the arrays of one runtime's section of a cache file (the ``torch`` section has no prefix)
 _ARRAYS = ("fingerprint", "ids", "offsets", "vectors")
 log = logging.getLogger("mvpo.embedder")
@@ -84,7 +97,22 @@ def resumed_runtime(requested: str, run_dir: str | Path) -> str:
     vectors of another runtime differ in their last bits, so the run would not resume bit for
     bit. A missing, linked or unreadable ``config.yaml`` leaves ``requested`` (the resume is
     refused later for that, in one line): it is read by :func:`mvpo_train.config.load_config`."""
-    from mvpo_train.config import ConfigError, load_config
+    return _resumed("embedding_runtime", requested, run_dir, EMBEDDING_RUNTIMES)
+
+
+def resumed_batching(requested: str, run_dir: str | Path) -> str:
+    """The batching setting of a run resumed from ``run_dir``, as :func:`resumed_runtime`:
+    ``auto`` keeps the value its ``config.yaml`` recorded, ``rows1`` when it records none (a
+    run from before the setting existed ran one text per pass on onnxruntime)."""
+    return _resumed("embedding_batching", requested, run_dir, EMBEDDING_BATCHINGS)
+
+
+def _resumed(name: str, requested: str, run_dir: str | Path, values: tuple[str, ...]) -> str:
+    """``requested`` unless ``auto``; then the value of the field ``name`` the run's
+    ``config.yaml`` recorded, or the field's ``before`` when it records none."""
+    import dataclasses
+
+    from mvpo_train.config import ConfigError, TrainConfig, load_config
 
     if requested != "auto":
         return requested
@@ -92,21 +120,24 @@ def resumed_runtime(requested: str, run_dir: str | Path) -> str:
         saved = load_config(Path(run_dir) / "config.yaml")
     except ConfigError:
         return requested
-    value = saved.get("embedding_runtime", "torch")
-    return value if value in EMBEDDING_RUNTIMES else requested
+    before = {f.name: f.metadata.get("before") for f in dataclasses.fields(TrainConfig)}[name]
+    value = saved.get(name, before)
+    return value if value in values else requested
 
 
 class SegmentEmbedder:
     """Mean-pooled, unit-length all-MiniLM-L6-v2 embeddings of word-piece id sequences,
     cached (LRU) by the ids; the empty sequence embeds to zeros.
 
-    Forward passes (docs/policies.md, "Embedding cache"): texts of one token length go
-    together, ``SHORT_ROWS`` to a pass (the last repeated as padding) when they have at most
+    Forward passes on PyTorch (docs/policies.md, "Embedding cache"): texts of one token length
+    go together, ``SHORT_ROWS`` to a pass (the last repeated as padding) when they have at most
     ``SHORT_TOKENS`` word pieces, one to a pass when longer. The shape of a text's pass thus
     depends on its own length only, so its embedding does not depend on the texts embedded
     with it; long texts go alone because a rollout step rarely has two new texts of the same
     long length, and padding them to 8 rows cost up to 8x their compute
-    (``benchmarks/embedding_batching.py``). ``runtime``: module docstring."""
+    (``benchmarks/embedding_batching.py``). ``runtime`` and ``batching`` (onnxruntime's
+    schemes; on PyTorch ``auto`` and ``rows1`` mean PyTorch's scheme and ``pad8xdyn`` is
+    refused): module docstring."""
 
     #: texts of at most this many word pieces share a forward pass ...
     SHORT_TOKENS = 16
@@ -115,11 +146,13 @@ class SegmentEmbedder:
     #: the scheme's name, part of an embedding cache file's key (another scheme's last bits
     #: differ) and of a warm start's settings
     BATCHING = f"rows{SHORT_ROWS}<={SHORT_TOKENS},1"
-    #: the ``onnx`` runtime's scheme: one text per pass, any length (on onnxruntime a one-row
-    #: pass costs a fraction of an eight-row one: the ``minilm`` row of
-    #: ``benchmarks/results/cpu_cost.md``; fixed-shape padded passes of several texts were no
-    #: faster: ``benchmarks/results/embedding_batching.md``)
+    #: the ``onnx`` runtime's first scheme: one text per pass, any length, on the ids export
+    #: (on onnxruntime a one-row pass costs a fraction of an eight-row one: the ``minilm`` row
+    #: of ``benchmarks/results/cpu_cost.md``); its cache section keeps the prefix ``onnx_``
     ONNX_BATCHING = "rows1"
+    #: the ``onnx`` runtime's default scheme: dynamic padded passes on the masked export
+    #: (module docstring; ``benchmarks/results/embedding_batching.md``)
+    PADDED_BATCHING = "pad8xdyn"
 
     @classmethod
     def rows_for(cls, n_tokens: int) -> int:
@@ -132,6 +165,7 @@ class SegmentEmbedder:
         cache_size: int = 200_000,
         runtime: EmbeddingRuntime = "torch",
         onnx_root: Path | None = None,
+        batching: EmbeddingBatching = "auto",
     ):
         from transformers import AutoConfig, AutoTokenizer
 
@@ -140,6 +174,17 @@ class SegmentEmbedder:
         self.model_path = model_path or default_embedding_model_path()
         self.fingerprint = encoder_fingerprint(self.model_path)
         self.runtime = resolve_runtime(runtime)
+        if batching not in EMBEDDING_BATCHINGS:
+            raise ValueError(
+                f"embedding batching {batching!r}: expected one of {EMBEDDING_BATCHINGS}"
+            )
+        if batching == self.PADDED_BATCHING and self.runtime == "torch":
+            raise ValueError(
+                f"embedding batching {batching!r} runs on onnxruntime, not PyTorch (pass "
+                "--embedding-runtime onnx, or --embedding-batching auto)"
+            )
+        #: the batching asked for (:attr:`batching`: the one used)
+        self.requested_batching = str(batching)
         #: where the ONNX export is cached (None: the project's cache folder)
         self.onnx_root = onnx_root
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
@@ -171,20 +216,38 @@ class SegmentEmbedder:
         return encoder
 
     @cached_property
-    def onnx_encoder(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        """The onnxruntime session (opened, or exported and checked, on first use; its
-        threads: torch's thread count then)."""
+    def onnx_encoder(self) -> Callable[..., torch.Tensor]:
+        """The onnxruntime session of this embedder's batching: the masked export for
+        ``pad8xdyn``, the ids export for ``rows1`` (opened, or exported and checked, on first
+        use; its threads: torch's thread count then)."""
+        if self.batching == self.PADDED_BATCHING:
+            return self._masked_encoder
         from mvpo_train.minilm_onnx import check_batches, open_export
-
-        def tokenize(text: str) -> list[int]:
-            return self.ids(text, 256)
 
         return open_export(
             self.fingerprint,
             lambda: self.encoder,
-            lambda: check_batches(self.cls_id, self.sep_id, self.rows_for, tokenize),
+            lambda: check_batches(self.cls_id, self.sep_id, self.rows_for, self._check_ids),
             root=self.onnx_root,
         )
+
+    @cached_property
+    def _masked_encoder(self) -> Callable[..., torch.Tensor]:
+        """The masked export's session (built and checked first when missing)."""
+        from mvpo_train.minilm_onnx import check_seqs, open_masked_export
+
+        return open_masked_export(
+            self.fingerprint,
+            lambda: self.encoder,
+            lambda: check_seqs(self._check_ids),
+            self.cls_id,
+            self.sep_id,
+            root=self.onnx_root,
+        )
+
+    def _check_ids(self, text: str) -> list[int]:
+        """A build check text's ids."""
+        return self.ids(text, 256)
 
     #: texts whose word-piece ids :meth:`ids` keeps (emptied when full: a prompt's history
     #: observations recur at every step, so most lookups hit)
@@ -209,36 +272,62 @@ class SegmentEmbedder:
     @property
     def cache_key(self) -> str:
         """What a cache file's section must have been written with: this encoder, batching
-        and runtime (the PyTorch runtime's key has no suffix: the files written before
-        ONNX existed)."""
+        and runtime (``<fingerprint>+pad8xdyn+onnx``; the PyTorch runtime's key has no
+        runtime suffix: the files written before ONNX existed)."""
         key = f"{self.fingerprint}+{self.batching}"
         return key if self.runtime == "torch" else f"{key}+{self.runtime}"
 
-    @property
+    @cached_property
     def batching(self) -> str:
-        """The name of this runtime's batching scheme (:attr:`BATCHING` on PyTorch,
-        :attr:`ONNX_BATCHING` on onnxruntime)."""
-        return self.BATCHING if self.runtime == "torch" else self.ONNX_BATCHING
+        """The name of the batching scheme in use: :attr:`BATCHING` on PyTorch; on
+        onnxruntime :attr:`PADDED_BATCHING` (``auto`` or ``pad8xdyn`` asked for: its masked
+        export is opened, or built and checked, now; where that fails, ``auto`` is
+        :attr:`ONNX_BATCHING` with one log line, ``pad8xdyn`` the export's one-line
+        :class:`~mvpo_train.minilm_onnx.OnnxExportError`) or :attr:`ONNX_BATCHING`."""
+        from mvpo_train.minilm_onnx import OnnxExportError
+
+        if self.runtime == "torch":
+            return self.BATCHING
+        if self.requested_batching == self.ONNX_BATCHING:
+            return self.ONNX_BATCHING
+        try:
+            self._masked_encoder  # noqa: B018 - its build check decides
+        except OnnxExportError as err:
+            if self.requested_batching != "auto":
+                raise
+            log.info("embedding batching auto: %s; MiniLM runs one text per pass (rows1)", err)
+            return self.ONNX_BATCHING
+        return self.PADDED_BATCHING
 
     def pass_rows(self, n_tokens: int) -> int:
-        """Rows of this runtime's forward pass for a text of ``n_tokens`` word pieces."""
-        return self.rows_for(n_tokens) if self.runtime == "torch" else 1
+        """Rows of this embedder's forward pass for a text of ``n_tokens`` word pieces; 0 for
+        ``pad8xdyn``: as many as the call has texts of its padded length (at least 2, at most
+        :data:`~mvpo_train.minilm_onnx.DYNAMIC_CAP`)."""
+        if self.runtime == "torch":
+            return self.rows_for(n_tokens)
+        return 0 if self.batching == self.PADDED_BATCHING else 1
 
     @property
-    def _section(self) -> str:
-        """The prefix of this runtime's arrays in a cache file."""
-        return "" if self.runtime == "torch" else f"{self.runtime}_"
+    def section(self) -> str:
+        """The prefix of this runtime's and batching's arrays in a cache file: none for
+        PyTorch (the files from before ONNX existed), ``onnx_`` for ``rows1`` (the files from
+        before ``pad8xdyn`` existed), ``onnx-pad8xdyn_`` for ``pad8xdyn``."""
+        if self.runtime == "torch":
+            return ""
+        if self.batching == self.ONNX_BATCHING:
+            return f"{self.runtime}_"
+        return f"{self.runtime}-{self.batching}_"
 
     def load_cache(self, path: str | Path) -> int:
-        """Add the embeddings of this runtime's section of a cache file written by
-        :meth:`save_cache` (another encoder's or batching's is refused; a file with no
-        section of this runtime adds nothing); returns how many were added."""
+        """Add the embeddings of this runtime's and batching's section of a cache file
+        written by :meth:`save_cache` (another encoder's or batching's is refused; a file with
+        no such section adds nothing); returns how many were added."""
         path = Path(path)
         if not path.is_file():
             return 0
         import numpy as np
 
-        sec = self._section
+        sec = self.section
         with np.load(path, allow_pickle=False) as z:
             if f"{sec}fingerprint" not in z.files:
                 if not any(name.endswith("fingerprint") for name in z.files):
@@ -259,9 +348,9 @@ class SegmentEmbedder:
         return added
 
     def save_cache(self, path: str | Path) -> int:
-        """Merge this embedder's cache into its runtime's section of ``path`` (read, union,
-        write a temporary file with the other runtimes' sections as they were, rename:
-        concurrent runs never leave a torn file); returns the entries written."""
+        """Merge this embedder's cache into its section of ``path`` (read, union, write a
+        temporary file with the other sections as they were, rename: concurrent runs never
+        leave a torn file); returns the entries written."""
         import os
 
         import numpy as np
@@ -269,7 +358,7 @@ class SegmentEmbedder:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.load_cache(path)  # keep what other runs added since
-        sec = self._section
+        sec = self.section
         ours = {f"{sec}{name}" for name in _ARRAYS}
         others: dict[str, Any] = {}
         if path.is_file():
@@ -291,8 +380,11 @@ class SegmentEmbedder:
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``[rows, dim]`` unit-length mean-pooled vectors of one pass of ``[rows, tokens]``
-        ids (no padding) on this embedder's runtime."""
+        ids (no padding) on this embedder's runtime and export (the masked one: every token
+        unmasked)."""
         if self.runtime == "onnx":
+            if self.batching == self.PADDED_BATCHING:
+                return self.onnx_encoder(ids, torch.ones_like(ids))
             return self.onnx_encoder(ids)
         hidden = self.encoder(input_ids=ids, attention_mask=torch.ones_like(ids))[0]
         return torch.nn.functional.normalize(hidden.mean(dim=1), dim=-1)
@@ -304,9 +396,16 @@ class SegmentEmbedder:
         rows_for: Callable[[int], int] | None = None,
     ) -> dict[tuple[int, ...], torch.Tensor]:
         """Encoder forward passes for ``texts`` (distinct, non-empty id sequences), the cache
-        neither read nor written: texts of one token length ``n`` go ``rows_for(n)`` to a pass
-        (default :meth:`pass_rows`; ``benchmarks/embedding_batching.py`` passes another
-        scheme's), the last repeated as padding."""
+        neither read nor written: ``pad8xdyn`` (no ``rows_for``) in dynamic padded passes
+        (:func:`mvpo_train.minilm_onnx.padded_encode`); else texts of one token length ``n``
+        go ``rows_for(n)`` to an unpadded pass (default :meth:`pass_rows`;
+        ``benchmarks/embedding_batching.py`` passes another scheme's), the last repeated as
+        padding."""
+        if rows_for is None and self.batching == self.PADDED_BATCHING:
+            from mvpo_train.minilm_onnx import padded_encode
+
+            got = padded_encode(self.onnx_encoder, texts, self.cls_id, self.sep_id)
+            return {s: v.float() for s, v in got["vectors"].items()}
         rows_for = rows_for or self.pass_rows
         by_len: dict[int, list[tuple[int, ...]]] = {}
         for s in texts:

@@ -57,7 +57,7 @@ from mvpo_train.progress import episode_ticker, work_bar
 from mvpo_train.records import write_batch_record
 from mvpo_train.run_folder import check_run_dir_name, plan_run, say, write_error
 from mvpo_train.run_lock import RunLock, hold_run_lock
-from mvpo_train.segment_embedder import resumed_runtime
+from mvpo_train.segment_embedder import resumed_batching, resumed_runtime
 from mvpo_train.threads import set_torch_threads
 from mvpo_train.tracking import check_available, resolve_report_to
 from mvpo_train.train_state import TrainState
@@ -93,9 +93,10 @@ def train(cfg: TrainConfig) -> list[dict[str, Any]]:
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     threads = set_torch_threads(cfg.threads, local_ranks, cfg.run_dir if cfg.resume else None)
     cfg = dataclasses.replace(cfg, threads=threads)
-    if cfg.resume:  # embedding_runtime auto: the run's own MiniLM runtime (docs/policies.md)
+    if cfg.resume:  # embedding_* auto: the run's own MiniLM runtime and batching (policies.md)
         runtime = resumed_runtime(cfg.embedding_runtime, cfg.run_dir)
-        cfg = dataclasses.replace(cfg, embedding_runtime=runtime)
+        batching = resumed_batching(cfg.embedding_batching, cfg.run_dir)
+        cfg = dataclasses.replace(cfg, embedding_runtime=runtime, embedding_batching=batching)
     check_run_dir_name(Path(cfg.run_dir), cfg.overwrite)
     lock = hold_run_lock(cfg.run_dir, create=not cfg.resume) if ctx.is_main else None
     try:

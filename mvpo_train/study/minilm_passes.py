@@ -3,11 +3,13 @@ docs/policies.md, "Embedding cache" and "Where MiniLM runs"): the recorded embed
 training iteration embedded by PyTorch's schemes (:func:`embed_calls`), by onnxruntime one text
 a pass and in fixed-shape or dynamic padded passes (:func:`compare_runtimes`, on an export that
 takes an attention mask: :func:`masked_export`, :func:`padded_encode`), and MiniLM's arithmetic
-rate on onnxruntime by pass shape (:func:`arithmetic_rates`). CPU time, the caller's threads."""
+rate on onnxruntime by pass shape (:func:`arithmetic_rates`). CPU time, the caller's threads.
+The padded passes and the masked export are the product's (:mod:`mvpo_train.minilm_onnx`:
+``pad8xdyn`` is the ``onnx`` runtime's default batching); this module only varies their
+shapes."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,16 +17,17 @@ from typing import Any
 
 import torch
 
+from mvpo_train.minilm_onnx import DYNAMIC_CAP, padded_encode, padded_length, write_masked_model
+
 __all__ = ["DYNAMIC_CAP", "PADDED", "RATE_SHAPES", "arithmetic_rates", "compare_runtimes",
            "compare_schemes", "embed_calls", "masked_export", "padded_encode", "padded_length", "record_calls"]  # fmt: skip
 
 
 #: padded passes on onnxruntime: name -> (token multiple, rows of every pass; 0: as many rows
-#: as the call has texts of that padded length, at least 2, at most :data:`DYNAMIC_CAP`)
+#: as the call has texts of that padded length, at least 2, at most :data:`DYNAMIC_CAP`;
+#: ``pad8xdyn`` is the ``onnx`` runtime's default)
 PADDED = {"pad16x8": (16, 8), "pad16x4": (16, 4), "pad8x2": (8, 2), "pad2x2": (2, 2),
           "pad4xdyn": (4, 0), "pad8xdyn": (8, 0)}  # fmt: skip
-#: the most rows of a dynamic pass
-DYNAMIC_CAP = 64
 #: pass shapes (tokens, rows) of the arithmetic-rate table
 RATE_SHAPES = ((16, 1), (32, 1), (64, 1), (128, 1), (32, 8), (64, 16))
 
@@ -109,77 +112,13 @@ def compare_schemes(calls: list[list[tuple[int, ...]]], repeats: int) -> dict[st
     }  # fmt: skip
 
 
-class _MaskedPooled(torch.nn.Module):
-    """ids and attention mask -> unit-length mean of the unmasked tokens' last hidden states."""
-
-    def __init__(self, encoder: torch.nn.Module):
-        super().__init__()
-        self.encoder = encoder
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask)[0]
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
-
-
 def masked_export(encoder: torch.nn.Module, path: Path) -> Any:
-    """An ONNX export of MiniLM that takes an attention mask (the project's export does not:
-    its passes have no padding), opened on onnxruntime with 1 thread; the export options of
-    :func:`mvpo_train.minilm_onnx.build_export`."""
-    import warnings
+    """The masked ONNX export of MiniLM (:func:`mvpo_train.minilm_onnx.write_masked_model`,
+    not checked) written to ``path``, opened on onnxruntime with 1 thread."""
+    from mvpo_train.minilm_onnx import OnnxEncoder
 
-    from mvpo_train.minilm_onnx import OPSET, OnnxEncoder
-
-    ids = torch.tensor([[101, 2000, 102, 0]] * 2)
-    axes = {"rows": 0, "tokens": 1}
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
-        torch.onnx.export(
-            _MaskedPooled(encoder).eval(), (ids, (ids != 0).long()), str(path),
-            input_names=["input_ids", "attention_mask"], output_names=["vectors"],
-            dynamic_axes={"input_ids": {v: k for k, v in axes.items()},
-                          "attention_mask": {v: k for k, v in axes.items()},
-                          "vectors": {0: "rows"}},
-            opset_version=OPSET, dynamo=False,
-        )  # fmt: skip
+    write_masked_model(encoder, path)
     return OnnxEncoder(path, threads=1)
-
-
-def padded_length(n_tokens: int, multiple: int) -> int:
-    """Tokens of the padded pass of a text of ``n_tokens`` word pieces ([CLS] and [SEP] too)."""
-    return -(-(n_tokens + 2) // multiple) * multiple
-
-
-def padded_encode(
-    session: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    texts: Sequence[tuple[int, ...]],
-    cls_id: int,
-    sep_id: int,
-    multiple: int,
-    rows: int,
-    cap: int = DYNAMIC_CAP,
-) -> dict[str, Any]:
-    """``texts`` (distinct id sequences) in passes ``[rows, padded_length(n)]``: texts of one
-    padded length ``rows`` to a pass in the order given (``rows`` 0: all of them, at least 2
-    rows, at most ``cap``), the last repeated as padding rows, padding tokens 0 and
-    masked. The vectors, passes and tokens computed."""
-    by_len: dict[int, list[tuple[int, ...]]] = {}
-    for s in texts:
-        by_len.setdefault(padded_length(len(s), multiple), []).append(s)
-    out: dict[tuple[int, ...], torch.Tensor] = {}
-    passes = tokens = 0
-    for length, group in by_len.items():
-        step = rows or cap
-        for k in range(0, len(group), step):
-            part = group[k : k + step]
-            n_rows = rows or max(2, len(part))
-            ids = torch.zeros(n_rows, length, dtype=torch.long)
-            for r, s in enumerate(part + [part[-1]] * (n_rows - len(part))):
-                ids[r, : len(s) + 2] = torch.tensor([cls_id, *s, sep_id])
-            vec = session(ids, (ids != 0).long())
-            out.update(zip(part, vec[: len(part)], strict=True))
-            passes, tokens = passes + 1, tokens + n_rows * length
-    return {"vectors": out, "passes": passes, "tokens": tokens}
 
 
 def compare_runtimes(calls: list[list[tuple[int, ...]]], repeats: int) -> dict[str, Any]:
@@ -189,46 +128,44 @@ def compare_runtimes(calls: list[list[tuple[int, ...]]], repeats: int) -> dict[s
     whose vector changed when its call was embedded in reverse order."""
     from mvpo_train.segment_embedder import SegmentEmbedder
 
-    emb, onnx = SegmentEmbedder(), SegmentEmbedder(runtime="onnx")
-    onnx.onnx_encoder  # noqa: B018 - opened (or exported once per machine) before any timing
-    with tempfile.TemporaryDirectory() as tmp:
-        session = masked_export(emb.encoder, Path(tmp) / "masked.onnx")
+    emb, onnx = SegmentEmbedder(), SegmentEmbedder(runtime="onnx", batching="rows1")
+    # both exports opened (or built and checked once per machine) before any timing
+    onnx.onnx_encoder  # noqa: B018
+    session = SegmentEmbedder(runtime="onnx", batching="pad8xdyn").onnx_encoder
 
-        def padded(name: str, order: int = 1) -> dict:
-            multiple, rows = PADDED[name]
-            out: dict = {"vectors": {}, "passes": 0, "tokens": 0}
-            for c in calls:
-                cap = DYNAMIC_CAP if order == 1 else 5
-                got = padded_encode(
-                    session, c[::order], emb.cls_id, emb.sep_id, multiple, rows, cap
-                )
-                out["vectors"].update(got["vectors"])
-                out["passes"] += got["passes"]
-                out["tokens"] += got["tokens"]
-            return out
+    def padded(name: str, order: int = 1) -> dict:
+        multiple, rows = PADDED[name]
+        out: dict = {"vectors": {}, "passes": 0, "tokens": 0}
+        for c in calls:
+            cap = DYNAMIC_CAP if order == 1 else 5
+            got = padded_encode(session, c[::order], emb.cls_id, emb.sep_id, multiple, rows, cap)
+            out["vectors"].update(got["vectors"])
+            out["passes"] += got["passes"]
+            out["tokens"] += got["tokens"]
+        return out
 
-        def unpadded(e: SegmentEmbedder) -> dict:
-            vectors = {k: v for c in calls for k, v in e.encode(c).items()}
-            sizes: dict[tuple[int, int], int] = {}  # (call, length) -> texts
-            for k, c in enumerate(calls):
-                for s in c:
-                    sizes[k, len(s)] = sizes.get((k, len(s)), 0) + 1
-            rows = {key: e.pass_rows(key[1]) for key in sizes}
-            passes = sum(-(-m // rows[key]) for key, m in sizes.items())
-            tokens = sum(-(-m // rows[key]) * rows[key] * (key[1] + 2) for key, m in sizes.items())
-            return {"vectors": vectors, "passes": passes, "tokens": tokens}
+    def unpadded(e: SegmentEmbedder) -> dict:
+        vectors = {k: v for c in calls for k, v in e.encode(c).items()}
+        sizes: dict[tuple[int, int], int] = {}  # (call, length) -> texts
+        for k, c in enumerate(calls):
+            for s in c:
+                sizes[k, len(s)] = sizes.get((k, len(s)), 0) + 1
+        rows = {key: e.pass_rows(key[1]) for key in sizes}
+        passes = sum(-(-m // rows[key]) for key, m in sizes.items())
+        tokens = sum(-(-m // rows[key]) * rows[key] * (key[1] + 2) for key, m in sizes.items())
+        return {"vectors": vectors, "passes": passes, "tokens": tokens}
 
-        variants = {"torch (current)": lambda: unpadded(emb), "onnx rows1": lambda: unpadded(onnx),
-                    **{f"onnx {name}": (lambda name=name: padded(name)) for name in PADDED}}  # fmt: skip
-        runs: dict[str, list[tuple[float, dict]]] = {k: [] for k in variants}
-        with torch.no_grad():
-            for _ in range(repeats):
-                for name, fn in variants.items():
-                    start = time.process_time()
-                    got = fn()
-                    runs[name].append((time.process_time() - start, got))
-            # dynamic passes: reversed and at most 5 rows (other row counts too)
-            reversed_ = {name: padded(name, -1)["vectors"] for name in PADDED}
+    variants = {"torch (current)": lambda: unpadded(emb), "onnx rows1": lambda: unpadded(onnx),
+                **{f"onnx {name}": (lambda name=name: padded(name)) for name in PADDED}}  # fmt: skip
+    runs: dict[str, list[tuple[float, dict]]] = {k: [] for k in variants}
+    with torch.no_grad():
+        for _ in range(repeats):
+            for name, fn in variants.items():
+                start = time.process_time()
+                got = fn()
+                runs[name].append((time.process_time() - start, got))
+        # dynamic passes: reversed and at most 5 rows (other row counts too)
+        reversed_ = {name: padded(name, -1)["vectors"] for name in PADDED}
     texts = [s for c in calls for s in c]
     ref = runs["onnx rows1"][0][1]["vectors"]
     out = {}
@@ -254,7 +191,7 @@ def arithmetic_rates(repeats: int) -> list[dict[str, Any]]:
     mixing: 4 x tokens x hidden per token), the best of ``repeats`` timings."""
     from mvpo_train.segment_embedder import SegmentEmbedder
 
-    onnx = SegmentEmbedder(runtime="onnx")
+    onnx = SegmentEmbedder(runtime="onnx", batching="rows1")
     cfg = onnx.encoder.config
     h, ffn, layers = cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
     gen = torch.Generator().manual_seed(0)

@@ -85,7 +85,7 @@ def test_a_dynamic_pass_gives_a_text_one_vector_whatever_its_row_count(tmp_path)
         assert got["passes"] == 1 and got["tokens"] == max(2, n) * 16
         seen.append(got["vectors"][seq])
     capped = bench.padded_encode(session, texts, emb.cls_id, emb.sep_id, 8, 0, cap=4)
-    assert capped["passes"] == 3  # 4 + 4 + 1 (padded to 2 rows)
-    assert capped["tokens"] == (4 + 4 + 2) * 16
+    assert capped["passes"] == 3  # 3 + 3 + 3: as even as possible, none of one row
+    assert capped["tokens"] == 9 * 16
     for vec in [*seen[1:], capped["vectors"][seq]]:
         assert torch.equal(vec, seen[0])
