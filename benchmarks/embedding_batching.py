@@ -7,17 +7,19 @@ process with the variants alternating (CPU time, 1 thread):
 * PyTorch: the earlier scheme (every pass 8 rows of one token length) against the current one
   (8 rows up to ``SegmentEmbedder.SHORT_TOKENS`` word pieces, one row above); the vectors are
   compared.
-* The runtimes: PyTorch's current scheme, onnxruntime's (one text per pass, ``rows1``) and
-  fixed-shape padded passes on onnxruntime (:data:`PADDED`: a text of ``n`` word pieces goes
-  in a pass of ``rows`` rows of ``n + 2`` tokens rounded up to a multiple, padding tokens
-  masked, the last text repeated as padding rows: the pass shape depends on the text alone),
-  and dynamic ones (as many rows as the call has texts of a padded length, at least 2).
+* The runtimes: PyTorch's current scheme, onnxruntime's first one (one text per pass,
+  ``rows1``) and fixed-shape padded passes on onnxruntime (:data:`PADDED`: a text of ``n``
+  word pieces goes in a pass of ``rows`` rows of ``n + 2`` tokens rounded up to a multiple,
+  padding tokens masked, the last text repeated as padding rows: the pass shape depends on the
+  text alone), and dynamic ones (as many rows as the call has texts of a padded length, at
+  least 2; ``pad8xdyn``, since this page the ``onnx`` runtime's default batching).
   Each padded variant embeds every call twice, the second time in reverse order (other
   neighbours, other row positions, other padding rows; the dynamic ones at most 5 rows a
   pass, other row counts too), and counts the texts whose vector changed in any bit.
 * The floor: MiniLM's arithmetic rate on onnxruntime by pass shape (:func:`arithmetic_rates`).
 
-The passes: :mod:`mvpo_train.study.minilm_passes`; the page: :mod:`mvpo_train.study.batching_page`.
+The passes: :mod:`mvpo_train.study.minilm_passes` (the padded ones and the masked export:
+:mod:`mvpo_train.minilm_onnx`); the page: :mod:`mvpo_train.study.batching_page`.
 
     python benchmarks/embedding_batching.py            # -> benchmarks/results/embedding_batching.md
     python benchmarks/embedding_batching.py --quick    # 2 groups x 2, for a smoke run
