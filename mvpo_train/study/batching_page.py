@@ -41,8 +41,8 @@ def markdown(
         "## The runtimes: PyTorch, onnxruntime one text per pass, fixed-shape padded passes",
         "",
         "The same calls, each variant in turn (median CPU time of the alternating repeats, "
-        "1 thread). `onnx rows1` is the `onnx` "
-        "runtime's batching; `onnx padLxR`: a text of n word pieces goes in a pass of R rows of "
+        "1 thread). `onnx rows1` was the `onnx` runtime's batching when these were measured "
+        "(`onnx pad8xdyn` is its default since, `--embedding-batching`); `onnx padLxR`: a text of n word pieces goes in a pass of R rows of "
         "n + 2 tokens rounded up to a multiple of L (padding masked, the last text repeated as "
         "padding rows), so its pass shape depends on the text alone; `onnx padLxdyn`: the "
         f"same lengths, as many rows as the call has texts of that length (at least 2, at most "
