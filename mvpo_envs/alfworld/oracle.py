@@ -297,15 +297,24 @@ class ProgressOracle:
         return [g for g in groups.values() if len(g) > 1]
 
     def canonical(self, state: State) -> State:
-        """``state`` with the objects of each symmetry class in sorted order."""
+        """``state`` with the objects of each symmetry class in sorted order (``state`` itself
+        when it is in that order already)."""
         if not self.classes:
             return state
         loc, opened, held_irr, pos, status = state
-        pos_l, status_l = list(pos), list(status)
+        pos_l: list[int] | None = None
+        status_l: list[int] = []
         for group in self.classes:
-            pairs = sorted((pos[k], status[k]) for k in group)
-            for k, (p, st) in zip(group, pairs, strict=True):
+            pairs = [(pos[k], status[k]) for k in group]
+            ordered = sorted(pairs)
+            if ordered == pairs:
+                continue
+            if pos_l is None:
+                pos_l, status_l = list(pos), list(status)
+            for k, (p, st) in zip(group, ordered, strict=True):
                 pos_l[k], status_l[k] = p, st
+        if pos_l is None:
+            return state
         return (loc, opened, held_irr, tuple(pos_l), tuple(status_l))
 
     def _containers(self, o: str) -> list[int]:
@@ -575,6 +584,7 @@ class ProgressOracle:
         depth = 0
         memo = self._memo
         canon = self.canonical
+        goal_reads_moves = self.reads_location or self.reads_opened or self.reads_holdsany
         best = None  # an upper bound from a memoised node: depth + its distance
         while frontier:
             depth += 1
@@ -584,12 +594,20 @@ class ProgressOracle:
                 return limit + 1
             nxt = []
             for s in frontier:
+                pos, status = s[3], s[4]
                 for t in self._successors(s):
-                    t = canon(t)
-                    if t in seen:
-                        continue
+                    # ``s`` is canonical and no goal, and a successor that changed no object
+                    # (go to, open, dropping the irrelevant object) is canonical too, and no
+                    # goal either unless the goal reads the location, the opened set or the
+                    # hands: only the others need the symmetry order and the goal checked
+                    moved_only = t[3] is pos and t[4] is status
+                    if not moved_only:
+                        t = canon(t)
+                    n_seen = len(seen)
                     seen.add(t)
-                    if self.goal_holds(t):
+                    if len(seen) == n_seen:  # seen before (one hash, not two)
+                        continue
+                    if (not moved_only or goal_reads_moves) and self.goal_holds(t):
                         return depth if best is None else min(best, depth)
                     known = memo.get(t)
                     if known is not None:
