@@ -97,6 +97,8 @@ def train_argv(path: Path, arm: str, seed: int, args: argparse.Namespace, iterat
         "--seed", str(seed), "--run-dir", str(path), "--threads", "1", "--no-progress",
         "--no-tensorboard", "--save-every", "5", "--eval-every", "0",
         "--embedding-cache", str(Path(args.base) / "embeddings.npz"),
+        # MiniLM one text per pass, as the study's first runs had it (before pad8xdyn)
+        "--embedding-batching", "rows1",
     ]  # fmt: skip
     if kwargs:
         argv += ["--estimator-kwargs", json.dumps(kwargs, sort_keys=True)]
@@ -354,7 +356,8 @@ def head_lines(out: dict[str, Any], machine: str) -> list[str]:
         "policy, history-aware head `--history-length 2`, warm start `alfworld-encoder-warm`, "
         f"16 tasks x 8 rollouts x 50 steps), `--env-kwargs '{json.dumps(st['env_kwargs'])}'` (the "
         f"full train split, plan lengths in the infos), lr {st['lr']}, KL {st['kl_coef']}, "
-        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, seeds {st[SEEDS]}, "
+        f"{st['ppo_epochs']} PPO epochs, {st['iterations']} iterations, MiniLM one text per "
+        f"pass (`--embedding-batching rows1`), seeds {st[SEEDS]}, "
         f"paired by seed; held-out: the final checkpoint on `{st['heldout_split']}`, sampled, "
         f"seed 0, every game x {st['final_episodes']} episode(s). Arms: GiGPO; MVPO with "
         '`{"repair_source": "oracle", "oracle_rho": 0}` and `... 1`; the controls '

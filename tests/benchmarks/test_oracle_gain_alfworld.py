@@ -38,6 +38,7 @@ def test_every_arm_runs_the_study_setting_and_differs_only_in_its_estimator(og, 
         assert (cfg["lr"], cfg["kl_coef"], cfg["ppo_epochs"], cfg["iterations"]) == (
             3e-4, 0.05, 2, 20)  # fmt: skip
         assert cfg["eval_split"] == "valid_unseen" and cfg["tasks"] == []
+        assert cfg["embedding_batching"] == "rows1"  # as the study's first runs
         assert (cfg["estimator"], cfg["estimator_kwargs"]) == (og.ARMS[arm][0], og.ARMS[arm][1])
     drop = ("estimator", "estimator_kwargs", "run_dir")
     same = [{k: v for k, v in c.items() if k not in drop} for c in configs.values()]
