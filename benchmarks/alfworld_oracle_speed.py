@@ -1,8 +1,8 @@
 """The ALFWorld progress oracle's CPU cost on a trained policy's steps, before and after a change.
 
 A study run with ``progress_oracle=True`` spends most of its rollout in the oracle's breadth-first
-search once its policy has learned (py-spy on an ALFWorld oracle-gain run: 95% of the process's
-samples). The episodes measured are a trained run's own, extracted once from its batch records
+search once its policy has trained a little (a py-spy profile of an ALFWorld oracle-gain run at
+its third iteration, not committed: 95% of the process's samples). The episodes measured are a trained run's own, extracted once from its batch records
 into a committed JSON (``--extract``); each version of the code replays them in a process of
 its own (its git worktree first on ``PYTHONPATH``, :mod:`mvpo_train.study.worktree`), and the
 page gives the CPU seconds of both and checks that every step's plan decrease is the same in
@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--before", default="f2b81ac", help="the commit before the oracle's speed-up")
     p.add_argument("--after", default="HEAD")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "alfworld-oracle-speed")
+    p.add_argument("--out", type=Path, default=PAGE, help="the page (its JSON beside it)")
     p.add_argument("--analyze-only", action="store_true", help="rebuild the page from its JSON")
     args = p.parse_args(argv)
     if args.extract:
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = measure(args.before, args.after, args.work)
         if not (figures["same_as_before"] and figures["same_as_recorded"]):
             raise SystemExit("alfworld_oracle_speed: the oracle's plan decreases changed")
-    write_figures_page("alfworld_oracle_speed", PAGE, report, figures)
+    write_figures_page("alfworld_oracle_speed", args.out, report, figures)
     return 0
 
 

@@ -14,7 +14,8 @@ generator and SearchQA's IVF recall use them too).
   :mod:`~mvpo_envs.bench.serve_load`, :mod:`~mvpo_envs.bench.pyserini_overlap`,
   :mod:`~mvpo_envs.bench.vector_backends`, :mod:`~mvpo_envs.bench.info_copy_cost`,
   :mod:`~mvpo_envs.bench.alfworld_listing`, :mod:`~mvpo_envs.bench.uniform_policy`,
-  :mod:`~mvpo_envs.bench.vector_start`, :mod:`~mvpo_envs.bench.scripted_episodes`: one
+  :mod:`~mvpo_envs.bench.vector_start`, :mod:`~mvpo_envs.bench.scripted_episodes`,
+  :mod:`~mvpo_envs.bench.oracle_replay`: one
   benchmark's measurements each (most with the page they are written to);
 * :mod:`~mvpo_envs.bench.alfworld_env_page`, :mod:`~mvpo_envs.bench.alfworld_stats_table`,
   :mod:`~mvpo_envs.bench.searchqa_scale_page`, :mod:`~mvpo_envs.bench.webshop_scale_page`:

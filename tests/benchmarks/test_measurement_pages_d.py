@@ -17,6 +17,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: the scripts of benchmarks/ whose page is benchmarks/results/<script>.md
 PAGES = (
     "abstraction",
+    "alfworld_oracle_speed",
     "control_uniform",
     "credit",
     "eta",

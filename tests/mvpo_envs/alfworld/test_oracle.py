@@ -265,3 +265,22 @@ def test_optimal_actions_are_exactly_the_commands_that_shorten_the_plan():
                 probe = clone_engine(engine)
                 probe.step(cmd)
                 assert brute.distance(probe._store) == d - 1
+
+
+def test_the_oracle_reproduces_a_trained_runs_recorded_plan_decreases():
+    """On a trained policy's own episodes (committed by benchmarks/alfworld_oracle_speed.py:
+    states a uniform policy rarely reaches), every step's plan decrease equals the one the
+    training run recorded with the oracle of its day."""
+    import json
+    from pathlib import Path
+
+    from mvpo_envs.bench.oracle_replay import replay
+
+    root = Path(__file__).resolve().parents[3]
+    data = json.loads((root / "benchmarks/results/alfworld_oracle_speed_episodes.json").read_text())
+    episodes = [ep for ep in data["episodes"] if ep["iteration"] == max(data["iterations"])][:6]
+    got = replay(episodes)["plan_decrease"]
+    assert sum(len(g) for g in got) > 100
+    for ep, dec in zip(episodes, got, strict=True):
+        assert dec == ep["plan_decrease"][: len(dec)]
+        assert None not in ep["plan_decrease"] and 1 in ep["plan_decrease"]
