@@ -94,6 +94,9 @@ PAD_MULTIPLE = 8
 DYNAMIC_CAP = 64
 #: the row counts of the masked export's build check (each against the 2-row pass)
 CHECK_ROWS = (2, 3, 5, 8, 16, 33, 64)
+#: the row counts a session of several threads is checked on when it opens (the build's check
+#: runs one thread; another thread count may split a pass's work by its rows)
+THREAD_CHECK_ROWS = (3, 9, 33)
 #: the model file and the build record inside an export folder
 MODEL_FILE = "model.onnx"
 RECORD_FILE = "export.json"
@@ -429,13 +432,24 @@ def open_masked_export(
     threads: int | None = None,
 ) -> OnnxEncoder:
     """The verified masked export of the encoder ``fingerprint`` (as :func:`open_export`;
-    ``seqs()``: the check sequences, :func:`check_seqs`)."""
-    return _open_verified(
+    ``seqs()``: the check sequences, :func:`check_seqs`). A session of several threads is
+    checked again when it opens, on two short check texts at :data:`THREAD_CHECK_ROWS` rows
+    (a fraction of a second): the build checked one thread only; a difference is one
+    :class:`OnnxExportError` line."""
+    session = _open_verified(
         export_folder(fingerprint, root, masked=True),
         lambda tmp: build_masked_export(tmp, encoder(), fingerprint, seqs(), cls_id, sep_id),
         lambda f: _open(f, fingerprint, threads, MASKED_EXPORT_VERSION),
         "MiniLM masked ONNX export",
     )
+    if session.threads > 1:
+        short = [s for s in seqs() if len(s) <= 16][:2]
+        if failed := check_row_counts(session, short, cls_id, sep_id, THREAD_CHECK_ROWS):
+            raise OnnxExportError(
+                f"the masked ONNX export of MiniLM gives a text other bits at another row "
+                f"count with {session.threads} threads ({failed}); {MASKED_HINT}"
+            )
+    return session
 
 
 def _open_verified(folder: Path, build: Callable[[Path], None],

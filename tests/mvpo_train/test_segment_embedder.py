@@ -9,6 +9,7 @@ runtimes' and batchings' vectors never mix in a cache file, and the trainer's
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
@@ -238,6 +239,36 @@ def test_a_failed_masked_export_is_rows1_for_auto_and_one_line_for_pad8xdyn(
     assert len(lines) == 1 and "embedding batching auto" in lines[0] and "rows1" in lines[0]
     seqs = _seqs(torch_embedder, TEXTS[:3])
     assert torch.equal(auto.embed(seqs), onnx_embedder.embed(seqs))
+
+
+def test_a_session_of_several_threads_is_checked_when_it_opens(
+    padded_embedder, onnx_root, monkeypatch
+):
+    """The build checks one thread; a two-thread session is checked again as it opens: here it
+    passes (the same bits as one thread), and a check that fails is one error line."""
+    open_ = functools.partial(
+        minilm_onnx.open_masked_export, padded_embedder.fingerprint,
+        lambda: padded_embedder.encoder, lambda: minilm_onnx.check_seqs(padded_embedder._check_ids),
+        padded_embedder.cls_id, padded_embedder.sep_id, root=onnx_root,
+    )  # fmt: skip
+    two, one = open_(threads=2), open_(threads=1)
+    seqs = _seqs(padded_embedder, TEXTS)
+    assert torch.equal(
+        padded_encode(two, seqs, padded_embedder.cls_id, padded_embedder.sep_id)["vectors"][
+            seqs[0]
+        ],
+        padded_encode(one, seqs, padded_embedder.cls_id, padded_embedder.sep_id)["vectors"][
+            seqs[0]
+        ],
+    )
+    calls = []
+    monkeypatch.setattr(minilm_onnx, "check_row_counts",
+                        lambda *a, **k: calls.append(a[4] if len(a) > 4 else k) or "a text")  # fmt: skip
+    open_(threads=1)
+    assert calls == []  # one thread: the build's check holds
+    with pytest.raises(OnnxExportError, match="with 2 threads") as err:
+        open_(threads=2)
+    assert "\n" not in str(err.value) and calls == [minilm_onnx.THREAD_CHECK_ROWS]
 
 
 def test_a_batching_that_cannot_run_is_one_line(torch_embedder):
