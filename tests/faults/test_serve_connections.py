@@ -100,7 +100,7 @@ def test_idle_connections_beyond_the_cap_make_room_for_a_good_client() -> None:
             # the oldest idle ones were closed to admit the newer connections
             closed = 0
             for sock in idle[:10]:
-                sock.settimeout(5)
+                sock.settimeout(20)  # the server may still be working through a loaded machine
                 with contextlib.suppress(ConnectionResetError):
                     closed += sock.recv(1) == b""
             assert closed == 10
