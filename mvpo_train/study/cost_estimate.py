@@ -197,7 +197,8 @@ def _prior_lines(pr: Estimate | None) -> list[str]:
         "2 runs at a time on a free 2-core machine, and about "
         f"{lo:.1f}-{hi:.1f} h on the one core the running control-task sweep leaves. The "
         'oracle adds to every env step (docs/alignment.md, "The progress oracle": 1.55 ms '
-        "against 0.23 ms per step, about 8 s per iteration of 6,400 steps), which this does "
-        "not include.",
+        "against 0.23 ms per step on random play, about 8 s per iteration of 6,400 steps; "
+        "3.27 ms per step on a trained policy's, about 21 s, and 15.76 ms before its search "
+        "cuts: benchmarks/results/alfworld_oracle_speed.md), which this does not include.",
         "",
     ]
