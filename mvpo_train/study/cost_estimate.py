@@ -199,6 +199,6 @@ def _prior_lines(pr: Estimate | None) -> list[str]:
         'oracle adds to every env step (docs/alignment.md, "The progress oracle": 1.55 ms '
         "against 0.23 ms per step on random play, about 8 s per iteration of 6,400 steps; "
         "3.27 ms per step on a trained policy's, about 21 s, and 15.76 ms before its search "
-        "cuts: benchmarks/results/alfworld_oracle_speed.md), which this does not include.",
+        "cuts), which this does not include.",
         "",
     ]
