@@ -237,6 +237,10 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
         cells = pair_cells(per, arm, REFERENCE, METRICS)
         if arm != REFERENCE and cells:
             pairs[f"{arm} - {REFERENCE}"] = cells
+    # alignment alone: the same routing, kappa and magnitude, exact against random
+    if {"oracle-r1", "oracle-r0"} <= set(arms_out):
+        if cells := pair_cells(per, "oracle-r1", "oracle-r0", METRICS):
+            pairs["oracle-r1 - oracle-r0"] = cells
     done = sum(len(v) for v in per.values())
     return {
         "settings": {**settings(args), "seeds": args.seeds, "fingerprint": fingerprint(settings(args))},

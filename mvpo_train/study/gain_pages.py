@@ -252,8 +252,10 @@ def held_out_results(out: Mapping[str, Any], final: int) -> list[str]:
         )
     lines += [
         "",
-        "Paired against GiGPO (same seed: same warm start, task draws and held-out games): mean "
-        "difference, t-based 95% interval, percentile-bootstrap interval (10,000 resamples).",
+        "Paired by seed (same warm start, task draws and held-out games), against GiGPO and, "
+        "for alignment alone (the same routing, kappa and magnitude), `rho = 1` against "
+        "`rho = 0`: mean difference, t-based 95% interval, percentile-bootstrap interval "
+        "(10,000 resamples).",
         "",
         "| pair | seeds | area | area (bootstrap) | final | held-out | held-out (bootstrap) |",
         "|---|---:|---|---|---|---|---|",

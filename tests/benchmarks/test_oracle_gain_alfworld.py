@@ -76,7 +76,9 @@ def test_analysis_pairs_with_gigpo_by_seed_and_refuses_a_changed_setting(og, tmp
     og.main([*flags, "--analyze-only"])
     res = json.loads(out.with_suffix(".json").read_text())
     assert res["progress"] == {"runs_done": 15, "runs_planned": 15}
-    assert set(res["pairs"]) == {f"{a} - gigpo" for a, _ in arms[1:]}
+    assert set(res["pairs"]) == {f"{a} - gigpo" for a, _ in arms[1:]} | {"oracle-r1 - oracle-r0"}
+    diff = [truth["oracle-r1"][s] - truth["oracle-r0"][s] for s in (0, 1, 2)]
+    assert res["pairs"]["oracle-r1 - oracle-r0"]["area"]["mean"] == pytest.approx(np.mean(diff))
     assert res["arms"]["oracle-r1-credit"]["kwargs"]["oracle_scale"] == "credit"
     r1 = res["arms"]["oracle-r1"]
     assert r1["area"]["mean"] == pytest.approx(np.mean(list(truth["oracle-r1"].values())), abs=1e-6)
