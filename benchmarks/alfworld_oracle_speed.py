@@ -2,7 +2,7 @@
 
 A study run with ``progress_oracle=True`` spends most of its rollout in the oracle's breadth-first
 search once its policy has trained a little (a py-spy profile of an ALFWorld oracle-gain run at
-its third iteration, not committed: 95% of the process's samples). The episodes measured are a trained run's own, extracted once from its batch records
+its third iteration, not committed: most of the process's samples). The episodes measured are a trained run's own, extracted once from its batch records
 into a committed JSON (``--extract``); each version of the code replays them in a process of
 its own (its git worktree first on ``PYTHONPATH``, :mod:`mvpo_train.study.worktree`), and the
 page gives the CPU seconds of both and checks that every step's plan decrease is the same in

@@ -708,7 +708,11 @@ class MVPO(BaseEstimator):
         self.ema_success = cfg.beta * self.ema_success + (1.0 - cfg.beta) * success_rate
         kappa = self.kappa
         gigpo_adv = combine(parts, parts.a_s, cfg.omega)
-        scale = oracle_scale(cfg.oracle_scale, a_phi, routed, gigpo_adv)
+        scale = (  # the oracle credit's spread; the other sources read none
+            oracle_scale(cfg.oracle_scale, a_phi, routed, gigpo_adv)
+            if cfg.repair_source in ORACLE_SOURCES
+            else 1.0
+        )
         if cfg.repair_source == "positive":  # the positive control: oracle credit on every row
             a_s = kappa * positive_credit(self._oracle_decrease(len(batch)), scale)
             repair, routed = a_s, np.ones(len(batch), dtype=bool)
