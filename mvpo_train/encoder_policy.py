@@ -126,6 +126,18 @@ class EncoderPolicy:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    @property
+    def resolved_settings(self) -> dict[str, str]:
+        """The ``TrainConfig`` fields this policy resolved from ``auto``: where MiniLM runs
+        and, on onnxruntime, its batching (the masked export is opened, or built and checked,
+        now). A fresh run's ``config.yaml`` records them, so a resume runs the same MiniLM or
+        fails in one line, never falls back (onnxruntime to PyTorch, ``pad8xdyn`` to
+        ``rows1``) with a mere log line. PyTorch has one scheme: its batching stays as asked."""
+        runtime = self.embedder.runtime
+        if runtime == "torch":
+            return {"embedding_runtime": runtime}
+        return {"embedding_runtime": runtime, "embedding_batching": self.embedder.batching}
+
     def frozen_copy(self) -> EncoderPolicy:
         """A frozen copy of the head sharing the encoder (the KL reference)."""
         head = copy.deepcopy(self.model).eval()

@@ -134,6 +134,8 @@ def _train(cfg: TrainConfig, ctx: D.DistContext, lock: RunLock | None) -> list[d
 
     # -- setup: policy, reference, optimizer, estimator, envs, RNGs ---------------------------
     policy = load_policy(cfg)
+    if not cfg.resume:  # what the policy resolved from auto: config.yaml records it (policies.md)
+        cfg = dataclasses.replace(cfg, **getattr(policy, "resolved_settings", {}))
     ref_policy = frozen_copy(policy) if cfg.kl_coef > 0 else None
     if cfg.parallelism == "fsdp" and ctx.enabled:  # before the optimizer (sharded params)
         if (why := D.fsdp_unsupported(cfg)) is not None:

@@ -30,7 +30,9 @@ class Policy(Protocol):
     ``model.save_pretrained(folder, safe_serialization=True)`` (it must write
     ``model.safetensors``, which ``--resume`` loads back strictly). ``tokenizer`` is saved
     beside it when not ``None`` (``tokenizer.save_pretrained(folder)``). ``pad_id`` fills an
-    empty response.
+    empty response. Optional: ``resolved_settings``, a dict of ``TrainConfig`` fields the
+    policy resolved from ``auto`` (the encoder policy: where MiniLM runs), which a fresh run's
+    ``config.yaml`` records instead, so that its resume runs the same.
     """
 
     model: Any

@@ -64,6 +64,10 @@ def _spy_embedders(monkeypatch) -> list:
     return made
 
 
+def _files(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+
+
 def _same_runs(full: Path, resumed: Path) -> None:
     a = [strip_timing(r) for r in read_metrics(full)]
     assert len(a) == 2 and a == [strip_timing(r) for r in read_metrics(resumed)]
@@ -115,7 +119,45 @@ def test_a_pad8xdyn_run_resumes_bit_for_bit(tmp_path, monkeypatch):
     assert {(e.runtime, e.batching) for e in made} == {("onnx", "pad8xdyn")}
     assert [r["iteration"] for r in rest] == [2]
     _same_runs(full, cut)
-    assert yaml.safe_load((cut / "config.yaml").read_text())["embedding_batching"] == "auto"
+    saved = yaml.safe_load((cut / "config.yaml").read_text())  # as resolved, not auto
+    assert (saved["embedding_runtime"], saved["embedding_batching"]) == ("onnx", "pad8xdyn")
+
+
+def test_a_fresh_run_records_what_auto_resolved_to_and_never_falls_back_on_resume(
+    tmp_path, monkeypatch
+):
+    """``auto`` is resolved when the run starts and ``config.yaml`` and the checkpoints record
+    the result: resumed where onnxruntime no longer imports, the run is one error line (it
+    would otherwise go on with PyTorch's vectors), and the folder is as it was."""
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    cut = tmp_path / "cut"
+    assert len(train(_cfg(cut, stop_after=1))) == 1  # both settings auto (the defaults)
+    saved = yaml.safe_load((cut / "config.yaml").read_text())
+    assert (saved["embedding_runtime"], saved["embedding_batching"]) == ("onnx", "pad8xdyn")
+    assert changed_fields(saved, _cfg(cut, embedding_runtime="onnx",
+                                      embedding_batching="pad8xdyn")) == {}  # fmt: skip
+    before = _files(cut)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    with pytest.raises(ValueError, match="embedding runtime 'onnx': onnxruntime") as err:
+        train(_cfg(cut, resume=True))
+    assert "\n" not in str(err.value)
+    assert _files(cut) == before
+
+
+def test_a_fresh_run_without_onnxruntime_records_torch(tmp_path, monkeypatch):
+    """Where onnxruntime does not import, ``auto`` runs PyTorch and records it (a later
+    resume on a machine that has onnxruntime stays on PyTorch)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    run = tmp_path / "run"
+    train(_cfg(run, iterations=1))
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    assert (saved["embedding_runtime"], saved["embedding_batching"]) == ("torch", "auto")
+    assert resumed_runtime("auto", run) == "torch"
 
 
 def test_auto_on_resume_takes_the_recorded_runtime(tmp_path):
