@@ -38,10 +38,16 @@ from mvpo_train.records import find_records
 from mvpo_train.study import cost_estimate
 from mvpo_train.study.archive import copy_compact, import_
 from mvpo_train.study.gain_pages import one_setting_page
-from mvpo_train.study.gain_sweep import FINAL, mean_finite
+from mvpo_train.study.gain_sweep import FINAL
 from mvpo_train.study.gain_table import pair_cells, seed_cells
 from mvpo_train.study.paired import SEEDS, check_settings, json_clean
 from mvpo_train.study.repair_magnitude import repair_magnitude
+from mvpo_train.study.routing_tables import (
+    magnitude_lines,
+    mean_or_nan,
+    mechanism,
+    mechanism_lines,
+)
 from mvpo_train.study.runs import (
     eval_file,
     fingerprint,
@@ -228,7 +234,7 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
         arms_out[arm] = {
             "estimator": estimator, "kwargs": kwargs, "rho": kwargs.get("oracle_rho"),
             "seeds": seeds, **seed_cells([per[arm][s] for s in seeds], METRICS),
-            "auc": _mean([per[arm][s]["auc"] for s in seeds]),
+            "auc": mean_or_nan([per[arm][s]["auc"] for s in seeds]),
             "curve": np.mean([[r["success"] for r in runs[s]] for s in seeds], axis=0).tolist(),
             "mechanism": mechanism(runs),
         }  # fmt: skip
@@ -250,45 +256,6 @@ def analyze(args: argparse.Namespace, sizing: dict[str, Any] | None) -> dict[str
     }  # fmt: skip
 
 
-#: what the routing did, per arm (the trainer's ``adv/*`` diagnostics, docs/estimators.md):
-#: key -> the page's column
-MECHANISM = {
-    "adv/zero_credit_ratio": "rows in zero-credit step groups",
-    "adv/repaired_ratio": "rows repaired",
-    "adv/zero_adv_ratio": "rows with advantage 0",
-    "adv/kappa": "kappa",
-}
-
-
-def mechanism(runs: dict[int, list[dict]]) -> dict[str, float]:
-    """:data:`MECHANISM`'s diagnostics: the mean over iterations of each run, then over runs
-    (NaN where an arm logs none: GiGPO repairs nothing and has no kappa)."""
-    return {key: _mean([_mean([r.get(key) for r in rows]) for rows in runs.values()])
-            for key in MECHANISM}  # fmt: skip
-
-
-def mechanism_lines(out: dict[str, Any]) -> list[str]:
-    """The page's table of :func:`mechanism` per arm."""
-    lines = [
-        "",
-        "## What the routing did",
-        "",
-        "Per arm, the mean over iterations and seeds of the trainer's diagnostics "
-        "(docs/estimators.md): rows in zero-credit step groups (`adv/zero_credit_ratio`, the "
-        "rows MVPO's routing may repair), rows repaired (`adv/repaired_ratio`), rows whose "
-        "advantage is exactly 0 (`adv/zero_adv_ratio`) and the repair's weight kappa "
-        "(`adv/kappa`); - where the arm logs none.",
-        "",
-        f"| arm | {' | '.join(MECHANISM.values())} |",
-        f"|---|{'---:|' * len(MECHANISM)}",
-    ]
-    for arm, cell in out["arms"].items():
-        values = [cell.get("mechanism", {}).get(key) for key in MECHANISM]
-        shown = ["-" if v is None or v != v else f"{v:.3f}" for v in values]
-        lines.append(f"| {arm} | {' | '.join(shown)} |")
-    return lines
-
-
 def magnitude(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]]:
     """:func:`~mvpo_train.study.repair_magnitude.repair_magnitude` of every finished oracle
     arm's run (held-out result written) in ``--base`` that kept its batch records: arm -> seed
@@ -304,32 +271,6 @@ def magnitude(args: argparse.Namespace) -> dict[str, dict[str, dict[str, float]]
     return out
 
 
-def magnitude_lines(found: dict[str, dict[str, dict[str, float]]] | None) -> list[str]:
-    """The page's table of :func:`magnitude` (means over the random seeds read)."""
-    if not found:
-        return []
-    lines = [
-        "",
-        "## The repair's magnitude",
-        "",
-        "Measured with `python benchmarks/oracle_gain_alfworld.py --jobs 2 --magnitude` from the "
-        "runs' batch records (`mvpo_train.study.repair_magnitude`; kept here by later "
-        "analyses): the repair is each batch's trained advantage minus GiGPO's on the same "
-        "batch. Means over records, then seeds: rows it changed, its share of the batch's sum "
-        "of squared advantages, its standard deviation on the rows it changed, and GiGPO's on "
-        "the rows where GiGPO's is non-zero.",
-        "",
-        "| arm | seeds | rows changed | share of sum A^2 | sd of the repair | sd of GiGPO's |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
-    keys = ("changed", "repair_share", "repair_sd", "gigpo_sd")
-    for arm, seeds in found.items():
-        means = [float(np.mean([v[k] for v in seeds.values()])) for k in keys]
-        shown = " | ".join(f"{m:.3f}" for m in means)
-        lines.append(f"| {arm} | {', '.join(seeds)} | {shown} |")
-    return lines
-
-
 def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
     succ = np.asarray([float(r["success"]) for r in rows])
     heldout = read_eval(path, HELDOUT)
@@ -337,13 +278,8 @@ def _per_run(rows: list[dict], path: Path) -> dict[str, float]:
         "area": float(succ.mean()),
         "final": float(succ[-FINAL:].mean()),
         "heldout": float("nan") if heldout is None else heldout,
-        "auc": _mean([r.get("align/auc") for r in rows]),
+        "auc": mean_or_nan([r.get("align/auc") for r in rows]),
     }
-
-
-def _mean(values: list[Any]) -> float:
-    m = mean_finite(values)
-    return float("nan") if m is None else m
 
 
 def head_lines(out: dict[str, Any], machine: str) -> list[str]:
@@ -376,7 +312,8 @@ def write(out: dict[str, Any], path: Path, analyze_only: bool, jobs: int) -> Non
     """The markdown and the JSON beside it."""
     detail = f" (shared), {jobs} run(s) at a time, 1 torch thread each"
     md = one_setting_page(out, head_lines(out, machine_line(path, analyze_only, detail)), FINAL)
-    md += "\n".join([*mechanism_lines(out), *magnitude_lines(out.get("magnitude"))]) + "\n"
+    command = "python benchmarks/oracle_gain_alfworld.py --jobs 2 --magnitude"
+    md += "\n".join([*mechanism_lines(out), *magnitude_lines(out.get("magnitude"), command)]) + "\n"
     path.write_text(md)
     path.with_suffix(".json").write_text(json.dumps(json_clean(out), indent=1) + "\n")
     print(md)

@@ -42,7 +42,9 @@ arms and texts of each study: the trainer's package names no env). By job:
   :mod:`~mvpo_train.study.step_kinds` (the repair per step kind),
   :mod:`~mvpo_train.study.option_kinds` (it per option of the potential, and its page),
   :mod:`~mvpo_train.study.credit_mass` (where MVPO's advantage mass goes),
-  :mod:`~mvpo_train.study.repair_magnitude` (how much of a run's advantage its repair was).
+  :mod:`~mvpo_train.study.repair_magnitude` (how much of a run's advantage its repair was),
+  :mod:`~mvpo_train.study.routing_tables` (what the routing did and the repair's magnitude,
+  per arm, as page tables).
 * **Cost.** :mod:`~mvpo_train.study.cost_estimate` (a study's CPU hours before it runs),
   :mod:`~mvpo_train.study.phase_tables` (CPU seconds per phase),
   :mod:`~mvpo_train.study.estimator_cost`,
