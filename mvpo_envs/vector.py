@@ -10,13 +10,13 @@ picks its task as a pure function of the seed (``seed % num_tasks``, see
 vector env is sync or async and however many worker processes it has.
 
 Vectorization backends (``vectorization_mode``): ``"sync"`` (Gymnasium's ``SyncVectorEnv``, one
-process) and ``"async"`` (:class:`~mvpo_envs.async_worker.TextAsyncVectorEnv`, one worker
+process), ``"async"`` (:class:`~mvpo_envs.async_worker.TextAsyncVectorEnv`, one worker
 process per sub-env, its own worker protocol so async == sync on the same seeds, and a named
 :class:`WorkerCrashedError` instead of a hang) and ``"ray"`` (Ray actors, optional extra ``ray``,
 :mod:`mvpo_envs.ray_vector`). All build every sub-env with the same
 ``gym.make(env_id, **env_kwargs)``. A backend is one function in :data:`BACKENDS`
-``(env_fns, vector_kwargs) -> gymnasium.vector.VectorEnv``: adding one (e.g. Ray actors) is
-adding an entry; it must honour seeds per sub-env and ``NEXT_STEP`` autoreset.
+``(env_fns, vector_kwargs) -> gymnasium.vector.VectorEnv``: adding one is adding an entry; it
+must honour seeds per sub-env and ``NEXT_STEP`` autoreset.
 
 Construction: the sub-envs are built inside :func:`mvpo_envs.build_batch.build_batch`, so
 their shared data (ALFWorld's game listing) is verified once for the whole batch, not once per

@@ -1,8 +1,9 @@
 """Console entry points: ``mvpo-train``, ``mvpo-eval``, ``mvpo-plot``, ``mvpo-build-tiny-model``.
 
 Usage in docs/training.md. This module holds ``mvpo-train`` (and :func:`rank_main`, what
-``torchrun`` runs in every rank) and names every entry point ``pyproject.toml`` lists; the other
-commands and what they share are in :mod:`mvpo_train.commands`, one job per module.
+``torchrun`` runs in every rank) and is the entry point ``pyproject.toml`` names for these four
+commands; the code of the other three, and what the commands share, is in
+:mod:`mvpo_train.commands`, one job per module.
 
 Every ``mvpo-train`` flag is a :class:`mvpo_train.config.TrainConfig` field. A user error (a bad
 flag or config value, a YAML syntax error, a missing file or run folder, an unusable checkpoint)
@@ -57,7 +58,8 @@ _intact_checkpoint = intact_checkpoint
 
 
 def train_main(argv: list[str] | None = None) -> int:
-    """``mvpo-train [--preset cpu-tiny|gpu-qwen2.5-1.5b] [--config x.yaml] [--field value ...]``."""
+    """``mvpo-train [--preset cpu-tiny|cpu-showcase|gpu-qwen2.5-1.5b] [--config x.yaml]
+    [--field value ...]``."""
     return guard("mvpo-train", _train, argv)
 
 

@@ -9,6 +9,10 @@ x.yaml`` < explicit flags. Presets:
   declaration's ``train_defaults`` for it (the default env: four tasks of its bundled ``mini``
   rooms), sized so that success visibly rises within about 9 minutes on 2 CPU
   cores (docs/training.md has the measured curve);
+* ``cpu-showcase`` (``mvpo-showcase``, ``make run``): the ALFWorld study's MVPO arm, the
+  ``encoder`` policy from the bundled warm start, 16 groups x 8 rollouts of 50 steps, lr 3e-4,
+  2 PPO epochs, KL 0.05, 10 iterations, run folder ``runs/showcase`` (the env declaration
+  gives its split, held-out split and model);
 * ``gpu-qwen2.5-1.5b``: the MVPO paper's setting (``Qwen/Qwen2.5-1.5B-Instruct``, ``generate``
   mode with ``<think>``/``<action>``, 16 groups x 8 rollouts, lr 1e-6, KL 0.01 (low_var_kl),
   clip 0.2, gamma 0.95, 50 steps per episode, 150 iterations, vLLM rollouts).

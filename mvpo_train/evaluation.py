@@ -1,6 +1,6 @@
-"""Metrics of a batch and evaluation on a split (docs/training.md, "Metrics" and
-"Evaluation"): :func:`batch_metrics` is the per-iteration row's success / return / length part,
-:func:`evaluate` plays every task of an eval split under its own random stream."""
+"""Metrics of a batch and evaluation on a split (docs/training.md, "Metrics", and "Quick start"
+for ``mvpo-eval``): :func:`batch_metrics` is the per-iteration row's success / return / length
+part, :func:`evaluate` plays every task of an eval split under its own random stream."""
 
 from __future__ import annotations
 

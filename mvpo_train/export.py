@@ -352,7 +352,7 @@ def verl_rows(
     env_id: str,
     split: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
-    template: str = "seed",
+    template: str = "paper",
     max_tasks: int | None = None,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
@@ -415,7 +415,7 @@ def write_verl(
     env_id: str,
     split: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
-    template: str = "seed",
+    template: str = "paper",
     max_tasks: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
@@ -473,14 +473,17 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--env-id", help="env id (default: the run's)")
     g.add_argument("--split", help="the env's split= (default: the run's env_kwargs' split)")
     g.add_argument("--env-kwargs", help="JSON env kwargs (default: the run's)")
-    g.add_argument("--template", help="prompt style the agent loop renders (default: seed)")
+    g.add_argument(
+        "--template",
+        help="prompt style the agent loop renders (default: paper; seed, its former name, reads as it)",
+    )
     g.add_argument("--max-tasks", type=int_at_least(1), help="the first N tasks only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
 
 def _main_verl(args: argparse.Namespace) -> int:
-    env_id, kwargs, template = args.env_id, {}, "seed"
+    env_id, kwargs, template = args.env_id, {}, "paper"
     if args.run:
         run_env, kwargs, style = _run_env(Path(args.run))
         env_id = env_id or run_env

@@ -87,7 +87,7 @@ def check_score_candidates(
             )
         tag = TAG_TEMPLATE.match(str(action))
         if tag is not None:
-            generate = "--action-mode generate --prompt-style seed"
+            generate = "--action-mode generate --prompt-style paper"
             fix = (
                 f"use {generate} (Search-R1's prompt: the model writes the query and the answer)"
                 if generate_hint

@@ -1,5 +1,5 @@
 """Which tasks an evaluation with ``max_tasks`` plays (``mvpo-eval --max-tasks``,
-``eval_max_tasks``; docs/training.md, "Evaluation").
+``eval_max_tasks``; docs/training.md, "Quick start").
 
 A split lists its tasks sorted by id, and ALFWorld's ids start with the task type, so its first
 N tasks are all of one type. :func:`stratified_tasks` takes N tasks in proportion to the task

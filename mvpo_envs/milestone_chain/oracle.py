@@ -1,6 +1,6 @@
 """The known answer of ``mvpo/MilestoneChain-v0``: shortest plans and optimal actions.
 
-docs/control_task.md, "Oracle". In state ``(place, done)`` the shortest remaining plan walks to
+docs/control_task.md, "Contract". In state ``(place, done)`` the shortest remaining plan walks to
 the next milestone's place, uses its fixture, and so on to the last one, so its length is a
 sum of place-graph distances (``Layout.distances``) plus one fixture use per milestone left.
 An action is *optimal* when it shortens that plan (by exactly one step: no action does more);

@@ -1,6 +1,6 @@
 """The invented world behind the bundled SearchQA corpus: entities, facts and passage text.
 
-docs/environments.md, "mvpo/SearchQA-v0", Data ("a bundled generated corpus"). Everything here is
+docs/environments.md, "mvpo/SearchQA-v0", Data ("the bundled invented corpus"). Everything here is
 made up and deterministic from a seed: towns, rivers, people, companies and books with names
 built from syllables (checked so that no name's normalised form occurs inside another's, which
 keeps :func:`~mvpo_envs.searchqa.metrics.has_answer` honest), their facts, and one passage each,

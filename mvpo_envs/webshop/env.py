@@ -18,8 +18,9 @@ Data (kwargs): bundled catalog by default (``split="train"|"test"|"all"``); ``da
 ``$WEBSHOP_DATA`` for WebShop's own files (:func:`mvpo_envs.webshop.data.load_data_dir`);
 ``goal_source="synthetic"|"human"``; ``search_backend="bm25s"|"pyserini"``;
 ``reward="original"|"fixed"``; ``protocol="original"|"strict"``;
-``search_query="template"|"instruction"`` (see :class:`WebShopEnv`). ``expert_actions(i)``: the
-scripted expert's winning actions for task ``i`` (docs/webshop.md, "Expert plans").
+``search_query="template"|"instruction"``; ``catalog="auto"|"memory"|"compact"`` (see
+:class:`WebShopEnv`). ``expert_actions(i)``: the scripted expert's winning actions for task
+``i`` (docs/webshop.md, "Expert plans").
 """
 
 from __future__ import annotations
@@ -222,7 +223,9 @@ class WebShopEnv(TextEnv):
     ``protocol`` ("original" | "strict": search only on
     the search page, no special queries, action names compared after lower-casing and
     collapsing spaces), ``search_query`` ("template" | "instruction": the admissible search
-    on the search page, docs/webshop.md "Score mode"), ``abstraction``, ``render_mode``,
+    on the search page, docs/webshop.md "Score mode"), ``catalog`` ("auto" | "memory" |
+    "compact"; ``"auto"`` opens a products file of 64 MiB or more as a memory-mapped compact
+    store, docs/webshop.md "Large catalogs"), ``abstraction``, ``render_mode``,
     ``products_file``, ``num_products``, ``num_test_goals``, ``cache_dir``, ``nouns``.
 
     ## Expert plans

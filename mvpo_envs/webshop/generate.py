@@ -1,7 +1,7 @@
 """Generate the bundled WebShop catalog: products and goals in WebShop's own file formats.
 
-docs/environments.md, "mvpo/WebShop-v0", Data ("a bundled generated catalog + goals in the same
-schema for offline use"). Writes into ``data/webshop/`` (or ``--out``):
+docs/environments.md, "mvpo/WebShop-v0", Data ("a bundled generated catalogue with goals in
+WebShop's schema"). Writes into ``data/webshop/`` (or ``--out``):
 
 * ``items_shuffle_bundled.json`` - raw products as WebShop's ``items_shuffle*.json``;
 * ``items_ins_v2_bundled.json`` - asin -> ``attributes`` (+ ``instruction``,

@@ -1,6 +1,6 @@
 """Product search: BM25 backends behind one small interface.
 
-docs/environments.md, "mvpo/WebShop-v0", Search engine. WebShop indexes one document per product,
+docs/environments.md, "mvpo/WebShop-v0", Search. WebShop indexes one document per product,
 ``lower(Title + " " + Description + " " + BulletPoints[0] + " " + option text)`` with option
 text ``"color: black, white, and size: s, m"``, in Lucene via pyserini (BM25, k1=0.9, b=0.4,
 Porter stemming, English stop words), and returns the top 50 asins for a query.

@@ -1,5 +1,5 @@
 """Headless Chromium for the page: a screenshot (``mvpo-inspect --screenshot``) and the DOM after
-the page's script ran (docs/inspect.md, "Screenshot").
+the page's script ran (docs/inspect.md, "`mvpo-inspect`" and "The browser test and Chromium").
 
 Uses the system's Chromium (Debian package ``chromium``; ``$MVPO_CHROMIUM`` names another
 binary) with no network, no sandbox-dependent features and a throw-away profile.

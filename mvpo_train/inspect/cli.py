@@ -1,5 +1,5 @@
-"""``mvpo-inspect RUN_DIR --iteration K [--group G] [--estimators grpo,gigpo,mvpo] [--png]``
-(docs/inspect.md).
+"""``mvpo-inspect RUN_DIR [--iteration K] [--group G] [--estimators grpo,gigpo,mvpo] [--png]
+[--screenshot]`` (docs/inspect.md).
 
 ``RUN_DIR`` is a run folder (its ``records/iter-K.npz`` is read; without ``--iteration`` the
 newest) or a record file. Writes ``<out>.html`` (default ``RUN_DIR/inspect/iter-K.html``, next

@@ -10,7 +10,7 @@ Each dataset row names its episode in a non-tensor column ``mvpo_env`` (or in
 * ``seed`` (required): the reset seed, i.e. the task index (docs/environments.md: every mvpo
   env picks its task as a pure function of the seed; verl's ``rollout.n`` copies of a row share
   it, so a verl group is a group of the same task, as the estimators expect);
-* optional ``env_kwargs`` (to ``gym.make``), ``template`` (prompt style, default ``"seed"``),
+* optional ``env_kwargs`` (to ``gym.make``), ``template`` (prompt style, default ``"paper"``; ``"seed"``, its former name, reads as it),
   ``invalid_penalty`` (default 0.1, the trainer's rule of :mod:`mvpo_train.projection`),
   ``require_think`` (default False).
 
@@ -84,7 +84,7 @@ class MvpoEnvAgentLoop(AgentLoopBase):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         spec = episode_spec(kwargs)
-        template = get_template(spec["env_id"], spec.get("template", "seed"))
+        template = get_template(spec["env_id"], spec.get("template", "paper"))
         project = get_projection(template.projection)
         penalty_value = float(spec.get("invalid_penalty", 0.1))
         require_think = bool(spec.get("require_think", False))

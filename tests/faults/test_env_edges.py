@@ -1,4 +1,4 @@
-"""Edges of ``reset`` and ``step`` shared by all three envs (docs/environments.md, "Reset and
+"""Edges of ``reset`` and ``step`` shared by every env (docs/environments.md, "Reset and
 step edges"): NumPy and huge seeds, arguments of the wrong type named in a ``TypeError``,
 step before reset, and SearchQA's steps after the end."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import mvpo_envs  # noqa: F401
 
-ENV_IDS = ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0", "mvpo/SearchQA-v0"]
+ENV_IDS = ["mvpo/ALFWorld-v0", "mvpo/WebShop-v0", "mvpo/SearchQA-v0", "mvpo/MilestoneChain-v0"]
 
 
 @pytest.fixture(scope="module", params=ENV_IDS)

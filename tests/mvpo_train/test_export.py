@@ -175,7 +175,7 @@ def test_verl_rows_for_an_env_and_split(tmp_path):
     for i, row in enumerate(rows):
         spec = row["extra_info"]["mvpo_env"]
         assert spec == {
-            "env_id": "mvpo/ALFWorld-v0", "seed": i, "template": "seed",
+            "env_id": "mvpo/ALFWorld-v0", "seed": i, "template": "paper",
             "env_kwargs": {"preset": "mini", "split": "eval"},
         }  # fmt: skip
         assert row["agent_name"] == "mvpo_env" and row["extra_info"]["index"] == i

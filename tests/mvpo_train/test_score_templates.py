@@ -53,7 +53,7 @@ def test_check_score_candidates():
         with pytest.raises(ConfigError, match=r"^action_mode: .*free text") as err:
             check_score_candidates(adm, SEARCHQA)
         assert f"the template {adm[0]!r}" in str(err.value)
-        assert str(err.value).endswith(": use --action-mode generate --prompt-style seed "
+        assert str(err.value).endswith(": use --action-mode generate --prompt-style paper "
                                        "(Search-R1's prompt: the model writes the query and "
                                        "the answer)")  # fmt: skip
         assert "search_query" not in str(err.value) and "\n" not in str(err.value)

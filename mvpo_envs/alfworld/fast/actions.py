@@ -1,4 +1,5 @@
-"""ALFWorld's ``alfred.pddl`` actions, natively (docs/alfworld_engine.md, "Actions").
+"""ALFWorld's ``alfred.pddl`` actions, natively (docs/alfworld_engine.md, "How the fast engine
+works").
 
 Each action of the domain is implemented here with the preconditions and effects of its PDDL
 text; the game's domain must contain exactly these action texts (checked by fingerprint at

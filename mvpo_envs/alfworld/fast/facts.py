@@ -1,4 +1,5 @@
-"""The fact store of the native ALFWorld engine (docs/alfworld_engine.md, "State and facts").
+"""The fact store of the native ALFWorld engine (docs/alfworld_engine.md,
+"How the fast engine works").
 
 Holds the same propositions as TextWorld's ``PddlState``: the problem's ``:init`` atoms, then
 each applied effect as TextWorld applies Fast Downward's effect list: a positive effect adds

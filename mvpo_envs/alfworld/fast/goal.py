@@ -1,4 +1,5 @@
-"""The goal test of the native ALFWorld engine (docs/alfworld_engine.md, "Goal").
+"""The goal test of the native ALFWorld engine (docs/alfworld_engine.md, "How the fast engine
+works").
 
 Evaluates the problem's ``:goal`` formula on the fact store, as Fast Downward's ``check_goal``
 decides it on its state: ``and``, ``or``, ``not``, ``exists``, ``forall``, ``=`` and atoms over

@@ -1,7 +1,8 @@
 """ALFWorld's text grammar, read from the game file and derived natively.
 
-docs/alfworld_engine.md, "Text". The ``grammar`` entry of a ``game.tw-pddl`` is TextWorld's
-logic document (``alfred.twl2`` with the task filled in): a top-level ``grammar :: \"\"\"{json}\"\"\";``
+docs/alfworld_engine.md, "How the fast engine works". The ``grammar`` entry of a
+``game.tw-pddl`` is TextWorld's logic document (``alfred.twl2`` with the task filled in): a
+top-level ``grammar :: \"\"\"{json}\"\"\";``
 and one ``action Name { template :: "..."; feedback :: "#...#"; grammar :: \"\"\"{json}\"\"\"; }``
 per action. Each rule's right-hand side is a sequence of symbols in TextWorld's
 context-sensitive-grammar syntax: literal text, ``#rule#``, ``{expr}``, ``{expr | query}`` and

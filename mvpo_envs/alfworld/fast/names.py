@@ -1,4 +1,4 @@
-"""Display names of ALFWorld entities (docs/alfworld_engine.md, "Names").
+"""Display names of ALFWorld entities (docs/alfworld_engine.md, "How the fast engine works").
 
 The rules of ALFWorld's ``Demangler`` (``AlfredDemangler(shuffle=False)``), as ALFWorld
 applies them to every entity of a game: ``apple_bar__plus_01_dot_59_...`` becomes ``apple N``,

@@ -1,4 +1,5 @@
-"""Reading the PDDL of a ``game.tw-pddl`` file (docs/alfworld_engine.md, "Loading a game").
+"""Reading the PDDL of a ``game.tw-pddl`` file (docs/alfworld_engine.md,
+"How the fast engine works").
 
 A small s-expression reader, enough for ALFWorld's ``alfred.pddl`` domain and its problems:
 the problem's typed objects, its ``:init`` atoms and its ``:goal`` formula. Names are

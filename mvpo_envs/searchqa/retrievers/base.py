@@ -1,6 +1,6 @@
 """The retriever interface and the on-disk index cache.
 
-docs/environments.md, "mvpo/SearchQA-v0", Retrieval backends. Every backend answers
+docs/environments.md, "mvpo/SearchQA-v0", Retrieval. Every backend answers
 ``search(queries, topk) -> [[{"id", "contents", "score"}, ...], ...]``: one ranked list per query,
 best first, at most ``topk`` hits (fewer when the backend finds fewer, as Lucene does).
 

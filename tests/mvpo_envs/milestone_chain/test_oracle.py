@@ -1,6 +1,6 @@
 """The known answer of ``mvpo/MilestoneChain-v0`` against a search of the env's state graph.
 
-docs/control_task.md, "Oracle". The state graph is built here from the env's own transition
+docs/control_task.md, "Contract". The state graph is built here from the env's own transition
 function (``Rules.apply`` on every admissible command of every ``(place, done)``), searched
 backwards from the goal, and compared with the oracle's closed-form plan lengths and optimal
 actions; then ``info["oracle_progress"]`` is checked step by step against it in random play.

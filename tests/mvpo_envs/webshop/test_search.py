@@ -1,4 +1,4 @@
-"""Search backends (docs/environments.md, "mvpo/WebShop-v0", Search engine)."""
+"""Search backends (docs/environments.md, "mvpo/WebShop-v0", Search)."""
 
 from __future__ import annotations
 
