@@ -278,7 +278,11 @@ def test_the_oracle_reproduces_a_trained_runs_recorded_plan_decreases():
 
     root = Path(__file__).resolve().parents[3]
     data = json.loads((root / "benchmarks/results/alfworld_oracle_speed_episodes.json").read_text())
-    episodes = [ep for ep in data["episodes"] if ep["iteration"] == max(data["iterations"])][:6]
+    last = [ep for ep in data["episodes"] if ep["iteration"] == max(data["iterations"])]
+    episodes = [last[0], last[6], last[11]]  # one that runs out of steps, two that end early
+    assert (
+        len(episodes[0]["plan_decrease"]) == 50 > max(len(e["plan_decrease"]) for e in episodes[1:])
+    )
     got = replay(episodes)["plan_decrease"]
     assert sum(len(g) for g in got) > 100
     for ep, dec in zip(episodes, got, strict=True):
