@@ -83,8 +83,9 @@ def resolve_runtime(runtime: str) -> str:
         return "onnx"
     if runtime == "onnx":
         raise ValueError(
-            f"embedding runtime 'onnx': {reason} (pip install onnxruntime onnx, or pass "
-            "--embedding-runtime torch)"
+            f"embedding runtime 'onnx': {reason} (pip install onnxruntime onnx; or, for a new "
+            "run or an evaluation, run MiniLM on PyTorch: --embedding-runtime torch for "
+            "mvpo-train, embedding_runtime: torch in a --config file for mvpo-eval)"
         )
     log.info("embedding runtime auto: %s; MiniLM runs on PyTorch", reason)
     return "torch"
