@@ -1,12 +1,13 @@
 """The ALFWorld progress oracle's CPU cost on a trained policy's steps, before and after a change.
 
-A study run with ``progress_oracle=True`` spends most of its rollout in the oracle's breadth-first
-search once its policy has trained a little (a py-spy profile of an ALFWorld oracle-gain run at
-its third iteration, not committed: most of the process's samples). The episodes measured are a trained run's own, extracted once from its batch records
-into a committed JSON (``--extract``); each version of the code replays them in a process of
-its own (its git worktree first on ``PYTHONPATH``, :mod:`mvpo_train.study.worktree`), and the
-page gives the CPU seconds of both and checks that every step's plan decrease is the same in
-both and equal to the one the training run recorded::
+A study run with ``progress_oracle=True`` spends most of its rollout in the oracle's
+breadth-first search once its policy has trained a little (a py-spy profile of an ALFWorld
+oracle-gain run at its third iteration, not committed: most of the process's samples). The
+episodes measured are a trained run's own, extracted once from its batch records into a
+committed JSON (``--extract``); each version of the code replays them in a process of its own
+(its git worktree first on ``PYTHONPATH``, :mod:`mvpo_train.study.worktree`), and the page gives
+the CPU seconds of both and checks that every step's plan decrease is the same in both and equal
+to the one the training run recorded::
 
     python benchmarks/alfworld_oracle_speed.py --extract runs/oracle-gain-alfworld/gigpo-seed0
     python benchmarks/alfworld_oracle_speed.py --before f2b81ac   # the page and its JSON

@@ -14,6 +14,7 @@ by one."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,8 +130,6 @@ def test_a_fresh_run_records_what_auto_resolved_to_and_never_falls_back_on_resum
     """``auto`` is resolved when the run starts and ``config.yaml`` and the checkpoints record
     the result: resumed where onnxruntime no longer imports, the run is one error line (it
     would otherwise go on with PyTorch's vectors), and the folder is as it was."""
-    import sys
-
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
     cut = tmp_path / "cut"
@@ -150,8 +149,6 @@ def test_a_fresh_run_records_what_auto_resolved_to_and_never_falls_back_on_resum
 def test_a_fresh_run_without_onnxruntime_records_torch(tmp_path, monkeypatch):
     """Where onnxruntime does not import, ``auto`` runs PyTorch and records it (a later
     resume on a machine that has onnxruntime stays on PyTorch)."""
-    import sys
-
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     run = tmp_path / "run"
     train(_cfg(run, iterations=1))
