@@ -13,6 +13,7 @@ from typing import Any
 
 from mvpo_train.stats import SMOOTH
 from mvpo_train.study import curves
+from mvpo_train.study.heldout_first import heldout_first_lines
 from mvpo_train.study.study_env import (
     StudyEnv,
     arm_flags,
@@ -62,8 +63,9 @@ def plot(table: dict[str, Any], out: Path, threshold: float, env: StudyEnv) -> N
 
 def write_markdown(table: dict[str, Any], args: argparse.Namespace, out: Path, png: Path) -> None:
     """The results page of the study ``args.study_env`` run with ``args`` (the command, the
-    settings, the figure, the per-arm and paired tables, further thresholds, the inline
-    evaluations, success per task type, the warm-start candidates, partial runs)."""
+    settings, the figure, the held-out-first table with t-based intervals, the per-arm and
+    paired bootstrap tables, further thresholds, the inline evaluations, success per task type,
+    the warm-start candidates, partial runs)."""
     it = args.iterations
     env = args.study_env
     command = command_line("benchmarks/learning.py", args.argv)
@@ -106,7 +108,8 @@ def write_markdown(table: dict[str, Any], args: argparse.Namespace, out: Path, p
         "",
         f"![learning curves]({png.name})",
         "",
-        "Means over seeds with percentile-bootstrap 95% CIs over seeds (10,000 resamples, seed 0).",
+        "After the first table: means over seeds with percentile-bootstrap 95% CIs over seeds "
+        "(10,000 resamples, seed 0).",
         f"Training success = the rollout batch's (sampled actions, random task draw); area = mean "
         f"over all {it} iterations; final = last {SMOOTH} iterations. Iterations to "
         f"{args.threshold:.0%}: first iteration whose {SMOOTH}-iteration moving average reaches it "
@@ -124,6 +127,7 @@ def write_markdown(table: dict[str, Any], args: argparse.Namespace, out: Path, p
     if ws:
         lines += ["Warm start (iteration 0, same for every arm): " + ", ".join(
             f"{s} {v:.3f}" for s, v in ws.items()) + ".", ""]  # fmt: skip
+    lines += heldout_first_lines(table, heldout_keys(env))
     lines += [
         f"| arm | seeds | training success: area | final | iterations to {args.threshold:.0%} "
         f"(per seed) | held-out {' | '.join(held_cols)} | zero-adv. ratio, first 5 it. "
