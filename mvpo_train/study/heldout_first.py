@@ -71,7 +71,7 @@ def heldout_first_lines(table: Mapping[str, Any], heldout: Sequence[str]) -> lis
     lines = [
         "Held-out first (final checkpoint), then training success: mean over seeds "
         "[Student-t 95% interval] (percentile-bootstrap 95% interval, 10,000 resamples); per "
-        "pair, of the per-seed differences on the seeds both arms have:",
+        "pair, of the per-seed differences on the random seeds both arms have:",
         "",
         "| arm or pair | seeds | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(keys),
