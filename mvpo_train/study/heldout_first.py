@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mvpo_train.study.paired import interval
-from mvpo_train.study.summary import pair_rows
+from mvpo_train.study.summary import differences, pair_rows
 
 __all__ = ["cell", "heldout_first_lines", "pair_arms"]
 
@@ -42,22 +42,12 @@ def pair_arms(name: str) -> tuple[str, str]:
     return a, b
 
 
-def _seed_rows(row: Mapping[str, Any], key: str) -> list[float]:
-    return _values([row["per_seed"][str(s)] for s in row["seeds"]], key)
+def _seed_rows(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [row["per_seed"][str(s)] for s in row["seeds"]]
 
 
 def _values(rows: Sequence[Mapping[str, Any]], key: str) -> list[float]:
     return [float(r[key]) for r in rows if r.get(key) is not None]
-
-
-def _differences(
-    a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], key: str
-) -> list[float]:
-    return [
-        float(x[key]) - float(y[key])
-        for x, y in zip(a, b, strict=True)
-        if x.get(key) is not None and y.get(key) is not None
-    ]
 
 
 def heldout_first_lines(table: Mapping[str, Any], heldout: Sequence[str]) -> list[str]:
@@ -65,7 +55,7 @@ def heldout_first_lines(table: Mapping[str, Any], heldout: Sequence[str]) -> lis
     held-out keys ``heldout`` (the headline split first; a key no arm has a value of, as in a
     study run with ``--no-eval``, is left out), then training area and final."""
     arms = table["arms"]
-    heldout = [k for k in heldout if any(_seed_rows(r, k) for r in arms.values())]
+    heldout = [k for k in heldout if any(_values(_seed_rows(r), k) for r in arms.values())]
     keys = [*heldout, *(k for k, _ in TRAINING)]
     names = [*(f"held-out {k}" for k in heldout), *(n for _, n in TRAINING)]
     lines = [
@@ -77,7 +67,7 @@ def heldout_first_lines(table: Mapping[str, Any], heldout: Sequence[str]) -> lis
         "|---|---|" + "---|" * len(keys),
     ]
     for arm, row in arms.items():
-        rows = [row["per_seed"][str(s)] for s in row["seeds"]]
+        rows = _seed_rows(row)
         lines.append(
             f"| {arm} | {len(rows)} | " + " | ".join(cell(_values(rows, k)) for k in keys) + " |"
         )
@@ -88,7 +78,7 @@ def heldout_first_lines(table: Mapping[str, Any], heldout: Sequence[str]) -> lis
         seeds, a, b = both
         lines.append(
             f"| {name} | {len(seeds)} | "
-            + " | ".join(cell(_differences(a, b, k)) for k in keys)
+            + " | ".join(cell(differences(a, b, k)) for k in keys)
             + " |"
         )
     return lines + [""]

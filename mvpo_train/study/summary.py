@@ -15,7 +15,7 @@ from typing import Any
 
 from mvpo_train.stats import bootstrap_ci, censored
 
-__all__ = ["intervals", "pair_rows", "paired"]
+__all__ = ["differences", "intervals", "pair_rows", "paired"]
 
 Interval = tuple[float, float, float]
 
@@ -50,13 +50,26 @@ def paired(
     censor = set(reach)
     out: dict[str, Interval | None] = {}
     for key in keys:
-        d = []
-        for x, y in zip((r.get(key) for r in a), (r.get(key) for r in b), strict=True):
-            if key in censor:
-                x, y = censored(x, iterations), censored(y, iterations)
-            if x is not None and y is not None:
-                d.append(x - y)
+        d = differences(a, b, key, iterations if key in censor else None)
         out[key] = bootstrap_ci(d) if d else None
+    return out
+
+
+def differences(
+    a: Sequence[Mapping[str, Any]],
+    b: Sequence[Mapping[str, Any]],
+    key: str,
+    censor_at: int | None = None,
+) -> list[float]:
+    """The per-seed differences ``a[i][key] - b[i][key]`` (one seed's values in each arm), a
+    seed where either value is None or missing left out; with ``censor_at``, iterations to a
+    threshold, a run that never reached it counting as ``censor_at + 1``."""
+    out = []
+    for x, y in zip((r.get(key) for r in a), (r.get(key) for r in b), strict=True):
+        if censor_at is not None:
+            x, y = censored(x, censor_at), censored(y, censor_at)
+        if x is not None and y is not None:
+            out.append(float(x) - float(y))
     return out
 
 
