@@ -50,7 +50,8 @@ export in one line.
 ``config.yaml``, ``eval-*.json`` and, for an unfinished run with ``--checkpoints``, one
 checkpoint folder (``checkpoints/iter-K/`` + ``LATEST``); ``warm-start/`` evaluations; with
 ``--warm``, ``warm-head/`` (three files). Nothing else: no batch records, no embeddings,
-no logs.
+no logs. Export and import write every copy as a data file (mode 0o644 less the umask,
+never the source's mode), so an archive committed from one machine is never executable.
 
 **Import copies plain files only**: every file it reads in the archive, and every path it
 writes, is checked with ``lstat``; a symbolic link (a file, a run folder, or a link met on
@@ -140,7 +141,8 @@ def _plain_file(path: Path) -> int:
 
 def _copy_plain(src: Path, dest: Path) -> None:
     """Copy the plain file ``src`` (:func:`_plain_file`) to the new path ``dest``: read with
-    ``O_NOFOLLOW`` and at most the bound, written with ``O_EXCL`` (never through a link)."""
+    ``O_NOFOLLOW`` and at most the bound, written with ``O_EXCL`` (never through a link) and
+    mode 0o644 (less the umask), whatever the source's mode."""
     _plain_file(src)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -153,7 +155,8 @@ def _copy_plain(src: Path, dest: Path) -> None:
         data = fin.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ArchiveError(f"{src} grew over the {MAX_FILE_BYTES} byte bound while read")
-    dfd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    dfd = os.open(dest, flags, 0o644)  # data, never executable (os.open's default is 0o777)
     with os.fdopen(dfd, "wb") as fout:
         fout.write(data)
 
@@ -198,7 +201,7 @@ def _export_checkpoint(
     ):
         tmp = dest / f".{CHECKPOINTS}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(latest, tmp / latest.name)
+        shutil.copytree(latest, tmp / latest.name, copy_function=shutil.copyfile)
         (tmp / ck.LATEST).write_text(latest.name + "\n")
         shutil.rmtree(archived, ignore_errors=True)
         os.replace(tmp, archived)
@@ -230,7 +233,7 @@ def _export_records(run: Path, dest: Path, latest: Path | None) -> int:
         return 0
     dest.mkdir(parents=True, exist_ok=True)
     if (run / "config.yaml").is_file():
-        shutil.copy2(run / "config.yaml", dest / "config.yaml")
+        shutil.copyfile(run / "config.yaml", dest / "config.yaml")
     settled = int(latest.name.removeprefix("iter-"))
     out, n = dest / RECORDS, 0
     for iteration, path in find_records(run).items():
@@ -246,7 +249,7 @@ def _export_records(run: Path, dest: Path, latest: Path | None) -> int:
             continue
         out.mkdir(parents=True, exist_ok=True)
         tmp = out / f".{path.name}.tmp"
-        shutil.copy2(path, tmp)
+        shutil.copyfile(path, tmp)
         os.replace(tmp, target)
         n += 1
     return n
@@ -260,7 +263,7 @@ def copy_compact(runs: Iterable[Path], to: Path) -> int:
         dest = to / run.name
         dest.mkdir(parents=True, exist_ok=True)
         for f in compact_files(run):
-            shutil.copy2(f, dest / f.name)
+            shutil.copyfile(f, dest / f.name)
         n += 1
     return n
 
@@ -351,7 +354,7 @@ def export_warm(warm: Path, to: Path) -> None:
     dest = to / WARM_HEAD
     dest.mkdir(parents=True, exist_ok=True)
     for f in WARM_FILES:
-        shutil.copy2(warm / f, dest / f)
+        shutil.copyfile(warm / f, dest / f)
 
 
 def import_warm(src: Path, warm: Path) -> bool:

@@ -57,6 +57,19 @@ def test_export_then_import_restores_what_the_study_reads(tmp_path):
     assert eval_file(new / "grpo-seed0", "valid_unseen").is_file()
 
 
+def test_copies_are_plain_data_files_whatever_the_source_mode(tmp_path):
+    """Export and import write mode 0o644 less the umask: an archived result is never made
+    executable (os.open's default mode would be 0o777), even from an executable source."""
+    base = tmp_path / "runs"
+    run = _run(base, "grpo-seed0", 3)
+    (run / "metrics.jsonl").chmod(0o755)
+    archive, new = tmp_path / "archive", tmp_path / "new-machine"
+    arc.export(base, archive)
+    arc.import_(archive, new)
+    copies = [p for folder in (archive, new) for p in folder.rglob("*") if p.is_file()]
+    assert copies and all(p.stat().st_mode & 0o111 == 0 for p in copies)
+
+
 def test_import_keeps_a_run_folder_that_has_metrics(tmp_path, capsys):
     archive, base = tmp_path / "archive", tmp_path / "runs"
     _run(archive, "grpo-seed0", 60)
