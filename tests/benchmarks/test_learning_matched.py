@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import yaml
-from scipy import stats
 
 from mvpo_train.cli import train_main
 from mvpo_train.credit.mvpo import MVPOConfig
+from mvpo_train.stats import t_interval
 from mvpo_train.study import learning_runs
+from mvpo_train.study.summary import differences, pair_rows
 
 from .helpers import ROOT, study_module
 
@@ -22,8 +22,7 @@ def test_the_matched_study_gives_every_arm_the_same_settings(tmp_path, capsys):
     """docs/learning_study.md, "The matched study": its command (as documented) makes runs that
     differ only in their estimator and its keywords: one lr (3e-4) and KL (0.05) for all."""
     learning = study_module("learning")
-    arms = ARMS
-    argv = ["--arms", *arms, "--seeds", "0", "1", "2", "3", "4", "--iterations", "30",
+    argv = ["--arms", *ARMS, "--seeds", "0", "1", "2", "3", "4", "--iterations", "30",
             "--num-groups", "16", "--group-size", "8", "--lr", "0.0003", "--eval-every", "10",
             "--eval-episodes", "1", "--final-episodes", "4", "2",
             "--env-kwargs", '{"num_games": "full"}', "--warm", "runs/full/encoder-warm",
@@ -33,7 +32,7 @@ def test_the_matched_study_gives_every_arm_the_same_settings(tmp_path, capsys):
             "--kl-coef", "0.05"]  # fmt: skip
     args = learning.parse_args(argv)
     configs = {}
-    for arm in arms:
+    for arm in ARMS:
         cmd = learning_runs.train_cmd(tmp_path / f"{arm}-seed0", arm, 0, args)
         assert train_main([*cmd[cmd.index("--preset") :], "--print-config"]) == 0
         configs[arm] = yaml.safe_load(capsys.readouterr().out)
@@ -52,12 +51,6 @@ def test_the_matched_study_gives_every_arm_the_same_settings(tmp_path, capsys):
     drop = ("estimator", "estimator_kwargs", "run_dir")
     same = [{k: v for k, v in c.items() if k not in drop} for c in configs.values()]
     assert all(c == same[0] for c in same)
-
-
-def _t_interval(diffs: list[float]) -> tuple[float, float]:
-    d = np.asarray(diffs)
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-    return d.mean() - half, d.mean() + half
 
 
 def test_the_committed_study_has_every_run_and_the_earlier_studys_settings():
@@ -83,15 +76,11 @@ def test_the_decision_rule_applied_to_the_committed_runs_keeps_the_papers_defaul
     per-seed areas; the documented outcome (the paper's reading stays) and the code's default
     must agree with it, so a changed archive or default that contradicts the docs fails."""
     arms = json.loads((RESULTS / "learning_matched.json").read_text())["arms"]
-
-    def area(arm: str) -> list[float]:
-        return [arms[arm]["per_seed"][str(s)]["auc"] for s in range(5)]
-
-    combo = area("mvpo-potential")
-    lows = [
-        _t_interval([c - o for c, o in zip(combo, area(other), strict=True)])[0]
-        for other in ("mvpo-paper", "mvpo-potential-shuffled")
-    ]
+    lows = []
+    for other in ("mvpo-paper", "mvpo-potential-shuffled"):
+        seeds, combo, rows = pair_rows(arms, "mvpo-potential", other)
+        assert len(seeds) == 5
+        lows.append(t_interval(differences(combo, rows, "auc"))[1])
     change = all(low > 0 for low in lows)
     default = MVPOConfig()
     combination = (default.region_stats, default.potential_split, default.potential_estimate)
